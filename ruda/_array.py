@@ -1,0 +1,157 @@
+"""The Array object: a thin wrapper around one backend's native array.
+
+Arrays are made only by ruda's functions (``Array._new``), never by calling
+``Array(...)``.  Operators and ``__getitem__``/``__setitem__`` are installed by
+the namespace layer (``ruda._operators``), which owns validation and
+promotion; this module holds what needs no namespace function.
+"""
+import numpy as np
+
+from ruda import _dtypes
+from ruda._devices import CPU, Device, device as _device
+
+API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12", "2025.12")
+API_VERSION = "2025.12"
+
+
+class Array:
+    __slots__ = ("_data", "_device", "__weakref__")
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError("ruda.Array cannot be constructed directly; use ruda.asarray() "
+                        "or another creation function")
+
+    @classmethod
+    def _new(cls, data, device):
+        self = object.__new__(cls)
+        self._data = data
+        self._device = device
+        return self
+
+    # attributes --------------------------------------------------------
+    @property
+    def dtype(self):
+        return self._data.dtype
+
+    @property
+    def device(self):
+        return self._device
+
+    @property
+    def shape(self):
+        return tuple(self._data.shape)
+
+    @property
+    def ndim(self):
+        return len(self._data.shape)
+
+    @property
+    def size(self):
+        n = 1
+        for s in self._data.shape:
+            n *= s
+        return n
+
+    @property
+    def T(self):
+        if self.ndim != 2:
+            raise ValueError(f"ruda: Array.T needs a 2-D array; got {self.ndim}-D "
+                             f"(use ruda.permute_dims or .mT for stacks of matrices)")
+        return Array._new(self._device.backend.permute_dims(self._data, (1, 0)), self._device)
+
+    @property
+    def mT(self):
+        n = self.ndim
+        if n < 2:
+            raise ValueError(f"ruda: Array.mT needs at least 2 dimensions; got {n}-D")
+        axes = tuple(range(n - 2)) + (n - 1, n - 2)
+        return Array._new(self._device.backend.permute_dims(self._data, axes), self._device)
+
+    def __len__(self):
+        if not self._data.shape:
+            raise TypeError("ruda: len() of a 0-d array")
+        return self._data.shape[0]
+
+    # namespace and interchange -----------------------------------------
+    def __array_namespace__(self, /, *, api_version=None):
+        if api_version is not None and api_version not in API_VERSIONS:
+            raise ValueError(f"ruda: unsupported api_version {api_version!r}; supported: "
+                             f"{', '.join(API_VERSIONS)}")
+        import ruda
+        return ruda
+
+    def __dlpack__(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
+        return self._device.backend.to_dlpack(self._data, stream=stream, max_version=max_version,
+                                              dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self, /):
+        return self._device.backend.dlpack_device(self._data)
+
+    def to_device(self, device, /, *, stream=None):
+        dest = _device(device)
+        if dest is self._device:
+            return self
+        host = self._device.backend.to_host(self._data)
+        return Array._new(dest.backend.from_host(host), dest)
+
+    def _host(self, what):
+        if self._device is not CPU:
+            raise TypeError(f"ruda: {what} needs a host array; this array is on "
+                            f"'{self._device}': call x.to_device('cpu') first")
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        a = self._host("converting to a NumPy array")
+        if copy:
+            return np.array(a, dtype=dtype, copy=True)
+        return np.asarray(a, dtype=dtype)
+
+    def __buffer__(self, flags, /):
+        return memoryview(self._host("the buffer protocol"))
+
+    # Python scalars ----------------------------------------------------
+    def _scalar(self, what):
+        if self._data.shape != ():
+            raise TypeError(f"ruda: {what}() needs a 0-d array; got shape {self.shape}")
+        return self._device.backend.to_host(self._data)[()].item()
+
+    def __bool__(self):
+        return builtins_bool(self._scalar("bool"))
+
+    def __int__(self):
+        v = self._scalar("int")
+        if isinstance(v, complex):
+            raise TypeError("ruda: int() of a complex array")
+        if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+            raise (ValueError if v != v else OverflowError)(f"ruda: cannot convert {v} to int")
+        return int(v)
+
+    def __float__(self):
+        v = self._scalar("float")
+        if isinstance(v, complex):
+            raise TypeError("ruda: float() of a complex array")
+        return float(v)
+
+    def __complex__(self):
+        return complex(self._scalar("complex"))
+
+    def __index__(self):
+        if self._data.dtype.kind not in "iu":
+            raise TypeError(f"ruda: __index__ needs an integer array; got {_dtypes.name(self.dtype)}")
+        return int(self._scalar("index"))
+
+    # display -----------------------------------------------------------
+    def __repr__(self):
+        host = self._device.backend.to_host(self._data)
+        body = np.array2string(host, separator=", ", prefix="Array(", threshold=1000)
+        extra = f", shape={self.shape}" if 0 in self.shape else ""
+        return f"Array({body}{extra}, dtype={_dtypes.name(self.dtype)}, device='{self._device}')"
+
+    def __str__(self):
+        return np.array2string(self._device.backend.to_host(self._data), threshold=1000)
+
+
+builtins_bool = bool
+Array.__hash__ = None
+Device.__module__ = "ruda"
+Array.__module__ = "ruda"

@@ -1,0 +1,258 @@
+"""Creation functions."""
+import builtins
+import operator
+
+import numpy as np
+
+from ruda import _devices, _dtypes
+from ruda import _validation as v
+from ruda._array import Array
+
+_DLPACK_KINDS = {1: "cpu", 3: "cpu", 2: "cuda", 13: "cuda"}  # kDLCPU, kDLCUDAHost, kDLCUDA, kDLCUDAManaged
+_PY_KIND = {builtins.bool: None, int: "integral", float: "real floating", complex: "complex floating"}
+
+
+def _dtype_or(fn, dtype, dev, default):
+    return default if dtype is None else v.dtype(fn, dtype, dev)
+
+
+def _scalar_default(dev, value):
+    if isinstance(value, builtins.bool):
+        return _dtypes.bool
+    kind = _PY_KIND.get(type(value)) or _PY_KIND.get(v._scalar_type("full", value))
+    return v.default_dtype(dev, kind)
+
+
+def _host_default(dev, host):
+    """Map NumPy's inferred dtype for Python data to the device's defaults."""
+    k = host.dtype.kind
+    if k == "f":
+        return v.default_dtype(dev, "real floating")
+    if k == "c":
+        return v.default_dtype(dev, "complex floating")
+    if k in "iu" and host.dtype == np.int64:
+        return v.default_dtype(dev, "integral")
+    return host.dtype
+
+
+def asarray(obj, /, *, dtype=None, device=None, copy=None):
+    dev = None if device is None else _devices.device(device)
+    if obj.__class__ is Array:
+        return _asarray_array(obj, dtype, dev, copy)
+    if dev is None:
+        dev = _devices.default()
+    if dtype is not None:
+        dtype = v.dtype("asarray", dtype, dev)
+    if not isinstance(obj, np.ndarray) and hasattr(obj, "__dlpack_device__"):
+        src = _DLPACK_KINDS.get(obj.__dlpack_device__()[0])
+        if src == dev.kind and src != "cpu":
+            native = dev.backend.from_dlpack(obj, copy=copy)
+            return _asarray_array(Array._new(native, dev), dtype, dev, copy and False)
+    python_data = not isinstance(obj, np.ndarray | np.generic) and not hasattr(obj, "__array__") \
+        and not hasattr(obj, "__buffer__") and not isinstance(obj, memoryview | bytearray | bytes)
+    try:
+        host = np.asarray(obj, dtype=dtype, copy=copy) if copy is not None or dtype is not None \
+            else np.asarray(obj)
+    except OverflowError as e:
+        raise OverflowError(f"ruda.asarray: {e}") from None
+    if host.dtype == object or host.dtype.kind in "USVMm" and not _dtypes.is_dtype(host.dtype):
+        if python_data and host.dtype == object and _has_big_int(obj):
+            raise OverflowError("ruda.asarray: Python integer out of range of every integer dtype")
+        raise TypeError(f"ruda.asarray: cannot make an array of {type(obj).__name__} "
+                        f"(NumPy inferred dtype {host.dtype})")
+    if dtype is None:
+        dt = _host_default(dev, host) if python_data else host.dtype
+        if dt != host.dtype:
+            host = host.astype(dt)
+        elif not dev.backend.supports(dt):
+            v.dtype("asarray", dt, dev)
+    if dev.kind == "cpu":
+        if not host.flags.writeable and copy is None and python_data:
+            host = host.copy()
+        return Array._new(host, dev)
+    if copy is False:
+        raise ValueError(f"ruda.asarray: copy=False, but the data is on the host and the "
+                         f"device is '{dev}'")
+    return Array._new(dev.backend.from_host(host), dev)
+
+
+def _has_big_int(obj):
+    if isinstance(obj, int):
+        return True
+    return isinstance(obj, list | tuple) and any(_has_big_int(o) for o in obj)
+
+
+def _asarray_array(x, dtype, dev, copy):
+    if dev is None:
+        dev = x._device
+    if dev is not x._device:
+        if copy is False:
+            raise ValueError(f"ruda.asarray: copy=False, but the array is on '{x._device}' "
+                             f"and device='{dev}' was asked for")
+        x = x.to_device(dev)
+        copy = None
+    dt = x.dtype if dtype is None else v.dtype("asarray", dtype, dev)
+    if dt == x.dtype and not copy:
+        return x
+    if dt != x.dtype and copy is False:
+        raise ValueError(f"ruda.asarray: copy=False, but casting {_dtypes.name(x.dtype)} to "
+                         f"{_dtypes.name(dt)} needs a copy")
+    return Array._new(dev.backend.astype(x._data, dt, True), dev)
+
+
+def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
+    dev = v.device_or_default(device)
+    for name, val in (("start", start), ("stop", stop), ("step", step)):
+        if val is not None and (not v.is_scalar(val) or isinstance(val, complex)):
+            raise TypeError(f"ruda.arange: {name} must be a real Python number; got {type(val).__name__}")
+    if stop is None:
+        start, stop = 0, start
+    if step == 0:
+        raise ValueError("ruda.arange: step must not be zero")
+    is_float = any(isinstance(a, float) for a in (start, stop, step))
+    default = v.default_dtype(dev, "real floating" if is_float else "integral")
+    dt = _dtype_or("arange", dtype, dev, default)
+    return Array._new(dev.backend.arange(start, stop, step, dt), dev)
+
+
+def empty(shape, *, dtype=None, device=None):
+    dev = v.device_or_default(device)
+    dt = _dtype_or("empty", dtype, dev, v.default_dtype(dev, "real floating"))
+    return Array._new(dev.backend.empty(v.shape("empty", shape), dt), dev)
+
+
+def _filled(fn, shape, value, dtype, dev):
+    dev = v.device_or_default(dev)
+    if not v.is_scalar(value):
+        raise TypeError(f"ruda.{fn}: fill_value must be a Python scalar; got {type(value).__name__}")
+    dt = _dtype_or(fn, dtype, dev, None) if dtype is not None else _scalar_default(dev, value)
+    if isinstance(value, complex) and dt.kind != "c":
+        raise TypeError(f"ruda.{fn}: a complex fill_value needs a complex dtype; got {_dtypes.name(dt)}")
+    if isinstance(value, float) and dt.kind in "iub":
+        if dt.kind != "b":
+            raise TypeError(f"ruda.{fn}: a float fill_value needs a floating dtype; got {_dtypes.name(dt)}")
+    if dt.kind in "iu" and not isinstance(value, builtins.bool):
+        info = np.iinfo(dt)
+        if not info.min <= value <= info.max:
+            raise OverflowError(f"ruda.{fn}: fill_value {value} is out of range for {_dtypes.name(dt)}")
+    return Array._new(dev.backend.full(v.shape(fn, shape), value, dt), dev)
+
+
+def full(shape, fill_value, *, dtype=None, device=None):
+    return _filled("full", shape, fill_value, dtype, device)
+
+
+def zeros(shape, *, dtype=None, device=None):
+    dev = v.device_or_default(device)
+    dt = _dtype_or("zeros", dtype, dev, v.default_dtype(dev, "real floating"))
+    return Array._new(dev.backend.full(v.shape("zeros", shape), False if dt.kind == "b" else 0, dt), dev)
+
+
+def ones(shape, *, dtype=None, device=None):
+    dev = v.device_or_default(device)
+    dt = _dtype_or("ones", dtype, dev, v.default_dtype(dev, "real floating"))
+    return Array._new(dev.backend.full(v.shape("ones", shape), True if dt.kind == "b" else 1, dt), dev)
+
+
+def _like(fn, x, dtype, device):
+    v.array(fn, "x", x)
+    dev = x._device if device is None else _devices.device(device)
+    dt = x.dtype if dtype is None else v.dtype(fn, dtype, dev)
+    return dev, dt
+
+
+def empty_like(x, /, *, dtype=None, device=None):
+    dev, dt = _like("empty_like", x, dtype, device)
+    return Array._new(dev.backend.empty(x.shape, dt), dev)
+
+
+def zeros_like(x, /, *, dtype=None, device=None):
+    dev, dt = _like("zeros_like", x, dtype, device)
+    return Array._new(dev.backend.full(x.shape, False if dt.kind == "b" else 0, dt), dev)
+
+
+def ones_like(x, /, *, dtype=None, device=None):
+    dev, dt = _like("ones_like", x, dtype, device)
+    return Array._new(dev.backend.full(x.shape, True if dt.kind == "b" else 1, dt), dev)
+
+
+def full_like(x, /, fill_value, *, dtype=None, device=None):
+    dev, dt = _like("full_like", x, dtype, device)
+    return _filled("full_like", x.shape, fill_value, dt, dev)
+
+
+def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
+    dev = v.device_or_default(device)
+    n_rows = operator.index(n_rows)
+    n_cols = n_rows if n_cols is None else operator.index(n_cols)
+    if n_rows < 0 or n_cols < 0:
+        raise ValueError(f"ruda.eye: sizes must be non-negative; got {n_rows}, {n_cols}")
+    dt = _dtype_or("eye", dtype, dev, v.default_dtype(dev, "real floating"))
+    return Array._new(dev.backend.eye(n_rows, n_cols, operator.index(k), dt), dev)
+
+
+def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
+    dev = v.device_or_default(device)
+    for name, val in (("start", start), ("stop", stop)):
+        if not v.is_scalar(val):
+            raise TypeError(f"ruda.linspace: {name} must be a Python number; got {type(val).__name__}")
+    num = operator.index(num)
+    if num < 0:
+        raise ValueError(f"ruda.linspace: num must be non-negative; got {num}")
+    is_complex = isinstance(start, complex) or isinstance(stop, complex)
+    default = v.default_dtype(dev, "complex floating" if is_complex else "real floating")
+    dt = _dtype_or("linspace", dtype, dev, default)
+    if is_complex and dt.kind != "c":
+        raise TypeError(f"ruda.linspace: complex bounds need a complex dtype; got {_dtypes.name(dt)}")
+    return Array._new(dev.backend.linspace(start, stop, num, dt, builtins.bool(endpoint)), dev)
+
+
+def meshgrid(*arrays, indexing="xy"):
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"ruda.meshgrid: indexing must be 'xy' or 'ij'; got {indexing!r}")
+    for i, a in enumerate(arrays):
+        v.array("meshgrid", f"arrays[{i}]", a)
+        if a.ndim != 1:
+            raise ValueError(f"ruda.meshgrid: arrays[{i}] must be 1-D; got shape {a.shape}")
+    if not arrays:
+        return ()
+    dev = v.same_device("meshgrid", *arrays)
+    dts = {a.dtype for a in arrays}
+    if len(dts) > 1:
+        raise ValueError(f"ruda.meshgrid: arrays must share one dtype; got "
+                         f"{', '.join(_dtypes.name(d) for d in dts)}")
+    out = dev.backend.meshgrid(*[a._data for a in arrays], indexing=indexing)
+    return tuple(Array._new(o, dev) for o in out)
+
+
+def _tri(fn, x, k):
+    v.array(fn, "x", x)
+    if x.ndim < 2:
+        raise ValueError(f"ruda.{fn}: x must have at least 2 dimensions; got shape {x.shape}")
+    return Array._new(getattr(x._device.backend, fn)(x._data, operator.index(k)), x._device)
+
+
+def tril(x, /, *, k=0):
+    return _tri("tril", x, k)
+
+
+def triu(x, /, *, k=0):
+    return _tri("triu", x, k)
+
+
+def from_dlpack(x, /, *, device=None, copy=None):
+    if x.__class__ is Array:
+        return asarray(x, device=device, copy=copy)
+    if not hasattr(x, "__dlpack__"):
+        raise TypeError(f"ruda.from_dlpack: x must support DLPack (__dlpack__); got {type(x).__name__}")
+    kind, index = x.__dlpack_device__()[:2]
+    src_kind = _DLPACK_KINDS.get(int(kind))
+    if src_kind is None:
+        raise BufferError(f"ruda.from_dlpack: DLPack device type {kind} is not supported by ruda")
+    src = _devices.device(src_kind if src_kind == "cpu" else f"{src_kind}:{index}")
+    dest = src if device is None else _devices.device(device)
+    if dest is not src and copy is False:
+        raise ValueError(f"ruda.from_dlpack: copy=False, but the data is on '{src}' and "
+                         f"device='{dest}' was asked for")
+    arr = Array._new(src.backend.from_dlpack(x, copy=copy if dest is src else None), src)
+    return arr if dest is src else arr.to_device(dest)

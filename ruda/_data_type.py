@@ -1,0 +1,93 @@
+"""Data type functions: astype, can_cast, finfo, iinfo, isdtype, result_type."""
+import numpy as np
+
+from ruda import _devices, _dtypes
+from ruda import _validation as v
+from ruda._array import Array
+
+
+def astype(x, dtype, /, *, copy=True, device=None):
+    v.array("astype", "x", x)
+    dev = x._device if device is None else _devices.device(device)
+    if dev is not x._device:
+        x = x.to_device(dev)
+        copy = False
+    dt = v.dtype("astype", dtype, dev)
+    if dt == x.dtype and not copy:
+        return x
+    if x.dtype.kind == "c" and dt.kind != "c":
+        raise TypeError(f"ruda.astype: casting complex {_dtypes.name(x.dtype)} to "
+                        f"{_dtypes.name(dt)} would drop the imaginary part; take real() first")
+    return Array._new(dev.backend.astype(x._data, dt, bool(copy)), dev)
+
+
+def _as_dtype(fn, arg, obj):
+    if obj.__class__ is Array:
+        return obj.dtype
+    if _dtypes.is_dtype(obj):
+        return np.dtype(obj)
+    raise TypeError(f"ruda.{fn}: {arg} must be a ruda dtype or array; got {obj!r}")
+
+
+def can_cast(from_, to, /):
+    src = _as_dtype("can_cast", "from_", from_)
+    dst = _as_dtype("can_cast", "to", to)
+    if src == dst:
+        return True
+    if src.kind == "b":
+        return dst.kind == "b"
+    sk, dk = _dtypes.kind_rank(src), _dtypes.kind_rank(dst)
+    if sk != dk:
+        # across kinds only real -> complex of enough precision is safe
+        return sk == 2 and dk == 3 and _dtypes.promote(src, dst) == dst
+    if src.kind in "iu" and dst.kind in "iu" and src.kind != dst.kind:
+        return src.kind == "u" and dst.kind == "i" and dst.itemsize > src.itemsize
+    return _dtypes.promote(src, dst) == dst
+
+
+def finfo(type, /):
+    dt = _as_dtype("finfo", "type", type)
+    if dt.kind not in "fcV":
+        raise TypeError(f"ruda.finfo: needs a floating dtype; got {_dtypes.name(dt)}")
+    return _dtypes.finfo_object(dt)
+
+
+def iinfo(type, /):
+    dt = _as_dtype("iinfo", "type", type)
+    if dt.kind not in "iu":
+        raise TypeError(f"ruda.iinfo: needs an integer dtype; got {_dtypes.name(dt)}")
+    return _dtypes.iinfo_object(dt)
+
+
+def isdtype(dtype, kind):
+    if not _dtypes.is_dtype(dtype):
+        raise TypeError(f"ruda.isdtype: dtype must be a ruda dtype; got {dtype!r}")
+    if isinstance(kind, tuple):
+        return any(isdtype(dtype, k) for k in kind)
+    if isinstance(kind, str):
+        if kind not in _dtypes.KINDS:
+            raise ValueError(f"ruda.isdtype: unknown kind {kind!r}; expected one of "
+                             f"{', '.join(_dtypes.KINDS)}")
+        return dtype in _dtypes.KINDS[kind]
+    if _dtypes.is_dtype(kind):
+        return dtype == kind
+    raise TypeError(f"ruda.isdtype: kind must be a dtype, a kind name or a tuple; got {kind!r}")
+
+
+def result_type(*arrays_and_dtypes):
+    dts, scalars = [], []
+    for i, a in enumerate(arrays_and_dtypes):
+        if v.is_scalar(a):
+            scalars.append(a)
+        else:
+            dts.append(_as_dtype("result_type", f"arrays_and_dtypes[{i}]", a))
+    if not dts:
+        raise ValueError("ruda.result_type: needs at least one array or dtype")
+    out = dts[0]
+    for d in dts[1:]:
+        out = _dtypes.promote(out, d)
+    dev = _devices.default()
+    for s in scalars:
+        out = v.scalar_dtype("result_type", s, out, dev)
+    return out
+

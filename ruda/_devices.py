@@ -1,0 +1,180 @@
+"""Device objects and the default device.
+
+A :class:`Device` is hashable and compares equal to its string spelling
+("cpu", "cuda", "cuda:1", "wgpu", "wgpu:0"; a bare kind means index 0).
+The default device is, from highest precedence: the innermost
+``with ruda.default_device(...)`` block, ``ruda.set_default_device(...)``,
+the ``RUDA_DEVICE`` environment variable, else "cpu".
+"""
+import contextlib
+import contextvars
+import os
+
+from ruda import backends
+
+_devices = {}          # (kind, index) -> Device
+_set_default = None
+_block_default = contextvars.ContextVar("ruda_default_device", default=None)
+_env_default = None
+
+
+class Device:
+    __slots__ = ("kind", "index", "_backend", "_key")
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError("ruda.Device objects come from ruda.device(...) or an array's .device")
+
+    @classmethod
+    def _make(cls, kind, index):
+        self = object.__new__(cls)
+        self.kind = kind
+        self.index = index
+        self._backend = None
+        self._key = kind if kind == "cpu" else f"{kind}:{index}"
+        return self
+
+    @property
+    def backend(self):
+        b = self._backend
+        if b is None:
+            b = self._backend = _instantiate(self.kind, self.index)
+        return b
+
+    def __eq__(self, other):
+        if other.__class__ is Device:
+            return other is self
+        if isinstance(other, str):
+            try:
+                kind, index = _parse(other)
+            except ValueError:
+                return False
+            return kind == self.kind and index == self.index
+        return NotImplemented
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def __str__(self):
+        return self._key
+
+    def __repr__(self):
+        return f"Device('{self._key}')"
+
+    def __reduce__(self):
+        return (device, (self._key,))
+
+
+def _parse(spec):
+    kind, sep, idx = spec.strip().partition(":")
+    kind = kind.lower()
+    if kind not in backends.kinds():
+        raise ValueError(spec)
+    if not sep:
+        return kind, 0
+    if not idx.isdigit():
+        raise ValueError(spec)
+    index = int(idx)
+    if kind == "cpu" and index != 0:
+        raise ValueError(spec)
+    return kind, index
+
+
+def _instantiate(kind, index):
+    cls = backends.backend_class(kind)
+    if kind == "cpu":
+        return cls.instance()
+    return cls(index)
+
+
+def available():
+    """Every usable device, cpu first."""
+    out = []
+    for kind in backends.kinds():
+        for index in _discover(kind):
+            out.append(_get(kind, index))
+    return tuple(out)
+
+
+def _discover(kind):
+    try:
+        return backends.backend_class(kind).discover()
+    except ImportError:
+        return []
+
+
+def unavailable(kind):
+    """Why devices of ``kind`` are missing here, or None."""
+    try:
+        cls = backends.backend_class(kind)
+    except ImportError as e:
+        return f"cannot import its backend ({e})"
+    if cls.discover():
+        return None
+    return cls.unavailable_reason() or f"no {kind} device found"
+
+
+def _get(kind, index):
+    d = _devices.get((kind, index))
+    if d is None:
+        d = _devices[(kind, index)] = Device._make(kind, index)
+    return d
+
+
+def device(spec):
+    """The Device for ``spec`` (a Device or a string); ValueError if unknown or absent."""
+    if spec.__class__ is Device:
+        return spec
+    if not isinstance(spec, str):
+        raise ValueError(f"ruda: device must be a ruda.Device or a string such as 'cpu', "
+                         f"'cuda:0' or 'wgpu'; got {spec!r} of type {type(spec).__name__}")
+    try:
+        kind, index = _parse(spec)
+    except ValueError:
+        raise ValueError(f"ruda: unknown device {spec!r}; available devices: "
+                         f"{', '.join(map(str, available()))}") from None
+    d = _devices.get((kind, index))
+    if d is not None:
+        return d
+    if kind != "cpu" and index not in _discover(kind):
+        why = unavailable(kind) or f"{kind} has devices {_discover(kind)}"
+        raise ValueError(f"ruda: device {spec!r} is not available ({why}); available devices: "
+                         f"{', '.join(map(str, available()))}")
+    return _get(kind, index)
+
+
+CPU = _get("cpu", 0)
+
+
+def default():
+    d = _block_default.get()
+    if d is not None:
+        return d
+    if _set_default is not None:
+        return _set_default
+    return _env() or CPU
+
+
+def _env():
+    global _env_default
+    spec = os.environ.get("RUDA_DEVICE")
+    if not spec:
+        return None
+    if _env_default is None or _env_default[0] != spec:
+        _env_default = (spec, device(spec))
+    return _env_default[1]
+
+
+def set_default_device(dev):
+    """Set the process-wide default device (None restores RUDA_DEVICE / cpu)."""
+    global _set_default
+    _set_default = None if dev is None else device(dev)
+
+
+@contextlib.contextmanager
+def default_device(dev):
+    """``with ruda.default_device("wgpu"):`` makes ``dev`` the default inside the block."""
+    token = _block_default.set(device(dev))
+    try:
+        yield _block_default.get()
+    finally:
+        _block_default.reset(token)

@@ -1,0 +1,151 @@
+"""Data types, dtype categories and type promotion.
+
+ruda's dtype objects are NumPy dtype instances, so the host, CuPy and DLPack
+all speak them natively; backends map them to their own types.  Categories are
+tables, as in the standard.  Promotion follows the standard's table exactly;
+combinations it leaves undefined (mixed kinds such as int with float, or
+uint64 with int64) follow NumPy 2 (``numpy.promote_types``), which agrees with
+the standard wherever the standard defines a result.
+
+``bfloat16`` (via ml_dtypes) is an extension beyond the standard: it promotes
+with float16 to float32, with float32/float64 to those, and with integers to
+bfloat16 only through NumPy 2's mixed-kind rules (see ``promote``).
+"""
+import builtins
+
+import numpy as np
+
+bool = np.dtype("bool")
+int8 = np.dtype("int8")
+int16 = np.dtype("int16")
+int32 = np.dtype("int32")
+int64 = np.dtype("int64")
+uint8 = np.dtype("uint8")
+uint16 = np.dtype("uint16")
+uint32 = np.dtype("uint32")
+uint64 = np.dtype("uint64")
+float32 = np.dtype("float32")
+float64 = np.dtype("float64")
+complex64 = np.dtype("complex64")
+complex128 = np.dtype("complex128")
+
+try:  # extension dtype, only where ml_dtypes is installed
+    import ml_dtypes as _ml_dtypes
+
+    bfloat16 = np.dtype(_ml_dtypes.bfloat16)
+except ImportError:  # pragma: no cover - optional dependency
+    bfloat16 = None
+
+signed_integer_dtypes = (int8, int16, int32, int64)
+unsigned_integer_dtypes = (uint8, uint16, uint32, uint64)
+integer_dtypes = signed_integer_dtypes + unsigned_integer_dtypes
+real_floating_dtypes = (float32, float64)
+complex_floating_dtypes = (complex64, complex128)
+floating_dtypes = real_floating_dtypes + complex_floating_dtypes
+real_numeric_dtypes = integer_dtypes + real_floating_dtypes
+numeric_dtypes = real_numeric_dtypes + complex_floating_dtypes
+all_dtypes = (bool,) + numeric_dtypes
+extension_dtypes = (bfloat16,) if bfloat16 is not None else ()
+
+_names = {dt: dt.name for dt in all_dtypes}
+if bfloat16 is not None:
+    _names[bfloat16] = "bfloat16"
+
+# Category name (as used in error messages) -> dtypes it admits.
+CATEGORIES = {
+    "all": all_dtypes + extension_dtypes,
+    "numeric": numeric_dtypes + extension_dtypes,
+    "real numeric": real_numeric_dtypes + extension_dtypes,
+    "integer": integer_dtypes,
+    "integer or boolean": integer_dtypes + (bool,),
+    "boolean": (bool,),
+    "floating-point": floating_dtypes + extension_dtypes,
+    "real floating-point": real_floating_dtypes + extension_dtypes,
+    "complex floating-point": complex_floating_dtypes,
+}
+_CATEGORY_SETS = {k: frozenset(v) for k, v in CATEGORIES.items()}
+
+# isdtype() kinds -> dtypes.
+KINDS = {
+    "bool": (bool,),
+    "signed integer": signed_integer_dtypes,
+    "unsigned integer": unsigned_integer_dtypes,
+    "integral": integer_dtypes,
+    "real floating": real_floating_dtypes + extension_dtypes,
+    "complex floating": complex_floating_dtypes,
+    "numeric": numeric_dtypes + extension_dtypes,
+}
+
+# Ordering of kinds for Python-scalar promotion: bool < int < float < complex.
+_KIND_RANK = {"b": 0, "i": 1, "u": 1, "f": 2, "V": 2, "c": 3}
+_SCALAR_RANK = {builtins.bool: 0, int: 1, float: 2, complex: 3}
+
+
+def name(dtype):
+    return _names.get(dtype, str(dtype))
+
+
+def in_category(dtype, category):
+    return dtype in _CATEGORY_SETS[category]
+
+
+def is_dtype(obj):
+    """True for a dtype ruda knows (standard or extension)."""
+    try:
+        return obj in _names
+    except TypeError:
+        return False
+
+
+def kind_rank(dtype):
+    return _KIND_RANK[dtype.kind]
+
+
+def promote(dt1, dt2):
+    """Result dtype of an operation between arrays of dt1 and dt2."""
+    if dt1 is dt2 or dt1 == dt2:
+        return dt1
+    return np.promote_types(dt1, dt2)
+
+
+def complex_of(dtype):
+    """The complex dtype of the same precision as a real floating dtype."""
+    return complex128 if dtype == float64 else complex64
+
+
+def real_of(dtype):
+    """The real dtype of the same precision as a complex dtype."""
+    return {complex64: float32, complex128: float64}.get(dtype, dtype)
+
+
+class finfo_object:
+    """The standard's finfo result: plain Python floats, the dtype."""
+
+    __slots__ = ("bits", "eps", "max", "min", "smallest_normal", "dtype")
+
+    def __init__(self, dtype):
+        info = np.finfo(dtype)
+        self.bits = int(info.bits)
+        self.eps = float(info.eps)
+        self.max = float(info.max)
+        self.min = float(info.min)
+        self.smallest_normal = float(info.smallest_normal)
+        self.dtype = real_of(dtype) if dtype.kind == "c" else dtype
+
+    def __repr__(self):
+        return (f"finfo(bits={self.bits}, eps={self.eps}, max={self.max}, min={self.min}, "
+                f"smallest_normal={self.smallest_normal}, dtype={name(self.dtype)})")
+
+
+class iinfo_object:
+    __slots__ = ("bits", "max", "min", "dtype")
+
+    def __init__(self, dtype):
+        info = np.iinfo(dtype)
+        self.bits = int(info.bits)
+        self.max = int(info.max)
+        self.min = int(info.min)
+        self.dtype = dtype
+
+    def __repr__(self):
+        return f"iinfo(bits={self.bits}, max={self.max}, min={self.min}, dtype={name(self.dtype)})"

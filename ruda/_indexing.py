@@ -1,0 +1,154 @@
+"""Indexing: __getitem__/__setitem__ key validation, take and take_along_axis."""
+import builtins
+import operator
+
+from ruda import _dtypes
+from ruda import _validation as v
+from ruda._array import Array
+
+
+def _index(fn, k):
+    try:
+        return operator.index(k)
+    except TypeError:
+        raise IndexError(f"ruda: {fn} got an unsupported index of type {type(k).__name__}; "
+                         f"use integers, slices, ..., None, or integer/boolean ruda arrays") from None
+
+
+def _slice(fn, s):
+    parts = []
+    for p in (s.start, s.stop, s.step):
+        parts.append(None if p is None else _index(fn, p))
+    if parts[2] == 0:
+        raise ValueError(f"ruda: {fn}: slice step must not be zero")
+    return slice(*parts)
+
+
+def normalize_key(fn, x, key):
+    """Validate ``key`` for array ``x``; return it with native arrays in place of ruda arrays."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    dev = x._device
+    out = []
+    dims = []          # dimensions each entry consumes (None for Ellipsis)
+    for k in key:
+        if k is None:
+            out.append(None)
+            dims.append(0)
+        elif k is Ellipsis:
+            if None in dims:
+                raise IndexError(f"ruda: {fn}: an index can only have a single ellipsis (...)")
+            out.append(Ellipsis)
+            dims.append(None)
+        elif isinstance(k, slice):
+            out.append(_slice(fn, k))
+            dims.append(1)
+        elif k.__class__ is Array:
+            if k._device is not dev:
+                v.same_device(fn, x, k)
+            kind = k.dtype.kind
+            if kind == "b":
+                dims.append(k.ndim)
+            elif kind in "iu":
+                dims.append(1)
+            else:
+                raise IndexError(f"ruda: {fn}: array indices must have an integer or boolean dtype; "
+                                 f"got {_dtypes.name(k.dtype)}")
+            out.append(k._data)
+        elif isinstance(k, builtins.bool):
+            out.append(k)
+            dims.append(0)
+        elif isinstance(k, list):
+            from ruda._creation import asarray
+            arr = asarray(k, device=dev)
+            if arr.dtype.kind not in "iub":
+                raise IndexError(f"ruda: {fn}: list indices must hold integers or booleans")
+            out.append(arr._data)
+            dims.append(arr.ndim if arr.dtype.kind == "b" else 1)
+        else:
+            out.append(_index(fn, k))
+            dims.append(1)
+    _check_ints(fn, x.shape, out, dims)
+    return tuple(out)
+
+
+def _check_ints(fn, shape, key, dims):
+    used = sum(d for d in dims if d is not None)
+    if used > len(shape):
+        raise IndexError(f"ruda: {fn}: too many indices for an array of shape {shape}: "
+                         f"{used} dimensions indexed")
+    pos = 0
+    for k, d in zip(key, dims):
+        if d is None:
+            pos = len(shape) - sum(d2 for d2 in dims[dims.index(None) + 1:])
+            continue
+        if isinstance(k, int) and not isinstance(k, builtins.bool):
+            n = shape[pos]
+            if not -n <= k < n:
+                raise IndexError(f"ruda: {fn}: index {k} is out of bounds for axis {pos} with size {n}")
+        pos += d
+
+
+def getitem(self, key, /):
+    k = normalize_key("__getitem__", self, key)
+    try:
+        return Array._new(self._device.backend.getitem(self._data, k), self._device)
+    except IndexError as e:
+        raise IndexError(f"ruda: __getitem__: {e}") from None
+
+
+def setitem(self, key, value, /):
+    k = normalize_key("__setitem__", self, key)
+    dev, dt = self._device, self._data.dtype
+    if value.__class__ is Array:
+        if value._device is not dev:
+            v.same_device("__setitem__", self, value)
+        val = value._data
+        if val.dtype != dt:
+            if _dtypes.kind_rank(val.dtype) > _dtypes.kind_rank(dt):
+                raise TypeError(f"ruda: __setitem__: cannot store {_dtypes.name(val.dtype)} values "
+                                f"in a {_dtypes.name(dt)} array")
+            val = dev.backend.astype(val, dt, True)
+    elif v.is_scalar(value):
+        if v.scalar_dtype("__setitem__", value, dt, dev) != dt and not isinstance(value, int | float):
+            raise TypeError(f"ruda: __setitem__: cannot store a {type(value).__name__} in a "
+                            f"{_dtypes.name(dt)} array")
+        if isinstance(value, float) and dt.kind in "iub":
+            raise TypeError(f"ruda: __setitem__: cannot store a float in a {_dtypes.name(dt)} array")
+        if isinstance(value, int) and dt.kind == "b" and not isinstance(value, builtins.bool):
+            raise TypeError("ruda: __setitem__: cannot store an int in a bool array")
+        val = v.scalar(dev, value, dt)
+    else:
+        raise TypeError(f"ruda: __setitem__: value must be a ruda array or a Python scalar; "
+                        f"got {type(value).__name__}")
+    try:
+        dev.backend.setitem(self._data, k, val)
+    except (IndexError, ValueError) as e:
+        raise type(e)(f"ruda: __setitem__: {e}") from None
+
+
+def take(x, indices, /, *, axis=None):
+    v.array("take", "x", x)
+    v.array("take", "indices", indices)
+    dev = v.same_device("take", x, indices)
+    v.category("take", "indices", indices.dtype, "integer")
+    if indices.ndim != 1:
+        raise ValueError(f"ruda.take: indices must be 1-D; got shape {indices.shape}")
+    if axis is None:
+        if x.ndim > 1:
+            raise ValueError(f"ruda.take: axis is required for a {x.ndim}-D array")
+        axis = 0
+    axis = v.axis("take", axis, max(x.ndim, 1))
+    return Array._new(dev.backend.take(x._data, indices._data, axis=axis), dev)
+
+
+def take_along_axis(x, indices, /, *, axis=-1):
+    v.array("take_along_axis", "x", x)
+    v.array("take_along_axis", "indices", indices)
+    dev = v.same_device("take_along_axis", x, indices)
+    v.category("take_along_axis", "indices", indices.dtype, "integer")
+    if indices.ndim != x.ndim:
+        raise ValueError(f"ruda.take_along_axis: indices must have x's number of dimensions "
+                         f"({x.ndim}); got shape {indices.shape}")
+    axis = v.axis("take_along_axis", axis, x.ndim)
+    return Array._new(dev.backend.take_along_axis(x._data, indices._data, axis=axis), dev)

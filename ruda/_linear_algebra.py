@@ -1,0 +1,78 @@
+"""Linear algebra functions of the main namespace (matmul, matrix_transpose, tensordot, vecdot)."""
+import operator
+
+from ruda import _dtypes
+from ruda import _validation as v
+from ruda._array import Array
+
+
+def promoted(fn, x1, x2, cat="numeric"):
+    """Device and native operands of a two-array op, cast to their promoted dtype."""
+    v.array(fn, "x1", x1)
+    v.array(fn, "x2", x2)
+    dev = v.same_device(fn, x1, x2)
+    v.category(fn, "x1", x1.dtype, cat)
+    v.category(fn, "x2", x2.dtype, cat)
+    a, b = x1._data, x2._data
+    if a.dtype != b.dtype:
+        dt = _dtypes.promote(a.dtype, b.dtype)
+        a = a if a.dtype == dt else dev.backend.astype(a, dt, False)
+        b = b if b.dtype == dt else dev.backend.astype(b, dt, False)
+    return dev, a, b
+
+
+def matmul(x1, x2, /):
+    dev, a, b = promoted("matmul", x1, x2)
+    sa, sb = a.shape, b.shape
+    if not sa or not sb:
+        raise ValueError(f"ruda.matmul: operands must be at least 1-D; got shapes {sa} and {sb}")
+    ka = sa[-1]
+    kb = sb[0] if len(sb) == 1 else sb[-2]
+    if ka != kb:
+        raise ValueError(f"ruda.matmul: contracted dimensions differ: shapes {sa} and {sb} "
+                         f"({ka} != {kb})")
+    if len(sa) > 2 or len(sb) > 2:
+        v.broadcast_shapes("matmul", sa[:-2], sb[:-2] if len(sb) > 1 else ())
+    return Array._new(dev.backend.matmul(a, b), dev)
+
+
+def matrix_transpose(x, /):
+    v.array("matrix_transpose", "x", x)
+    if x.ndim < 2:
+        raise ValueError(f"ruda.matrix_transpose: x must have at least 2 dimensions; got shape {x.shape}")
+    return x.mT
+
+
+def tensordot(x1, x2, /, *, axes=2):
+    dev, a, b = promoted("tensordot", x1, x2)
+    if isinstance(axes, tuple | list):
+        if len(axes) != 2:
+            raise ValueError(f"ruda.tensordot: axes must be an int or a pair of sequences; got {axes!r}")
+        ax1 = tuple(v.axis("tensordot", i, a.ndim, "axes[0]") for i in axes[0])
+        ax2 = tuple(v.axis("tensordot", i, b.ndim, "axes[1]") for i in axes[1])
+        if len(ax1) != len(ax2):
+            raise ValueError(f"ruda.tensordot: axes {axes!r} name different numbers of dimensions")
+    else:
+        n = operator.index(axes)
+        if n < 0 or n > min(a.ndim, b.ndim):
+            raise ValueError(f"ruda.tensordot: axes={n} is invalid for shapes {a.shape} and {b.shape}")
+        ax1 = tuple(range(a.ndim - n, a.ndim))
+        ax2 = tuple(range(n))
+    for i, j in zip(ax1, ax2):
+        if a.shape[i] != b.shape[j]:
+            raise ValueError(f"ruda.tensordot: contracted dimensions differ: axis {i} of shape "
+                             f"{a.shape} and axis {j} of shape {b.shape}")
+    return Array._new(dev.backend.tensordot(a, b, axes=(ax1, ax2)), dev)
+
+
+def vecdot(x1, x2, /, *, axis=-1):
+    dev, a, b = promoted("vecdot", x1, x2)
+    if not a.ndim or not b.ndim:
+        raise ValueError(f"ruda.vecdot: operands must be at least 1-D; got shapes {a.shape} and {b.shape}")
+    nd = max(a.ndim, b.ndim)
+    if not -min(a.ndim, b.ndim) <= axis < min(a.ndim, b.ndim):
+        raise ValueError(f"ruda.vecdot: axis={axis} is out of range for shapes {a.shape} and {b.shape}")
+    v.broadcast_shapes("vecdot", a.shape, b.shape)
+    if a.shape[axis] != b.shape[axis]:
+        raise ValueError(f"ruda.vecdot: contracted dimensions differ: shapes {a.shape} and {b.shape}")
+    return Array._new(dev.backend.vecdot(a, b, axis=axis if axis < 0 else axis - nd), dev)

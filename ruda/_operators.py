@@ -1,0 +1,88 @@
+"""Array operators, installed on ``ruda.Array`` from the namespace functions."""
+from ruda import _dtypes
+from ruda import _elementwise as ew
+from ruda import _indexing
+from ruda import _linear_algebra as la
+from ruda import _validation as v
+from ruda._array import Array
+
+_SCALARS = v._SCALAR_TYPES
+
+
+def _operand_ok(other):
+    return other.__class__ is Array or isinstance(other, _SCALARS)
+
+
+def _forward(fn):
+    def op(self, other):
+        if other.__class__ is not Array and not isinstance(other, _SCALARS):
+            return NotImplemented
+        return fn(self, other)
+    return op
+
+
+def _reflected(fn):
+    def op(self, other):
+        if not isinstance(other, _SCALARS):
+            return NotImplemented
+        return fn(other, self)
+    return op
+
+
+def _inplace(fn, name):
+    def op(self, other):
+        if not _operand_ok(other):
+            return NotImplemented
+        r = fn(self, other)
+        if r._data.shape != self._data.shape:
+            raise ValueError(f"ruda: in-place {name} would change the shape {self.shape} to {r.shape}")
+        rd, sd = r._data.dtype, self._data.dtype
+        if rd != sd:
+            if _dtypes.kind_rank(rd) > _dtypes.kind_rank(sd):
+                raise TypeError(f"ruda: in-place {name} cannot store a {_dtypes.name(rd)} result "
+                                f"in a {_dtypes.name(sd)} array")
+        self._device.backend.setitem(self._data, Ellipsis, r._data if rd == sd else
+                                     self._device.backend.astype(r._data, sd, True))
+        return self
+    return op
+
+
+_BINARY = {
+    "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide",
+    "floordiv": "floor_divide", "mod": "remainder", "pow": "pow", "and": "bitwise_and",
+    "or": "bitwise_or", "xor": "bitwise_xor", "lshift": "bitwise_left_shift",
+    "rshift": "bitwise_right_shift",
+}
+for _op, _fname in _BINARY.items():
+    _fn = getattr(ew, _fname)
+    setattr(Array, f"__{_op}__", _forward(_fn))
+    setattr(Array, f"__r{_op}__", _reflected(_fn))
+    setattr(Array, f"__i{_op}__", _inplace(_fn, _fname))
+
+for _op, _fname in {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal",
+                    "eq": "equal", "ne": "not_equal"}.items():
+    setattr(Array, f"__{_op}__", _forward(getattr(ew, _fname)))
+
+for _op, _fname in {"neg": "negative", "pos": "positive", "abs": "abs",
+                    "invert": "bitwise_invert"}.items():
+    setattr(Array, f"__{_op}__", getattr(ew, _fname))
+
+
+def _matmul_forward(self, other):
+    if other.__class__ is not Array:
+        return NotImplemented
+    return la.matmul(self, other)
+
+
+def _matmul_reflected(self, other):
+    return NotImplemented
+
+
+Array.__matmul__ = _matmul_forward
+Array.__rmatmul__ = _matmul_reflected
+Array.__imatmul__ = _inplace(la.matmul, "matmul")
+Array.__getitem__ = _indexing.getitem
+Array.__setitem__ = _indexing.setitem
+Array.__array_ufunc__ = None  # NumPy defers to ruda's operators: no silent conversion
+Array.__hash__ = None
+del _op, _fname

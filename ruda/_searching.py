@@ -1,0 +1,73 @@
+"""Searching functions: argmax, argmin, count_nonzero, nonzero, searchsorted, where."""
+from ruda import _dtypes
+from ruda import _elementwise as ew
+from ruda import _validation as v
+from ruda._array import Array
+from ruda._statistical import reduction_axes
+
+
+def _arg(fn, x, axis, keepdims):
+    v.array(fn, "x", x)
+    v.category(fn, "x", x.dtype, "real numeric")
+    if axis is None:
+        if x.size == 0:
+            raise ValueError(f"ruda.{fn}: x is empty (shape {x.shape})")
+    else:
+        axis = v.axis(fn, axis, x.ndim)
+        if x.shape[axis] == 0:
+            raise ValueError(f"ruda.{fn}: axis {axis} of shape {x.shape} is empty")
+    return Array._new(getattr(x._device.backend, fn)(x._data, axis=axis, keepdims=bool(keepdims)),
+                      x._device)
+
+
+def argmax(x, /, *, axis=None, keepdims=False):
+    return _arg("argmax", x, axis, keepdims)
+
+
+def argmin(x, /, *, axis=None, keepdims=False):
+    return _arg("argmin", x, axis, keepdims)
+
+
+def count_nonzero(x, /, *, axis=None, keepdims=False):
+    v.array("count_nonzero", "x", x)
+    ax = reduction_axes("count_nonzero", x, axis)
+    return Array._new(x._device.backend.count_nonzero(x._data, axis=ax, keepdims=bool(keepdims)),
+                      x._device)
+
+
+def nonzero(x, /):
+    v.array("nonzero", "x", x)
+    if x.ndim == 0:
+        raise ValueError("ruda.nonzero: x must have at least one dimension (got a 0-d array)")
+    return tuple(Array._new(o, x._device) for o in x._device.backend.nonzero(x._data))
+
+
+def searchsorted(x1, x2, /, *, side="left", sorter=None):
+    v.array("searchsorted", "x1", x1)
+    if side not in ("left", "right"):
+        raise ValueError(f"ruda.searchsorted: side must be 'left' or 'right'; got {side!r}")
+    if x1.ndim != 1:
+        raise ValueError(f"ruda.searchsorted: x1 must be 1-D; got shape {x1.shape}")
+    dev, a, b = ew.operands("searchsorted", x1, x2, "real numeric", broadcast=False)
+    s = None
+    if sorter is not None:
+        v.array("searchsorted", "sorter", sorter)
+        v.same_device("searchsorted", x1, sorter)
+        v.category("searchsorted", "sorter", sorter.dtype, "integer")
+        if sorter.shape != x1.shape:
+            raise ValueError(f"ruda.searchsorted: sorter shape {sorter.shape} differs from x1 shape {x1.shape}")
+        s = sorter._data
+    return Array._new(dev.backend.searchsorted(a, b, side=side, sorter=s), dev)
+
+
+def where(condition, x1, x2, /):
+    v.array("where", "condition", condition)
+    if condition.dtype != _dtypes.bool:
+        raise TypeError(f"ruda.where: condition must have a bool dtype; got {_dtypes.name(condition.dtype)}")
+    if x1.__class__ is not Array and x2.__class__ is not Array:
+        raise TypeError("ruda.where: at least one of x1, x2 must be a ruda array")
+    dev, a, b = ew.operands("where", x1, x2, "all")
+    if condition._device is not dev:
+        v.same_device("where", condition, x1 if x1.__class__ is Array else x2)
+    v.broadcast_shapes("where", condition.shape, a.shape, b.shape)
+    return Array._new(dev.backend.where(condition._data, a, b), dev)

@@ -1,0 +1,21 @@
+"""Sorting functions: sort and argsort (stable by default)."""
+from ruda import _validation as v
+from ruda._array import Array
+
+
+def _sort(fn, x, axis, descending, stable):
+    v.array(fn, "x", x)
+    v.category(fn, "x", x.dtype, "real numeric")
+    if x.ndim == 0:
+        raise ValueError(f"ruda.{fn}: x must have at least one dimension")
+    axis = v.axis(fn, axis, x.ndim)
+    return Array._new(getattr(x._device.backend, fn)(x._data, axis=axis, descending=bool(descending),
+                                                     stable=bool(stable)), x._device)
+
+
+def sort(x, /, *, axis=-1, descending=False, stable=True):
+    return _sort("sort", x, axis, descending, stable)
+
+
+def argsort(x, /, *, axis=-1, descending=False, stable=True):
+    return _sort("argsort", x, axis, descending, stable)

@@ -1,0 +1,158 @@
+"""Statistical functions and the utility reductions all/any/diff."""
+import operator
+
+import numpy as np
+
+from ruda import _dtypes
+from ruda import _validation as v
+from ruda._array import Array
+
+
+def reduction_axes(fn, x, axis):
+    return v.axes(fn, axis, x.ndim)
+
+
+def _nonempty(fn, x, ax):
+    if any(x.shape[a] == 0 for a in ax) or (not ax and x.size == 0):
+        raise ValueError(f"ruda.{fn}: cannot reduce over a zero-size axis of shape {x.shape} "
+                         f"(the reduction has no identity)")
+
+
+def accumulation_dtype(fn, x, dtype):
+    """The standard's result dtype of sum/prod/cumulative_*: integers widen to the default."""
+    dev = x._device
+    if dtype is not None:
+        return v.dtype(fn, dtype, dev)
+    dt = x.dtype
+    default_int = v.default_dtype(dev, "integral")
+    if dt.kind == "b":
+        return default_int
+    if dt.kind == "i" and dt.itemsize < default_int.itemsize:
+        return default_int
+    if dt.kind == "u" and dt.itemsize < default_int.itemsize:
+        return np.dtype(f"uint{default_int.itemsize * 8}")
+    return dt
+
+
+def _sum_like(fn, x, axis, dtype, keepdims):
+    v.array(fn, "x", x)
+    if x.dtype.kind != "b":
+        v.category(fn, "x", x.dtype, "numeric")
+    dt = accumulation_dtype(fn, x, dtype)
+    ax = reduction_axes(fn, x, axis)
+    return Array._new(getattr(x._device.backend, fn)(x._data, axis=ax, dtype=dt, keepdims=bool(keepdims)),
+                      x._device)
+
+
+def sum(x, /, *, axis=None, dtype=None, keepdims=False):
+    return _sum_like("sum", x, axis, dtype, keepdims)
+
+
+def prod(x, /, *, axis=None, dtype=None, keepdims=False):
+    return _sum_like("prod", x, axis, dtype, keepdims)
+
+
+def _extreme(fn, x, axis, keepdims):
+    v.array(fn, "x", x)
+    v.category(fn, "x", x.dtype, "real numeric")
+    ax = reduction_axes(fn, x, axis)
+    _nonempty(fn, x, ax)
+    return Array._new(getattr(x._device.backend, fn)(x._data, axis=ax, keepdims=bool(keepdims)), x._device)
+
+
+def max(x, /, *, axis=None, keepdims=False):
+    return _extreme("max", x, axis, keepdims)
+
+
+def min(x, /, *, axis=None, keepdims=False):
+    return _extreme("min", x, axis, keepdims)
+
+
+def mean(x, /, *, axis=None, keepdims=False):
+    v.array("mean", "x", x)
+    v.category("mean", "x", x.dtype, "floating-point")
+    ax = reduction_axes("mean", x, axis)
+    return Array._new(x._device.backend.mean(x._data, axis=ax, keepdims=bool(keepdims)), x._device)
+
+
+def _moment(fn, x, axis, correction, keepdims):
+    v.array(fn, "x", x)
+    v.category(fn, "x", x.dtype, "real floating-point")
+    if not v.is_scalar(correction) or isinstance(correction, complex | bool):
+        raise TypeError(f"ruda.{fn}: correction must be a real number; got {correction!r}")
+    ax = reduction_axes(fn, x, axis)
+    return Array._new(getattr(x._device.backend, fn)(x._data, axis=ax, correction=correction,
+                                                     keepdims=bool(keepdims)), x._device)
+
+
+def std(x, /, *, axis=None, correction=0.0, keepdims=False):
+    return _moment("std", x, axis, correction, keepdims)
+
+
+def var(x, /, *, axis=None, correction=0.0, keepdims=False):
+    return _moment("var", x, axis, correction, keepdims)
+
+
+def _cumulative(fn, x, axis, dtype, include_initial):
+    v.array(fn, "x", x)
+    if x.dtype.kind != "b":
+        v.category(fn, "x", x.dtype, "numeric")
+    if axis is None:
+        if x.ndim > 1:
+            raise ValueError(f"ruda.{fn}: axis is required for a {x.ndim}-D array")
+        axis = 0
+    if x.ndim == 0:
+        raise ValueError(f"ruda.{fn}: x must have at least one dimension")
+    axis = v.axis(fn, axis, x.ndim)
+    dt = accumulation_dtype(fn, x, dtype)
+    return Array._new(getattr(x._device.backend, fn)(x._data, axis=axis, dtype=dt,
+                                                     include_initial=bool(include_initial)), x._device)
+
+
+def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+    return _cumulative("cumulative_sum", x, axis, dtype, include_initial)
+
+
+def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
+    return _cumulative("cumulative_prod", x, axis, dtype, include_initial)
+
+
+def _logical(fn, x, axis, keepdims):
+    v.array(fn, "x", x)
+    ax = reduction_axes(fn, x, axis)
+    return Array._new(getattr(x._device.backend, fn)(x._data, axis=ax, keepdims=bool(keepdims)), x._device)
+
+
+def all(x, /, *, axis=None, keepdims=False):
+    return _logical("all", x, axis, keepdims)
+
+
+def any(x, /, *, axis=None, keepdims=False):
+    return _logical("any", x, axis, keepdims)
+
+
+def diff(x, /, *, axis=-1, n=1, prepend=None, append=None):
+    v.array("diff", "x", x)
+    if x.ndim == 0:
+        raise ValueError("ruda.diff: x must have at least one dimension")
+    axis = v.axis("diff", axis, x.ndim)
+    n = operator.index(n)
+    if n < 0:
+        raise ValueError(f"ruda.diff: n must be non-negative; got {n}")
+    extra = {}
+    for name, a in (("prepend", prepend), ("append", append)):
+        if a is not None:
+            v.array("diff", name, a)
+            v.same_device("diff", x, a)
+            if a.ndim != x.ndim or any(s != t for i, (s, t) in enumerate(zip(a.shape, x.shape)) if i != axis):
+                raise ValueError(f"ruda.diff: {name} of shape {a.shape} does not match x of shape "
+                                 f"{x.shape} outside axis {axis}")
+            extra[name] = a._data
+    if x.dtype.kind == "b" and n:
+        raise TypeError("ruda.diff: x must have a numeric dtype for n > 0; got bool")
+    dt = x.dtype
+    for e in extra.values():
+        dt = _dtypes.promote(dt, e.dtype)
+    cast = lambda a: a if a.dtype == dt else x._device.backend.astype(a, dt, False)  # noqa: E731
+    extra = {k: cast(e) for k, e in extra.items()}
+    return Array._new(x._device.backend.diff(cast(x._data), axis=axis, n=n, **extra), x._device)

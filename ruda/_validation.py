@@ -1,0 +1,166 @@
+"""Validation shared by every namespace function: one helper per check.
+
+Messages name the function (``ruda.<fn>``), the argument, what was expected
+and what came.  Dtype category -> TypeError; shape/device/axis -> ValueError.
+"""
+import builtins
+import operator
+
+import numpy as np
+
+from ruda import _dtypes, _devices
+from ruda._array import Array
+
+_CATEGORY_SETS = {k: frozenset(v) for k, v in _dtypes.CATEGORIES.items()}
+_SCALAR_TYPES = (builtins.bool, int, float, complex)
+
+
+def array(fn, arg, x):
+    """Require an ruda Array."""
+    if x.__class__ is not Array:
+        raise TypeError(f"ruda.{fn}: {arg} must be a ruda array; got {type(x).__name__}")
+    return x
+
+
+def category(fn, arg, dtype, cat):
+    if dtype not in _CATEGORY_SETS[cat]:
+        raise TypeError(f"ruda.{fn}: {arg} must have a {cat} dtype; got {_dtypes.name(dtype)}")
+
+
+def same_device(fn, *arrays):
+    """The common device of ``arrays``; ValueError naming both if they differ."""
+    dev = arrays[0]._device
+    for a in arrays[1:]:
+        if a._device is not dev:
+            raise ValueError(f"ruda.{fn}: arrays are on different devices, '{dev}' and "
+                             f"'{a._device}'; move one explicitly with .to_device()")
+    return dev
+
+
+def device_or_default(dev):
+    return _devices.default() if dev is None else _devices.device(dev)
+
+
+def dtype(fn, dt, dev, arg="dtype"):
+    """A dtype argument, checked to be a ruda dtype the device supports."""
+    if not _dtypes.is_dtype(dt):
+        if isinstance(dt, type) and issubclass(dt, np.generic) or isinstance(dt, str):
+            try:
+                cand = np.dtype(dt)
+            except TypeError:
+                cand = None
+            if cand is not None and _dtypes.is_dtype(cand):
+                dt = cand
+        if not _dtypes.is_dtype(dt):
+            raise TypeError(f"ruda.{fn}: {arg} must be a ruda dtype such as ruda.float32; got {dt!r}")
+    dt = np.dtype(dt)
+    if not dev.backend.supports(dt):
+        raise TypeError(f"ruda.{fn}: {arg}={_dtypes.name(dt)} is not supported on device "
+                        f"'{dev}' (supported: {', '.join(_dtypes.name(d) for d in dev.backend.dtypes())})")
+    return dt
+
+
+def default_dtype(dev, kind):
+    return dev.backend.default_dtypes()[kind]
+
+
+def axis(fn, ax, ndim, arg="axis"):
+    """Normalize one axis to a non-negative int."""
+    try:
+        ax = operator.index(ax)
+    except TypeError:
+        raise TypeError(f"ruda.{fn}: {arg} must be an integer; got {type(ax).__name__}") from None
+    if not -ndim <= ax < ndim:
+        raise IndexError(f"ruda.{fn}: {arg}={ax} is out of bounds for an array of {ndim} dimensions")
+    return ax % ndim if ndim else 0
+
+
+def axes(fn, ax, ndim, arg="axis"):
+    """Normalize None / int / tuple of ints to a sorted tuple of unique axes."""
+    if ax is None:
+        return tuple(range(ndim))
+    if isinstance(ax, tuple):
+        out = tuple(axis(fn, a, ndim, arg) for a in ax)
+        if len(set(out)) != len(out):
+            raise ValueError(f"ruda.{fn}: {arg}={ax} repeats an axis")
+        return out
+    return (axis(fn, ax, ndim, arg),)
+
+
+def shape(fn, sh, arg="shape"):
+    """A shape argument as a tuple of non-negative ints."""
+    if isinstance(sh, tuple | list):
+        try:
+            out = tuple(operator.index(s) for s in sh)
+        except TypeError:
+            raise TypeError(f"ruda.{fn}: {arg} must be a tuple of integers; got {sh!r}") from None
+    else:
+        try:
+            out = (operator.index(sh),)
+        except TypeError:
+            raise TypeError(f"ruda.{fn}: {arg} must be an integer or a tuple of integers; "
+                            f"got {sh!r}") from None
+    if any(s < 0 for s in out):
+        raise ValueError(f"ruda.{fn}: {arg} must not have negative sizes; got {out}")
+    return out
+
+
+def broadcast_shapes(fn, *shapes):
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for s in shapes:
+        off = ndim - len(s)
+        for i, d in enumerate(s):
+            o = out[off + i]
+            if o == 1:
+                out[off + i] = d
+            elif d != 1 and d != o:
+                raise ValueError(f"ruda.{fn}: shapes {', '.join(str(tuple(t)) for t in shapes)} "
+                                 f"cannot be broadcast together")
+    return tuple(out)
+
+
+def is_scalar(v):
+    return isinstance(v, _SCALAR_TYPES)
+
+
+_SCALAR_RANK = {builtins.bool: 0, int: 1, float: 2, complex: 3}
+_KIND_DEFAULT = {1: "integral", 2: "real floating", 3: "complex floating"}
+
+
+def scalar_dtype(fn, value, dt, dev):
+    """Dtype of ``array(dt) <op> value`` for a Python scalar ``value``.
+
+    The standard's rule (the scalar takes the array's dtype) where it applies;
+    otherwise NumPy 2's: a scalar of a higher kind gives that kind's default
+    dtype, and a complex scalar with a real floating array gives the complex
+    dtype of the same precision.
+    """
+    srank = _SCALAR_RANK.get(type(value))
+    if srank is None:
+        srank = _SCALAR_RANK[_scalar_type(fn, value)]
+    arank = _dtypes.kind_rank(dt)
+    if srank <= arank:
+        return dt
+    if srank == 3 and arank == 2:
+        return _dtypes.complex_of(dt)
+    if srank == 1 and arank == 0:
+        return default_dtype(dev, "integral")
+    return default_dtype(dev, _KIND_DEFAULT[srank])
+
+
+def _scalar_type(fn, value):
+    for t in (builtins.bool, int, float, complex):
+        if isinstance(value, t):
+            return t
+    raise TypeError(f"ruda.{fn}: expected a ruda array or a Python scalar; got {type(value).__name__}")
+
+
+def scalar(dev, value, dt):
+    """A 0-d native array holding Python scalar ``value`` as ``dt`` on ``dev``."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if dt.kind in "iu" and isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError(f"ruda: cannot represent {value} in {_dtypes.name(dt)}")
+    return dev.backend.scalar(value, dt)

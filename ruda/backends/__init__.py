@@ -1,0 +1,206 @@
+"""The backend contract: what a device implements for ruda.
+
+A backend owns storage and kernels for *native* arrays on one kind of device
+(``cpu`` = NumPy, ``cuda`` = CuPy, ``wgpu`` = WebGPU buffers).  The frontend
+(``ruda._array`` and the namespace modules) validates every call once --
+dtype categories, shapes, devices, axes, Python scalars -- and hands a backend
+only validated native arrays and plain Python parameters.  In particular:
+
+* Python scalar *operands* are converted by the frontend to 0-d native arrays
+  of the result dtype before an elementwise op is called; binary elementwise
+  ops receive arrays of one dtype (the frontend casts after promotion).
+* ``axis`` arguments arrive normalized (non-negative ints or tuples of them);
+  ``dtype`` arguments arrive as concrete dtypes the backend supports.
+* Results must be native arrays (never NumPy scalars), with ``.shape`` (tuple)
+  and ``.dtype`` (a NumPy dtype object).
+
+A backend class subclasses :class:`Backend` and provides
+
+storage
+    ``from_host(ndarray)``, ``to_host(native) -> ndarray``,
+    ``scalar(value, dtype)`` (a 0-d array), ``from_dlpack(obj, copy)``, ``to_dlpack(native, stream, max_version,
+    dl_device, copy)``, ``dlpack_device(native)``, ``asarray(native, dtype,
+    copy)`` (same-device copy/cast).
+capabilities
+    ``dtypes()``, ``default_dtypes()``, ``features`` and ``fallbacks``.
+ops
+    one method per name in :data:`OPS` (the standard's functions, with
+    ``linalg_``/``fft_`` prefixes for the extensions) plus the primitives
+    ``getitem``, ``setitem``, ``astype``.  Signatures are the standard's, with
+    native arrays in place of ``Array``.
+
+An op the backend lacks raises ``NotImplementedError`` naming op and device.
+A backend may run an op through the host only via :meth:`Backend.host_fallback`,
+which records it, with its reason, in the class's ``fallbacks`` table (shown by
+``python -m ruda info`` and the docs): no host round trip may hide elsewhere.
+
+Registration: ``register("wgpu", "ruda.backends.wgpu:WgpuBackend")``; the
+class is imported lazily, so a missing optional dependency only disables that
+device.
+"""
+import importlib
+
+ELEMENTWISE_UNARY = (
+    "abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "bitwise_invert", "ceil",
+    "conj", "cos", "cosh", "exp", "expm1", "floor", "imag", "isfinite", "isinf", "isnan",
+    "log", "log1p", "log2", "log10", "logical_not", "negative", "positive", "real",
+    "reciprocal", "round", "sign", "signbit", "sin", "sinh", "sqrt", "square", "tan",
+    "tanh", "trunc",
+)
+ELEMENTWISE_BINARY = (
+    "add", "atan2", "bitwise_and", "bitwise_left_shift", "bitwise_or", "bitwise_right_shift",
+    "bitwise_xor", "copysign", "divide", "equal", "floor_divide", "greater", "greater_equal",
+    "hypot", "less", "less_equal", "logaddexp", "logical_and", "logical_or", "logical_xor",
+    "maximum", "minimum", "multiply", "nextafter", "not_equal", "pow", "remainder", "subtract",
+)
+OPS = ELEMENTWISE_UNARY + ELEMENTWISE_BINARY + (
+    # elementwise with extra operands
+    "clip",
+    # creation (parameters are Python values; dtype is concrete)
+    "arange", "empty", "eye", "full", "linspace", "meshgrid", "tril", "triu",
+    # data types
+    "astype",
+    # indexing
+    "getitem", "setitem", "take", "take_along_axis",
+    # manipulation
+    "broadcast_to", "concat", "expand_dims", "flip", "moveaxis", "permute_dims", "repeat",
+    "reshape", "roll", "squeeze", "stack", "tile", "unstack",
+    # searching
+    "argmax", "argmin", "count_nonzero", "nonzero", "searchsorted", "where",
+    # set
+    "isin", "unique_all", "unique_counts", "unique_inverse", "unique_values",
+    # sorting
+    "argsort", "sort",
+    # statistical
+    "cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "std", "sum", "var",
+    # utility
+    "all", "any", "diff",
+    # linear algebra (main namespace)
+    "matmul", "tensordot", "vecdot",
+    # linalg extension
+    "linalg_cholesky", "linalg_cross", "linalg_det", "linalg_diagonal", "linalg_eig",
+    "linalg_eigh", "linalg_eigvals", "linalg_eigvalsh", "linalg_inv", "linalg_matrix_norm",
+    "linalg_matrix_power", "linalg_matrix_rank", "linalg_outer", "linalg_pinv", "linalg_qr",
+    "linalg_slogdet", "linalg_solve", "linalg_svd", "linalg_svdvals", "linalg_trace",
+    "linalg_vector_norm",
+    # fft extension
+    "fft_fft", "fft_ifft", "fft_fftn", "fft_ifftn", "fft_rfft", "fft_irfft", "fft_rfftn",
+    "fft_irfftn", "fft_hfft", "fft_ihfft", "fft_fftfreq", "fft_rfftfreq", "fft_fftshift",
+    "fft_ifftshift",
+)
+
+
+class Backend:
+    """Base class of a device backend.  One instance per device index."""
+
+    kind = None          # "cpu", "cuda", "wgpu": the device's string prefix
+    fallbacks = {}       # op name -> reason it goes through the host
+    features = frozenset()
+
+    def __init__(self, index=0):
+        self.index = index
+
+    # discovery -------------------------------------------------------------
+    @classmethod
+    def discover(cls):
+        """Indices of the devices of this kind on this machine (may be [])."""
+        return []
+
+    @classmethod
+    def unavailable_reason(cls):
+        """Why no device of this kind is usable here (None when some is)."""
+        return None
+
+    def describe(self):
+        """One line for ``python -m ruda info``."""
+        return self.kind
+
+    # capabilities ----------------------------------------------------------
+    def dtypes(self):
+        raise NotImplementedError
+
+    def default_dtypes(self):
+        raise NotImplementedError
+
+    def supports(self, dtype):
+        return dtype in self._dtype_set
+
+    @property
+    def _dtype_set(self):
+        s = self.__dict__.get("_dtype_set_cache")
+        if s is None:
+            s = self.__dict__["_dtype_set_cache"] = frozenset(self.dtypes())
+        return s
+
+    def synchronize(self):
+        """Wait for queued work (no-op where execution is synchronous)."""
+
+    # anything in OPS that the subclass does not define ----------------------
+    def __getattr__(self, name):
+        if name in OPS:
+            raise NotImplementedError(f"ruda: '{name}' is not implemented on device '{self.kind}'")
+        raise AttributeError(name)
+
+    @classmethod
+    def host_fallback(cls, op, reason):
+        """Make ``op`` run through the host, recorded in ``cls.fallbacks``."""
+        if "fallbacks" not in cls.__dict__:
+            cls.fallbacks = dict(cls.fallbacks)
+        cls.fallbacks[op] = reason
+
+        def method(self, *args, **kwargs):
+            host = _host_backend()
+            to = self.to_host
+            conv = lambda v: _map_native(v, to, self.is_native)  # noqa: E731
+            out = getattr(host, op)(*conv(args), **{k: conv(v) for k, v in kwargs.items()})
+            return _map_native(out, self.from_host, host.is_native)
+
+        method.__name__ = op
+        setattr(cls, op, method)
+
+    def is_native(self, obj):
+        raise NotImplementedError
+
+
+def _map_native(obj, fn, is_native):
+    if is_native(obj):
+        return fn(obj)
+    if isinstance(obj, tuple):
+        return type(obj)(*[_map_native(o, fn, is_native) for o in obj]) if hasattr(obj, "_fields") \
+            else tuple(_map_native(o, fn, is_native) for o in obj)
+    if isinstance(obj, list):
+        return [_map_native(o, fn, is_native) for o in obj]
+    return obj
+
+
+_REGISTRY = {}
+_CLASSES = {}
+
+
+def register(kind, target):
+    """Register a backend class as ``"module:Class"`` under device prefix ``kind``."""
+    _REGISTRY[kind] = target
+    _CLASSES.pop(kind, None)
+
+
+def backend_class(kind):
+    """The backend class for ``kind``, or raise ImportError with the reason."""
+    cls = _CLASSES.get(kind)
+    if cls is None:
+        module, _, attr = _REGISTRY[kind].partition(":")
+        cls = _CLASSES[kind] = getattr(importlib.import_module(module), attr)
+    return cls
+
+
+def kinds():
+    return tuple(_REGISTRY)
+
+
+def _host_backend():
+    from ruda.backends.host import HostBackend
+    return HostBackend.instance()
+
+
+register("cpu", "ruda.backends.host:HostBackend")
+register("cuda", "ruda.backends.cuda:CudaBackend")
+register("wgpu", "ruda.backends.wgpu:WgpuBackend")

@@ -1,0 +1,112 @@
+"""The host backend: native arrays are ``numpy.ndarray``.
+
+Ops come from array-api-compat's NumPy namespace (which already follows the
+standard where NumPy differs) with the fixes ruda needs; every result is made
+an ``ndarray`` (NumPy returns scalars from 0-d operations).
+"""
+import numpy as np
+import array_api_compat.numpy as cnp
+
+from ruda import _dtypes
+from ruda.backends import OPS, Backend
+from ruda.backends.host import _ops
+
+_ndarray = np.ndarray
+_generic = np.generic
+
+
+def _fix(r):
+    """Make NumPy results native: ndarray, never a NumPy scalar."""
+    if isinstance(r, _generic):
+        return np.asarray(r)
+    if isinstance(r, tuple):
+        fixed = [_fix(v) for v in r]
+        return type(r)(*fixed) if hasattr(r, "_fields") else tuple(fixed)
+    if isinstance(r, list):
+        return [_fix(v) for v in r]
+    return r
+
+
+def _wrap(fn):
+    def op(*args, **kwargs):
+        r = fn(*args, **kwargs)
+        return r if r.__class__ is _ndarray else _fix(r)
+
+    op.__name__ = getattr(fn, "__name__", "op")
+    return op
+
+
+def _source(name):
+    """Where the host implementation of op ``name`` lives."""
+    impl = getattr(_ops, name, None)
+    if impl is not None:
+        return impl
+    if name.startswith("linalg_"):
+        return getattr(cnp.linalg, name[7:])
+    if name.startswith("fft_"):
+        return getattr(cnp.fft, name[4:])
+    return getattr(cnp, name)
+
+
+class HostBackend(Backend):
+    kind = "cpu"
+    features = frozenset({"float64", "complex128", "int64"})
+    fallbacks = {}
+    _instance = None
+
+    @classmethod
+    def instance(cls):
+        if cls._instance is None:
+            cls._instance = cls(0)
+        return cls._instance
+
+    @classmethod
+    def discover(cls):
+        return [0]
+
+    def describe(self):
+        return f"cpu (NumPy {np.__version__})"
+
+    def dtypes(self):
+        return _dtypes.all_dtypes + _dtypes.extension_dtypes
+
+    def default_dtypes(self):
+        return {"real floating": _dtypes.float64, "complex floating": _dtypes.complex128,
+                "integral": _dtypes.int64, "indexing": _dtypes.int64}
+
+    # storage -----------------------------------------------------------
+    def is_native(self, obj):
+        return obj.__class__ is _ndarray
+
+    def from_host(self, a):
+        return a
+
+    def to_host(self, a):
+        return a
+
+    def asarray(self, a, dtype=None, copy=None):
+        return np.asarray(a, dtype=dtype, copy=copy) if copy is not None else np.asarray(a, dtype=dtype)
+
+    def scalar(self, value, dtype):
+        return np.asarray(value, dtype=dtype)
+
+    def from_dlpack(self, obj, copy=None):
+        return np.from_dlpack(obj, copy=copy)
+
+    def to_dlpack(self, a, stream=None, max_version=None, dl_device=None, copy=None):
+        kwargs = {}
+        if max_version is not None:
+            kwargs["max_version"] = max_version
+        if dl_device is not None:
+            kwargs["dl_device"] = dl_device
+        if copy is not None:
+            kwargs["copy"] = copy
+        return a.__dlpack__(stream=stream, **kwargs)
+
+    def dlpack_device(self, a):
+        return a.__dlpack_device__()
+
+
+for _name in OPS:
+    setattr(HostBackend, _name, staticmethod(_wrap(_source(_name))))
+del _name

@@ -1,0 +1,38 @@
+"""Shared fixtures: every device-parametrized test runs on each available device.
+
+``device`` is parametrized over ``ruda.devices()`` (cpu always; cuda and wgpu
+where present).  ``RUDA_TEST_DEVICES=cpu,wgpu`` restricts the set.
+"""
+import os
+
+import numpy as np
+import pytest
+
+import ruda
+
+
+def _device_params():
+    found = [str(d) for d in ruda.devices()]
+    only = os.environ.get("RUDA_TEST_DEVICES")
+    if only:
+        want = [s.strip() for s in only.split(",") if s.strip()]
+        found = [d for d in found if d in want or d.split(":")[0] in want]
+    return found
+
+
+DEVICES = _device_params()
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return ruda.device(request.param)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(12345)
+
+
+def to_numpy(x):
+    """Host NumPy copy of a ruda array (explicit transfer)."""
+    return np.asarray(x.to_device("cpu"))
