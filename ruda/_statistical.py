@@ -1,4 +1,5 @@
 """Statistical functions and the utility reductions all/any/diff."""
+import builtins
 import operator
 
 import numpy as np
@@ -13,7 +14,7 @@ def reduction_axes(fn, x, axis):
 
 
 def _nonempty(fn, x, ax):
-    if any(x.shape[a] == 0 for a in ax) or (not ax and x.size == 0):
+    if builtins.any(x.shape[a] == 0 for a in ax) or (not ax and x.size == 0):
         raise ValueError(f"ruda.{fn}: cannot reduce over a zero-size axis of shape {x.shape} "
                          f"(the reduction has no identity)")
 
@@ -144,7 +145,7 @@ def diff(x, /, *, axis=-1, n=1, prepend=None, append=None):
         if a is not None:
             v.array("diff", name, a)
             v.same_device("diff", x, a)
-            if a.ndim != x.ndim or any(s != t for i, (s, t) in enumerate(zip(a.shape, x.shape)) if i != axis):
+            if a.ndim != x.ndim or builtins.any(s != t for i, (s, t) in enumerate(zip(a.shape, x.shape)) if i != axis):
                 raise ValueError(f"ruda.diff: {name} of shape {a.shape} does not match x of shape "
                                  f"{x.shape} outside axis {axis}")
             extra[name] = a._data
