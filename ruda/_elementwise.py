@@ -154,7 +154,7 @@ def _clip_bound(dev, x, arg, b, to_int):
         if isinstance(b, float):
             if b != b:
                 raise ValueError(f"ruda.clip: {arg} is NaN for an integer array")
-            if abs(b) == float("inf"):
+            if math.isinf(b):
                 b = -(2**64) if b < 0 else 2**64
             else:
                 b = to_int(b)
