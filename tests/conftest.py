@@ -7,8 +7,18 @@ import os
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, settings
 
 import ruda
+
+# Property tests: modest example counts, no deadline (GPU dispatch latency varies), derandomized
+# for reproducible CI unless RUDA_HYPOTHESIS_RANDOM=1; RUDA_HYPOTHESIS_EXAMPLES overrides the count.
+settings.register_profile(
+    "ruda", max_examples=int(os.environ.get("RUDA_HYPOTHESIS_EXAMPLES", "25")), deadline=None,
+    derandomize=not os.environ.get("RUDA_HYPOTHESIS_RANDOM"), database=None, print_blob=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                           HealthCheck.data_too_large, HealthCheck.filter_too_much])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ruda"))
 
 
 def _device_params():

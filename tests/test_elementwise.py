@@ -1,0 +1,323 @@
+"""Every elementwise function of the standard, against NumPy, on every device.
+
+Inputs are random (seeded by hypothesis) within each function's domain; dtypes are drawn from
+the function's dtype category, restricted to what the device supports.  The oracle is NumPy
+computed in float64/complex128 for floating inputs, compared with dtype-appropriate tolerances;
+the result dtype is checked exactly.
+"""
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+import ruda as xp
+from strategies import (assert_result, broadcastable_pair, default, dtypes, host64, need, rand,
+                        rand_nonzero, seeds, shapes, supported)
+
+# The standard's dtype categories, spelled as inspection-API kinds.
+NUMERIC = ("integral", "real floating", "complex floating")
+FLOATING = ("real floating", "complex floating")
+REAL_FLOATING = ("real floating",)
+REAL_NUMERIC = ("integral", "real floating")
+INTEGER = ("integral",)
+INT_OR_BOOL = ("integral", "bool")
+BOOLEAN = ("bool",)
+COMPLEX = ("complex floating",)
+ALL = ("bool", "integral", "real floating", "complex floating")
+
+
+def gen(lo=-10.0, hi=10.0, nonzero=False, complex_range=None):
+    """Input generator: (rng, shape, dtype) -> ndarray within [lo, hi] (complex: complex_range)."""
+    def make(rng, shape, dtype):
+        l, h = (complex_range if complex_range and np.dtype(dtype).kind == "c" else (lo, hi))
+        if nonzero:
+            return rand_nonzero(rng, shape, dtype, l, h)
+        return rand(rng, shape, dtype, l, h)
+    return make
+
+
+def small_ints(rng, shape, dtype):
+    """Values whose sums/products stay in range of every integer dtype; floats in [-10, 10]."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "u":
+        return rand(rng, shape, dtype, 0, 11)
+    if dtype.kind == "i":
+        return rand(rng, shape, dtype, -11, 11)
+    return rand(rng, shape, dtype)
+
+
+def ties(rng, shape, dtype):
+    """Values from a small set, so that comparisons see equal elements."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return rand(rng, shape, dtype)
+    lo = 0 if dtype.kind == "u" else -3
+    vals = rng.integers(lo, 4, size=shape)
+    if dtype.kind == "c":
+        return (vals + 1j * rng.integers(-1, 2, size=shape)).astype(dtype)
+    return (vals * (0.5 if dtype.kind == "f" else 1)).astype(dtype)
+
+
+# name: (category, input generator, NumPy oracle, loose tolerance)
+UNARY = {
+    "abs": (NUMERIC, small_ints, np.abs, False),
+    "acos": (FLOATING, gen(-0.99, 0.99, complex_range=(-2, 2)), np.arccos, True),
+    "acosh": (FLOATING, gen(1.01, 10, complex_range=(-2, 2)), np.arccosh, True),
+    "asin": (FLOATING, gen(-0.99, 0.99, complex_range=(-2, 2)), np.arcsin, True),
+    "asinh": (FLOATING, gen(-10, 10, complex_range=(-2, 2)), np.arcsinh, True),
+    "atan": (FLOATING, gen(-10, 10, complex_range=(-2, 2)), np.arctan, True),
+    "atanh": (FLOATING, gen(-0.99, 0.99, complex_range=(-2, 2)), np.arctanh, True),
+    "bitwise_invert": (INT_OR_BOOL, gen(-100, 100), np.invert, False),
+    "ceil": (REAL_NUMERIC, gen(), np.ceil, False),
+    "conj": (NUMERIC, small_ints, np.conj, False),
+    "cos": (FLOATING, gen(-10, 10, complex_range=(-3, 3)), np.cos, True),
+    "cosh": (FLOATING, gen(-10, 10, complex_range=(-3, 3)), np.cosh, True),
+    "exp": (FLOATING, gen(-10, 10, complex_range=(-3, 3)), np.exp, True),
+    "expm1": (FLOATING, gen(-10, 10, complex_range=(-3, 3)), np.expm1, True),
+    "floor": (REAL_NUMERIC, gen(), np.floor, False),
+    "imag": (COMPLEX, gen(), np.imag, False),
+    "isfinite": (NUMERIC, gen(), np.isfinite, False),
+    "isinf": (NUMERIC, gen(), np.isinf, False),
+    "isnan": (NUMERIC, gen(), np.isnan, False),
+    "log": (FLOATING, gen(0.01, 100, complex_range=(-3, 3)), np.log, True),
+    "log1p": (FLOATING, gen(-0.99, 10, complex_range=(-3, 3)), np.log1p, True),
+    "log2": (FLOATING, gen(0.01, 100, complex_range=(-3, 3)), np.log2, True),
+    "log10": (FLOATING, gen(0.01, 100, complex_range=(-3, 3)), np.log10, True),
+    "logical_not": (BOOLEAN, gen(), np.logical_not, False),
+    "negative": (("signed integer", "real floating", "complex floating"), small_ints, np.negative, False),
+    "positive": (NUMERIC, gen(-100, 100), np.positive, False),
+    "real": (NUMERIC, gen(-100, 100), np.real, False),
+    "reciprocal": (FLOATING, gen(nonzero=True), np.reciprocal, False),
+    "round": (NUMERIC, gen(-100, 100), np.round, False),
+    "sign": (NUMERIC, gen(-100, 100, nonzero=False), np.sign, False),
+    "signbit": (REAL_FLOATING, gen(), np.signbit, False),
+    "sin": (FLOATING, gen(-10, 10, complex_range=(-3, 3)), np.sin, True),
+    "sinh": (FLOATING, gen(-10, 10, complex_range=(-3, 3)), np.sinh, True),
+    "sqrt": (FLOATING, gen(0, 100, complex_range=(-10, 10)), np.sqrt, True),
+    "square": (NUMERIC, small_ints, np.square, False),
+    "tan": (FLOATING, gen(-1.4, 1.4, complex_range=(-1.5, 1.5)), np.tan, True),
+    "tanh": (FLOATING, gen(-10, 10, complex_range=(-1.5, 1.5)), np.tanh, True),
+    "trunc": (REAL_NUMERIC, gen(), np.trunc, False),
+}
+
+
+def _shift_amount(rng, shape, dtype):
+    bits = np.dtype(dtype).itemsize * 8
+    return rng.integers(0, bits - 5, size=shape, endpoint=True).astype(dtype)
+
+
+def _shift_base(rng, shape, dtype):
+    return rand(rng, shape, dtype, -8, 15)
+
+
+def _right_shift_base(rng, shape, dtype):
+    return rand(rng, shape, dtype, -(2**62), 2**62)
+
+
+def _right_shift_amount(rng, shape, dtype):
+    bits = np.dtype(dtype).itemsize * 8
+    return rng.integers(0, bits - 1, size=shape, endpoint=True).astype(dtype)
+
+
+def _pow_base(rng, shape, dtype):
+    k = np.dtype(dtype).kind
+    if k in "iu":
+        return rand(rng, shape, dtype, -4, 4)
+    if k == "c":
+        return rand_nonzero(rng, shape, dtype, -2, 2, eps=0.3)
+    return rand(rng, shape, dtype, 0.1, 5)
+
+
+def _pow_exp(rng, shape, dtype):
+    k = np.dtype(dtype).kind
+    if k in "iu":
+        return rand(rng, shape, dtype, 0, 3)
+    return rand(rng, shape, dtype, -3, 3)
+
+
+def _sub_first(rng, shape, dtype):
+    if np.dtype(dtype).kind == "u":
+        return rand(rng, shape, dtype, 12, 40)
+    return small_ints(rng, shape, dtype)
+
+
+nonzero = gen(nonzero=True)
+
+# name: (category, generator of x1, generator of x2, NumPy oracle, loose tolerance)
+BINARY = {
+    "add": (NUMERIC, small_ints, small_ints, np.add, False),
+    "atan2": (REAL_FLOATING, gen(), gen(), np.arctan2, True),
+    "bitwise_and": (INT_OR_BOOL, gen(-100, 100), gen(-100, 100), np.bitwise_and, False),
+    "bitwise_left_shift": (INTEGER, _shift_base, _shift_amount, np.left_shift, False),
+    "bitwise_or": (INT_OR_BOOL, gen(-100, 100), gen(-100, 100), np.bitwise_or, False),
+    "bitwise_right_shift": (INTEGER, _right_shift_base, _right_shift_amount, np.right_shift, False),
+    "bitwise_xor": (INT_OR_BOOL, gen(-100, 100), gen(-100, 100), np.bitwise_xor, False),
+    "copysign": (REAL_FLOATING, gen(), gen(), np.copysign, False),
+    "divide": (NUMERIC, gen(), nonzero, np.divide, False),
+    "equal": (ALL, ties, ties, np.equal, False),
+    "floor_divide": (REAL_NUMERIC, gen(-100, 100), nonzero, np.floor_divide, True),
+    "greater": (REAL_NUMERIC, ties, ties, np.greater, False),
+    "greater_equal": (REAL_NUMERIC, ties, ties, np.greater_equal, False),
+    "hypot": (REAL_FLOATING, gen(), gen(), np.hypot, False),
+    "less": (REAL_NUMERIC, ties, ties, np.less, False),
+    "less_equal": (REAL_NUMERIC, ties, ties, np.less_equal, False),
+    "logaddexp": (REAL_FLOATING, gen(), gen(), np.logaddexp, True),
+    "logical_and": (BOOLEAN, gen(), gen(), np.logical_and, False),
+    "logical_or": (BOOLEAN, gen(), gen(), np.logical_or, False),
+    "logical_xor": (BOOLEAN, gen(), gen(), np.logical_xor, False),
+    "maximum": (REAL_NUMERIC, ties, gen(), np.maximum, False),
+    "minimum": (REAL_NUMERIC, ties, gen(), np.minimum, False),
+    "multiply": (NUMERIC, small_ints, small_ints, np.multiply, False),
+    "nextafter": (REAL_FLOATING, gen(), gen(), np.nextafter, False),
+    "not_equal": (ALL, ties, ties, np.not_equal, False),
+    "pow": (NUMERIC, _pow_base, _pow_exp, np.power, True),
+    "remainder": (REAL_NUMERIC, gen(-100, 100), nonzero, np.remainder, True),
+    "subtract": (NUMERIC, _sub_first, small_ints, np.subtract, False),
+}
+
+FLOAT_FROM_INT = {"divide"}   # integer inputs give the default real floating dtype (NumPy 2)
+
+
+def expected_dtype(device, name, oracle, *host):
+    """The standard's result dtype, read off NumPy on the *native* input dtypes."""
+    if name in FLOAT_FROM_INT and all(a.dtype.kind in "iu" for a in host):
+        return default(device, "real floating")
+    with np.errstate(all="ignore"):
+        return oracle(*host).dtype
+
+
+def oracle_value(name, oracle, *host):
+    with np.errstate(all="ignore"):
+        if name == "nextafter":           # exact at the input precision
+            return oracle(*host)
+        return oracle(*[host64(a) for a in host])
+
+
+def test_tables_cover_the_standard():
+    from ruda.backends import ELEMENTWISE_BINARY, ELEMENTWISE_UNARY
+    assert set(UNARY) == set(ELEMENTWISE_UNARY)
+    assert set(BINARY) == set(ELEMENTWISE_BINARY)
+    for name in list(UNARY) + list(BINARY):
+        assert callable(getattr(xp, name)), name
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+@given(data=st.data(), seed=seeds, shape=shapes(0, 3, 0, 5))
+def test_unary(device, name, data, seed, shape):
+    kinds, make, oracle, loose = UNARY[name]
+    dt = data.draw(dtypes(device, kinds), label="dtype")
+    a = make(np.random.default_rng(seed), shape, dt)
+    res = getattr(xp, name)(xp.asarray(a, device=device))
+    assert res.device == device
+    assert_result(res, oracle_value(name, oracle, a), dtype=expected_dtype(device, name, oracle, a),
+                  loose=loose)
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+@given(data=st.data(), seed=seeds, shapes=broadcastable_pair())
+def test_binary(device, name, data, seed, shapes):
+    kinds, make1, make2, oracle, loose = BINARY[name]
+    dt = data.draw(dtypes(device, kinds), label="dtype")
+    rng = np.random.default_rng(seed)
+    a, b = make1(rng, shapes[0], dt), make2(rng, shapes[1], dt)
+    res = getattr(xp, name)(xp.asarray(a, device=device), xp.asarray(b, device=device))
+    assert res.device == device
+    assert_result(res, oracle_value(name, oracle, a, b), dtype=expected_dtype(device, name, oracle, a, b),
+                  loose=loose, rtol=0 if name == "nextafter" else None, atol=0 if name == "nextafter" else None)
+
+
+def _py_scalar(value, dtype):
+    k = np.dtype(dtype).kind
+    return {"b": bool, "i": int, "u": int, "f": float, "c": complex}[k](value)
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+@given(data=st.data(), seed=seeds, shape=shapes(0, 2, 1, 5), scalar_first=st.booleans())
+def test_binary_python_scalar(device, name, data, seed, shape, scalar_first):
+    """x1 <op> scalar and scalar <op> x2 with a scalar of the array's kind: the array's dtype wins."""
+    kinds, make1, make2, oracle, loose = BINARY[name]
+    dt = data.draw(dtypes(device, kinds), label="dtype")
+    rng = np.random.default_rng(seed)
+    a, b = make1(rng, shape, dt), make2(rng, (), dt)
+    if scalar_first:                       # scalar is x1: draw it from x1's generator
+        a, b = make1(rng, (), dt), make2(rng, shape, dt)
+        s = _py_scalar(a.item(), dt)
+        res = getattr(xp, name)(s, xp.asarray(b, device=device))
+        host = (np.asarray(s, dtype=dt), b)
+    else:
+        s = _py_scalar(b.item(), dt)
+        res = getattr(xp, name)(xp.asarray(a, device=device), s)
+        host = (a, np.asarray(s, dtype=dt))
+    assert_result(res, oracle_value(name, oracle, *host), dtype=expected_dtype(device, name, oracle, *host),
+                  loose=loose, rtol=0 if name == "nextafter" else None, atol=0 if name == "nextafter" else None)
+
+
+SPECIAL = [math.nan, math.inf, -math.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.5, 1e-30, 1e30]
+
+
+@pytest.mark.parametrize("name", sorted(n for n, s in UNARY.items() if "real floating" in s[0]))
+def test_unary_special_values(device, name):
+    """NaN, +-inf, +-0 and edge values follow the standard's special cases (as NumPy does)."""
+    kinds, make, oracle, loose = UNARY[name]
+    for dt in supported(device, "real floating"):
+        a = np.asarray(SPECIAL, dtype=dt)
+        res = getattr(xp, name)(xp.asarray(a, device=device))
+        exp = oracle_value(name, oracle, a)
+        if exp.dtype.kind == "f":
+            exp = exp.astype(dt)   # overflow/underflow at the input precision
+        assert_result(res, exp, dtype=expected_dtype(device, name, oracle, a), loose=True)
+
+
+@pytest.mark.parametrize("name", ["add", "subtract", "multiply", "divide", "pow", "maximum", "minimum",
+                                  "atan2", "hypot", "copysign", "logaddexp", "equal", "less",
+                                  "remainder", "floor_divide", "nextafter"])
+def test_binary_special_values(device, name):
+    kinds, *_, oracle, loose = BINARY[name]
+    for dt in supported(device, "real floating"):
+        grid = np.asarray([math.nan, math.inf, -math.inf, -0.0, 0.0, 1.5, -2.0], dtype=dt)
+        a, b = np.meshgrid(grid, grid)
+        res = getattr(xp, name)(xp.asarray(a, device=device), xp.asarray(b, device=device))
+        exp = oracle_value(name, oracle, a, b)
+        if exp.dtype.kind == "f":
+            exp = exp.astype(dt)
+        assert_result(res, exp, dtype=expected_dtype(device, name, oracle, a, b), loose=True)
+
+
+@given(data=st.data(), seed=seeds, shape=shapes(1, 3, 1, 5), which=st.sampled_from(["both", "min", "max"]),
+       scalar_bounds=st.booleans())
+def test_clip(device, data, seed, shape, which, scalar_bounds):
+    dt = data.draw(dtypes(device, REAL_NUMERIC), label="dtype")
+    rng = np.random.default_rng(seed)
+    x = rand(rng, shape, dt, -50, 50)
+    if scalar_bounds:
+        lo, hi = sorted(rand(rng, (2,), dt, -40, 40).tolist())
+        lo_r, hi_r = lo, hi
+    else:
+        bshape = shape[1:]
+        lo = rand(rng, bshape, dt, -40, 0)
+        hi = rand(rng, bshape, dt, 0, 40)
+        lo_r, hi_r = xp.asarray(lo, device=device), xp.asarray(hi, device=device)
+    kw = {"both": dict(min=lo_r, max=hi_r), "min": dict(min=lo_r), "max": dict(max=hi_r)}[which]
+    res = xp.clip(xp.asarray(x, device=device), **kw)
+    exp = np.clip(x, lo if which != "max" else None, hi if which != "min" else None)
+    assert_result(res, exp.astype(dt), dtype=dt)
+
+
+def test_clip_no_bounds_and_int_float_bound(device):
+    rng = np.random.default_rng(7)
+    dt = need(device, xp.int32) if xp.int32 in supported(device) else None
+    x = rand(rng, (20,), dt, -50, 50)
+    assert_result(xp.clip(xp.asarray(x, device=device)), x, dtype=dt)
+    # a float bound on an integer array is rounded inward; the dtype stays int32
+    res = xp.clip(xp.asarray(x, device=device), min=-10.5, max=10.5)
+    assert_result(res, np.clip(x, -10, 10).astype(dt), dtype=dt)
+
+
+@pytest.mark.parametrize("name", ["add", "multiply", "less", "logaddexp", "maximum"])
+def test_binary_broadcast_shapes_error(device, name):
+    dt = supported(device, "real floating")[0]
+    a = xp.asarray(rand(np.random.default_rng(1), (2, 3), dt), device=device)
+    b = xp.asarray(rand(np.random.default_rng(2), (4,), dt), device=device)
+    with pytest.raises(ValueError, match=rf"ruda\.{name}.*\(2, 3\).*\(4,\)"):
+        getattr(xp, name)(a, b)
