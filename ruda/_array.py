@@ -72,6 +72,13 @@ class Array:
             raise TypeError("ruda: len() of a 0-d array")
         return self._data.shape[0]
 
+    def __iter__(self):
+        # Iterates over the first axis (sub-arrays on the same device), as NumPy/CuPy do;
+        # libraries (e.g. scikit-learn) test hasattr(x, "__iter__") for sequences.
+        if not self._data.shape:
+            raise TypeError("ruda: iteration over a 0-d array")
+        return (self[i] for i in range(self._data.shape[0]))
+
     # namespace and interchange -----------------------------------------
     def __array_namespace__(self, /, *, api_version=None):
         if api_version is not None and api_version not in API_VERSIONS:
