@@ -1,5 +1,6 @@
 """Statistical functions and the utility reductions all/any/diff."""
 import builtins
+import builtins
 import operator
 
 import numpy as np

@@ -79,7 +79,7 @@ def axes(fn, ax, ndim, arg="axis"):
     """Normalize None / int / tuple of ints to a sorted tuple of unique axes."""
     if ax is None:
         return tuple(range(ndim))
-    if isinstance(ax, tuple):
+    if isinstance(ax, tuple | list):
         out = tuple(axis(fn, a, ndim, arg) for a in ax)
         if len(set(out)) != len(out):
             raise ValueError(f"ruda.{fn}: {arg}={ax} repeats an axis")

@@ -50,3 +50,31 @@ def reshape(x, shape, copy=None):
     if copy:
         return np.reshape(x, shape).copy()
     return np.reshape(x, shape, copy=copy)
+
+
+def floor_divide(x1, x2):
+    """NumPy's floor_divide, with the standard's results where an operand is infinite."""
+    with np.errstate(all="ignore"):
+        out = np.floor_divide(x1, x2)
+        if x1.dtype.kind == "f":
+            inf1, inf2 = np.isinf(x1), np.isinf(x2)
+            if inf1.any() or inf2.any():
+                fix = (inf1 & np.isfinite(x2)) | (np.isfinite(x1) & inf2)
+                out = np.where(fix, np.divide(x1, x2), out)
+    return out
+
+
+def expm1(x):
+    """expm1; for complex input computed accurately and with C99's special values (NumPy gives NaNs)."""
+    if x.dtype.kind != "c":
+        return np.expm1(x)
+    re, im = x.real, x.imag
+    with np.errstate(all="ignore"):
+        real = np.expm1(re) * np.cos(im) - 2 * np.sin(im / 2) ** 2
+        imag = np.where(im == 0, im, np.exp(re) * np.sin(im))
+        out = np.empty(np.shape(x), x.dtype)
+        out.real, out.imag = real, imag
+        special = ~np.isfinite(x)
+        if special.any():
+            out = np.where(special, np.exp(x) - 1, out)
+    return out
