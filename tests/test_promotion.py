@@ -1,0 +1,251 @@
+"""Type promotion (the standard's table; NumPy 2 where the standard is silent), Python scalars,
+and the data type functions astype, can_cast, finfo, iinfo, isdtype, result_type.
+
+The standard's promotion lattice is encoded independently here (``std_promote``); combinations
+it leaves undefined (mixed kinds, uint64 with a signed integer, bool with numbers) are checked
+against NumPy 2, mapped to the device's default dtypes where NumPy picks its own defaults.
+"""
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+import ruda as xp
+from strategies import assert_result, default, rand, seeds, shapes, supported
+
+NAMES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+         "float32", "float64", "complex64", "complex128"]
+
+
+def _bits(dt):
+    return np.dtype(dt).itemsize * 8
+
+
+def std_promote(a, b):
+    """The standard's promotion table; None where it does not define a result."""
+    a, b = np.dtype(a), np.dtype(b)
+    if a == b:
+        return a
+    ka, kb = a.kind, b.kind
+    if "b" in (ka, kb):
+        return None
+    if ka == kb and ka in "iufc":
+        return a if _bits(a) >= _bits(b) else b
+    if {ka, kb} == {"i", "u"}:
+        s, u = (a, b) if ka == "i" else (b, a)
+        if _bits(u) < _bits(s):
+            return s
+        if _bits(u) < 64:
+            return np.dtype(f"int{2 * _bits(u)}")
+        return None
+    if {ka, kb} == {"f", "c"}:
+        f, c = (a, b) if ka == "f" else (b, a)
+        return np.dtype(f"complex{max(2 * _bits(f), _bits(c))}")
+    return None
+
+
+def expected_promote(a, b):
+    r = std_promote(a, b)
+    return np.result_type(np.dtype(a), np.dtype(b)) if r is None else r
+
+
+def _values(rng, dt, shape):
+    dt = np.dtype(dt)
+    return rand(rng, shape, dt, 0 if dt.kind == "u" else -9, 9)
+
+
+@pytest.mark.parametrize("name1", NAMES)
+def test_result_type_and_ops_follow_promotion_table(device, name1):
+    dts = supported(device)
+    d1 = np.dtype(name1)
+    if d1 not in dts:
+        pytest.skip(f"{name1} not supported on {device}")
+    rng = np.random.default_rng(abs(hash(name1)) % 2**32)
+    checked = 0
+    for d2 in dts:
+        exp = expected_promote(d1, d2)
+        if exp not in dts:
+            continue                                   # e.g. float64 on an adapter without it
+        assert xp.result_type(d1, d2) == exp, (d1, d2)
+        a, b = _values(rng, d1, (3, 4)), _values(rng, d2, (4,))
+        xa, xb = xp.asarray(a, device=device), xp.asarray(b, device=device)
+        assert xp.result_type(xa, xb) == exp
+        if d1.kind != "b" and d2.kind != "b":
+            assert_result(xp.add(xa, xb), a.astype(exp) + b.astype(exp), dtype=exp)
+            assert_result(xa * xb, a.astype(exp) * b.astype(exp), dtype=exp)
+        cond = rng.random((3, 4)) < 0.5
+        assert_result(xp.where(xp.asarray(cond, device=device), xa, xb),
+                      np.where(cond, a.astype(exp), b.astype(exp)), dtype=exp)
+        assert_result(xp.concat([xa, xp.reshape(xb, (1, 4))]),
+                      np.concatenate([a.astype(exp), b.astype(exp)[None]]), dtype=exp)
+        checked += 1
+    assert checked
+
+
+def test_result_type_many_and_standard_examples():
+    assert xp.result_type(xp.int8, xp.uint8, xp.int16) == xp.int16
+    assert xp.result_type(xp.uint8, xp.int8) == xp.int16
+    assert xp.result_type(xp.uint32, xp.int32) == xp.int64
+    assert xp.result_type(xp.float32, xp.complex64, xp.float64) == xp.complex128
+    assert xp.result_type(xp.int16, xp.int32, xp.int8) == xp.int32
+    with pytest.raises(ValueError, match="result_type"):
+        xp.result_type()
+    with pytest.raises(TypeError, match="result_type"):
+        xp.result_type("not a dtype", xp.int8)
+
+
+def _numpy_scalar_result(device, dt, s):
+    """NumPy 2's result dtype of array(dt) <op> s, with NumPy's defaults replaced by the device's."""
+    r = (np.ones(1, dt) + s).dtype if np.dtype(dt).kind != "b" or not isinstance(s, bool) else np.dtype(bool)
+    k = np.dtype(dt).kind
+    if r == np.int64 and k == "b":
+        return default(device, "integral")
+    if r == np.float64 and k in "biu":
+        return default(device, "real floating")
+    if r == np.complex128 and k in "biu":
+        return default(device, "complex floating")
+    return r
+
+
+SCALARS = [True, 3, 2.5, 1.5 - 0.5j]
+
+
+@pytest.mark.parametrize("scalar", SCALARS, ids=lambda s: type(s).__name__)
+def test_python_scalar_promotion(device, scalar):
+    """Same kind (or lower): the array dtype wins; higher kind: NumPy 2 rules, device defaults."""
+    rng = np.random.default_rng(3)
+    for dt in supported(device):
+        exp = _numpy_scalar_result(device, dt, scalar)
+        if exp not in supported(device):
+            continue
+        assert xp.result_type(dt, scalar) == exp or device != xp.__array_namespace_info__().default_device()
+        a = _values(rng, dt, (5,))
+        x = xp.asarray(a, device=device)
+        oracle = a.astype(exp) if exp.kind != "b" else a
+        cond = rng.random(5) < 0.5
+        assert_result(xp.where(xp.asarray(cond, device=device), x, scalar),
+                      np.where(cond, oracle, np.asarray(scalar, exp)), dtype=exp)
+        assert_result(xp.where(xp.asarray(cond, device=device), scalar, x),
+                      np.where(cond, np.asarray(scalar, exp), oracle), dtype=exp)
+        assert_result(x == scalar, oracle == np.asarray(scalar, exp), dtype=xp.bool)
+        if np.dtype(dt).kind == "b":
+            if isinstance(scalar, bool):
+                assert_result(xp.logical_and(x, scalar), np.logical_and(a, scalar), dtype=xp.bool)
+            else:   # arithmetic on a bool array is a dtype-category error, scalar or not
+                with pytest.raises(TypeError, match=r"ruda\.add.*numeric.*bool"):
+                    x + scalar
+            continue
+        assert_result(x + scalar, oracle + np.asarray(scalar, exp), dtype=exp)
+        assert_result(scalar + x, np.asarray(scalar, exp) + oracle, dtype=exp)
+        assert_result(x * scalar, oracle * np.asarray(scalar, exp), dtype=exp)
+        assert_result(scalar - x, np.asarray(scalar, exp) - oracle, dtype=exp)
+        assert_result(xp.multiply(scalar, x), np.asarray(scalar, exp) * oracle, dtype=exp)
+
+
+def test_python_scalar_same_kind_keeps_narrow_dtype(device):
+    for name in ["int8", "uint8", "int16", "float32"]:
+        dt = np.dtype(name)
+        if dt not in supported(device):
+            continue
+        x = xp.asarray(np.asarray([1, 2, 3], dtype=dt), device=device)
+        s = 2.5 if dt.kind == "f" else 5
+        assert (x + s).dtype == dt and (s * x).dtype == dt and (x / s).dtype == (dt if dt.kind == "f"
+                                                                              else default(device, "real floating"))
+
+
+def test_divide_integers_gives_default_float(device):
+    rng = np.random.default_rng(11)
+    fdt = default(device, "real floating")
+    for dt in supported(device, "integral"):
+        a, b = rand(rng, (6,), dt, 1, 20), rand(rng, (6,), dt, 1, 9)
+        res = xp.asarray(a, device=device) / xp.asarray(b, device=device)
+        assert_result(res, a.astype(np.float64) / b.astype(np.float64), dtype=fdt)
+
+
+# ---- data type functions ------------------------------------------------------------------
+
+@pytest.mark.parametrize("name1", NAMES)
+def test_can_cast_matches_promotion_table(name1):
+    """The standard's table where it defines a result; NumPy's 'safe' casting across kinds."""
+    d1 = np.dtype(name1)
+    for name2 in NAMES:
+        d2 = np.dtype(name2)
+        std = std_promote(d1, d2)
+        exp = std == d2 if std is not None else np.can_cast(d1, d2, casting="safe")
+        assert xp.can_cast(d1, d2) == exp, (name1, name2)
+
+
+def test_can_cast_accepts_arrays(device):
+    x = xp.asarray(np.asarray([1, 2], np.int8), device=device)
+    assert xp.can_cast(x, xp.int16) and not xp.can_cast(x, xp.uint8)
+
+
+@given(data=st.data(), seed=seeds, shape=shapes(0, 2, 0, 6))
+def test_astype(device, data, seed, shape):
+    src = data.draw(st.sampled_from(supported(device)), label="from")
+    dst = data.draw(st.sampled_from(supported(device)), label="to")
+    a = rand(np.random.default_rng(seed), shape, src, 0, 100)
+    x = xp.asarray(a, device=device)
+    if np.dtype(src).kind == "c" and np.dtype(dst).kind != "c":
+        with pytest.raises(TypeError, match=r"ruda\.astype.*complex"):
+            xp.astype(x, dst)
+        return
+    res = xp.astype(x, dst)
+    assert res.device == device
+    assert_result(res, a.astype(dst), dtype=dst)
+    same = xp.astype(x, src, copy=False)
+    assert same.dtype == src
+
+
+def test_astype_copy_semantics(device):
+    dt = supported(device, "real floating")[0]
+    x = xp.asarray(rand(np.random.default_rng(1), (4,), dt), device=device)
+    assert xp.astype(x, dt, copy=False) is x
+    y = xp.astype(x, dt)
+    assert y is not x
+    y[0] = 123.0
+    assert float(x[0]) != 123.0
+
+
+@pytest.mark.parametrize("name", ["float32", "float64", "complex64", "complex128"])
+def test_finfo(name):
+    dt = np.dtype(name)
+    fi, ref = xp.finfo(dt), np.finfo(dt)
+    assert fi.bits == ref.bits and fi.eps == float(ref.eps) and fi.max == float(ref.max)
+    assert fi.min == float(ref.min) and fi.smallest_normal == float(ref.smallest_normal)
+    assert fi.dtype == (np.float32 if name in ("float32", "complex64") else np.float64)
+    assert all(isinstance(v, float) for v in (fi.eps, fi.max, fi.min, fi.smallest_normal))
+    with pytest.raises(TypeError, match=r"ruda\.finfo.*int32"):
+        xp.finfo(xp.int32)
+
+
+@pytest.mark.parametrize("name", ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"])
+def test_iinfo(device, name):
+    dt = np.dtype(name)
+    ii, ref = xp.iinfo(dt), np.iinfo(dt)
+    assert (ii.bits, ii.min, ii.max, ii.dtype) == (ref.bits, int(ref.min), int(ref.max), dt)
+    if dt in supported(device):
+        assert xp.iinfo(xp.asarray(np.asarray([1], dt), device=device)).max == int(ref.max)
+    with pytest.raises(TypeError, match=r"ruda\.iinfo.*float32"):
+        xp.iinfo(xp.float32)
+
+
+KINDS = {
+    "bool": ["bool"],
+    "signed integer": ["int8", "int16", "int32", "int64"],
+    "unsigned integer": ["uint8", "uint16", "uint32", "uint64"],
+    "integral": ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"],
+    "real floating": ["float32", "float64"],
+    "complex floating": ["complex64", "complex128"],
+    "numeric": NAMES[1:],
+}
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_isdtype(kind):
+    for name in NAMES:
+        dt = getattr(xp, name)
+        assert xp.isdtype(dt, kind) == (name in KINDS[kind]), (name, kind)
+        assert xp.isdtype(dt, dt)
+        assert xp.isdtype(dt, (kind, dt))
+    with pytest.raises(ValueError, match="isdtype.*unknown kind"):
+        xp.isdtype(xp.int8, "integer-ish")
