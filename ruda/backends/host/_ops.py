@@ -78,3 +78,8 @@ def expm1(x):
         if special.any():
             out = np.where(special, np.exp(x) - 1, out)
     return out
+
+
+def vecdot(x1, x2, axis=-1):
+    """np.vecdot is a ufunc: spelled out here so the ufunc fast path keeps the axis keyword."""
+    return np.vecdot(x1, x2, axis=axis)
