@@ -1,0 +1,243 @@
+"""The cuda backend: native arrays are ``cupy.ndarray`` on NVIDIA GPUs.
+
+Ops come from array-api-compat's CuPy namespace with the fixes in ``_ops``;
+hot ops on contiguous arrays (add/subtract/multiply/divide, full sums) run
+ruda's own vectorized NVRTC kernels from ``_kernels`` and fall back to CuPy for
+broadcasting, strided or other dtypes.  Everything runs on the current CuPy
+stream.  An op CuPy lacks runs through the host only via ``host_fallback``
+(recorded with its reason).
+
+Without CuPy, a CUDA driver or a GPU this module still imports:
+``discover()`` returns [] and ``unavailable_reason()`` says what is missing.
+
+bfloat16 is not supported on cuda yet (CuPy has no bfloat16): moving a
+bfloat16 array to cuda raises TypeError.
+"""
+import math
+import threading
+
+import numpy as np
+
+from ruda import _dtypes
+from ruda.backends import OPS, Backend
+
+try:
+    import cupy
+    _IMPORT_ERROR = None
+except Exception as e:  # ImportError, or a CuPy that fails to load its CUDA libraries
+    cupy = None
+    _IMPORT_ERROR = e
+
+_PINNED_MIN = 1 << 20       # transfers of at least this many bytes go through pinned host memory
+_STAGE_BYTES = 32 << 20     # size of each of the two pinned staging buffers of from_host
+_SCALAR_CACHE_MAX = 4096
+
+
+def _probe():
+    """(device indices, reason when there are none); never raises."""
+    if cupy is None:
+        return [], (f"CuPy is not installed or does not import ({type(_IMPORT_ERROR).__name__}: "
+                    f"{_IMPORT_ERROR}); install ruda[cuda12] or ruda[cuda13]")
+    try:
+        n = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:
+        msg = str(e)
+        if "NoDevice" in msg or "no CUDA-capable device" in msg:
+            return [], f"no CUDA device found (CuPy {cupy.__version__}: {msg})"
+        return [], f"the CUDA driver is missing or unusable (CuPy {cupy.__version__}: {msg})"
+    if n == 0:
+        return [], f"no CUDA device found (CuPy {cupy.__version__}, driver reports 0 devices)"
+    return list(range(n)), None
+
+
+class CudaBackend(Backend):
+    kind = "cuda"
+    features = frozenset({"float64", "complex128", "int64"})
+    fallbacks = {}
+    _probed = None
+
+    @classmethod
+    def discover(cls):
+        if cls._probed is None:
+            cls._probed = _probe()
+        return list(cls._probed[0])
+
+    @classmethod
+    def unavailable_reason(cls):
+        if cls._probed is None:
+            cls._probed = _probe()
+        return cls._probed[1]
+
+    def __init__(self, index=0):
+        super().__init__(index)
+        if cupy is None or index not in self.discover():
+            raise ValueError(f"ruda: device 'cuda:{index}' is not available "
+                             f"({self.unavailable_reason() or 'no such device index'})")
+        self._cp_device = cupy.cuda.Device(index)
+        self._sms = self._cp_device.attributes["MultiProcessorCount"]
+        self._scalars = {}
+        self._stage_lock = threading.Lock()
+        self._stage = None
+        if len(self.discover()) > 1:
+            _bind_on_device(self)
+
+    def describe(self):
+        p = cupy.cuda.runtime.getDeviceProperties(self.index)
+        name = p["name"].decode() if isinstance(p["name"], bytes) else p["name"]
+        return (f"cuda:{self.index} ({name}, sm_{p['major']}{p['minor']}, "
+                f"{p['totalGlobalMem'] / 2**30:.0f} GiB; CuPy {cupy.__version__}, "
+                f"CUDA runtime {cupy.cuda.runtime.runtimeGetVersion()})")
+
+    # capabilities ----------------------------------------------------------
+    def dtypes(self):
+        return _dtypes.all_dtypes
+
+    def default_dtypes(self):
+        return {"real floating": _dtypes.float64, "complex floating": _dtypes.complex128,
+                "integral": _dtypes.int64, "indexing": _dtypes.int64}
+
+    def synchronize(self):
+        with self._cp_device:
+            cupy.cuda.get_current_stream().synchronize()
+
+    # storage -----------------------------------------------------------
+    def is_native(self, obj):
+        return obj.__class__ is _ndarray
+
+    def _check_dtype(self, fn, dt):
+        if dt not in self._dtype_set:
+            raise TypeError(f"ruda: {fn}: dtype {_dtypes.name(dt)} is not supported on device "
+                            f"'cuda:{self.index}' (supported: "
+                            f"{', '.join(_dtypes.name(d) for d in self.dtypes())})")
+
+    def from_host(self, a):
+        """Copy a NumPy array to this GPU; large arrays through double-buffered pinned staging."""
+        self._check_dtype("to_device", a.dtype)
+        with self._cp_device:
+            if a.nbytes < _PINNED_MIN:
+                return cupy.asarray(a)
+            src = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+            out = cupy.empty(a.shape, a.dtype)
+            dst = out.reshape(-1).view(cupy.uint8)
+            stream = cupy.cuda.get_current_stream()
+            with self._stage_lock:
+                if self._stage is None:
+                    self._stage = [(cupyx_empty_pinned(_STAGE_BYTES, np.uint8), cupy.cuda.Event(),
+                                    [False]) for _ in range(2)]
+                for k, start in enumerate(range(0, src.size, _STAGE_BYTES)):
+                    buf, ev, used = self._stage[k % 2]
+                    if used[0]:
+                        ev.synchronize()        # the copy that last read this buffer is done
+                    stop = min(start + _STAGE_BYTES, src.size)
+                    chunk = buf[:stop - start]
+                    np.copyto(chunk, src[start:stop])
+                    dst[start:stop].set(chunk, stream=stream)   # async: chunk is pinned
+                    ev.record(stream)
+                    used[0] = True
+                for _, ev, used in self._stage:
+                    if used[0]:
+                        ev.synchronize()
+                        used[0] = False
+            return out
+
+    def to_host(self, a):
+        """Copy to the host; large arrays land in pinned memory (one DMA, no pageable bounce)."""
+        with self._cp_device:
+            if a.nbytes < _PINNED_MIN:
+                return a.get()
+            a = cupy.ascontiguousarray(a)
+            out = cupyx_empty_pinned(a.shape, a.dtype)
+            a.get(out=out, blocking=True)
+            return out
+
+    def asarray(self, a, dtype=None, copy=None):
+        with self._cp_device:
+            if copy:
+                return cupy.array(a, dtype=dtype, copy=True)
+            if copy is False and dtype is not None and dtype != a.dtype:
+                raise ValueError("ruda: asarray: casting needs a copy (copy=False)")
+            return cupy.asarray(a, dtype=dtype)
+
+    def scalar(self, value, dtype):
+        """A 0-d array of ``value``; cached, since the frontend makes one per Python scalar operand.
+
+        The frontend never hands these arrays to users (ops always allocate their results).
+        Zeros (signed) and NaNs are not cached.
+        """
+        key = (value.__class__, value, dtype)
+        s = self._scalars.get(key)
+        if s is not None:
+            return s
+        with self._cp_device:
+            s = cupy.asarray(np.asarray(value, dtype=dtype))
+            cupy.cuda.get_current_stream().synchronize()
+        if value == value and (value or value.__class__ is int or value.__class__ is bool):
+            if len(self._scalars) >= _SCALAR_CACHE_MAX:
+                self._scalars.clear()
+            self._scalars[key] = s
+        return s
+
+    def from_dlpack(self, obj, copy=None):
+        with self._cp_device:
+            return cupy.from_dlpack(obj, copy=copy)
+
+    def to_dlpack(self, a, stream=None, max_version=None, dl_device=None, copy=None):
+        kwargs = {}
+        if max_version is not None:
+            kwargs["max_version"] = max_version
+        if dl_device is not None:
+            kwargs["dl_device"] = dl_device
+        if copy is not None:
+            kwargs["copy"] = copy
+        return a.__dlpack__(stream=stream, **kwargs)
+
+    def dlpack_device(self, a):
+        return a.__dlpack_device__()
+
+
+def _bind_on_device(backend):
+    """On machines with several GPUs, run every op of ``backend`` with its device current."""
+    dev = backend._cp_device
+    for name in OPS:
+        bound = getattr(backend, name, None)
+        if bound is None:
+            continue
+
+        def op(*args, _fn=bound, **kwargs):
+            with dev:
+                return _fn(*args, **kwargs)
+
+        op.__name__ = name
+        setattr(backend, name, op)
+
+
+if cupy is not None:
+    import array_api_compat.cupy as _ccp
+    import cupyx
+
+    from ruda.backends.cuda import _fast, _ops
+
+    _ndarray = cupy.ndarray
+    cupyx_empty_pinned = cupyx.empty_pinned
+
+    def _source(name):
+        impl = getattr(_ops, name, None)
+        if impl is not None:
+            return impl
+        if name.startswith("linalg_"):
+            return getattr(_ccp.linalg, name[7:], None)
+        if name.startswith("fft_"):
+            return getattr(_ccp.fft, name[4:], None)
+        return getattr(_ccp, name, None)
+
+    for _name in OPS:
+        _impl = _source(_name)
+        if _impl is None:
+            CudaBackend.host_fallback(_name, f"CuPy {cupy.__version__} has no {_name.replace('_', '.', 1) if _name.startswith(('linalg_', 'fft_')) else _name}")
+            continue
+        _impl = _fast.accelerate(_name, _impl)
+        setattr(CudaBackend, _name, staticmethod(_impl))
+    del _name, _impl
+else:
+    class _ndarray:  # nothing is native without CuPy
+        pass
