@@ -1,0 +1,44 @@
+"""Runtime tuning: choose among kernel candidates by measuring them on the device at hand.
+
+This package knows nothing of ruda arrays: it times callables it is given, with a timer
+the caller supplies, validates their outputs (host NumPy copies the caller fetches) against
+a reference candidate, and remembers the fastest valid candidate in a cache file.
+
+Use (a backend, once per kernel family and call site)::
+
+    from ruda.runtime import tune
+    tuner = tune.Tuner(tune.Fingerprint("wgpu", adapter_name, driver), timer)   # one per device
+    cands = [tune.Candidate("t64x64_r4x4_v4", {"tm": 64, ...}), ...]           # first = reference
+    best = tuner.choose("matmul", "float32", (M, N, K), cands,
+                        build=lambda c: (lambda: run_kernel(c.params, a, b)),  # returns the output
+                        fetch=to_numpy)                                        # output -> ndarray
+    run_kernel(best.params, a, b)
+
+* Timers (``measure(fn, number) -> total seconds``): :class:`HostTimer` (host clock with a
+  ``sync`` callable, e.g. ``backend.synchronize``), :class:`CudaEventTimer` (CuPy events),
+  :class:`WgpuTimestampTimer` (timestamp queries; ``fn`` takes ``timestamp_writes=``).
+* Selection: every candidate is built and run once; a candidate that raises, or whose output
+  differs from the reference beyond :func:`tolerance` (norm-wise), or has NaN/Inf where the
+  reference is finite, is rejected.  The others are timed in interleaved rounds (rotating
+  order, at least ``min_rounds``, until the per-key budget ``$RUDA_TUNE_BUDGET``, default 2 s,
+  is spent) and the lowest median wins.
+* Key: device fingerprint (backend, name, driver) | ruda version | op | dtype | shape bucket
+  (:func:`bucket`: each dimension rounded up to a power of two; or pass a bucket string).
+* ``RUDA_TUNE=off|on|force`` (:func:`mode`): off = never measure, use the default (reference)
+  candidate; on = cached choice, tune on a miss; force = re-tune each key once per process.
+* Cache: ``$RUDA_TUNE_CACHE`` or ``platformdirs.user_cache_dir("ruda")/tune-v1.json``; atomic
+  writes (temp file + ``os.replace``, merged with concurrent writers); a corrupt or foreign file
+  is ignored with a ``RuntimeWarning`` and rebuilt.  :func:`stats` counts tuning runs and hits.
+"""
+from ruda.runtime.tune._cache import TuneCache, default_path
+from ruda.runtime.tune._timers import CallableTimer, CudaEventTimer, HostTimer, WgpuTimestampTimer
+from ruda.runtime.tune._tuner import (
+    MODES, STATS, Candidate, Fingerprint, TuneError, Tuner, bucket, compare, default_budget, mode,
+    stats, tolerance,
+)
+
+__all__ = [
+    "TuneCache", "default_path", "CallableTimer", "CudaEventTimer", "HostTimer",
+    "WgpuTimestampTimer", "MODES", "STATS", "Candidate", "Fingerprint", "TuneError", "Tuner",
+    "bucket", "compare", "default_budget", "mode", "stats", "tolerance",
+]

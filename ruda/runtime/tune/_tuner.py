@@ -1,0 +1,320 @@
+"""The tuner: measure kernel candidates on the device, validate them, pick and remember one."""
+import dataclasses
+import math
+import os
+import threading
+import time
+import warnings
+
+import numpy as np
+
+from ruda.runtime.tune._cache import TuneCache
+
+MODES = ("off", "on", "force")
+
+#: Process-wide counters (all tuners): ``tuning_runs`` (keys measured), ``cache_hits``
+#: (keys answered from the cache file), ``memo_hits`` (answered from this process's memory),
+#: ``measurements`` (timer.measure calls), ``rejected`` (candidates failing build/validation).
+STATS = {"tuning_runs": 0, "cache_hits": 0, "memo_hits": 0, "measurements": 0, "rejected": 0}
+_STATS_LOCK = threading.Lock()
+
+
+def _count(name, n=1):
+    with _STATS_LOCK:
+        STATS[name] += n
+
+
+def stats():
+    """A copy of :data:`STATS`."""
+    with _STATS_LOCK:
+        return dict(STATS)
+
+
+def mode():
+    """``RUDA_TUNE``: ``off`` (never measure; default candidate), ``on`` (default: use the
+    cache, tune on a miss) or ``force`` (re-tune each key once per process, overwrite)."""
+    m = os.environ.get("RUDA_TUNE", "on").strip().lower() or "on"
+    if m not in MODES:
+        warnings.warn(f"ruda: RUDA_TUNE={m!r} is not one of {MODES}; using 'on'", RuntimeWarning,
+                      stacklevel=3)
+        return "on"
+    return m
+
+
+def default_budget():
+    """``RUDA_TUNE_BUDGET`` (seconds of measuring per key), default 2.0."""
+    try:
+        return float(os.environ.get("RUDA_TUNE_BUDGET", "2.0"))
+    except ValueError:
+        return 2.0
+
+
+class TuneError(RuntimeError):
+    """No candidate could be validated (the reference itself failed)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    """One way to run a kernel family: a unique ``name`` and JSON-able ``params``."""
+    name: str
+    params: dict = dataclasses.field(default_factory=dict, hash=False, compare=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class Fingerprint:
+    """What makes measurements on one device comparable: backend kind, device name, driver."""
+    backend: str
+    name: str
+    driver: str = ""
+
+    def key(self):
+        return f"{self.backend}|{self.name}|{self.driver}"
+
+
+def bucket(shape):
+    """Shape bucket: each dimension rounded up to a power of two (0 and 1 stay), as ``"AxBxC"``."""
+    out = []
+    for d in shape:
+        d = int(d)
+        out.append(d if d <= 1 else 1 << (d - 1).bit_length())
+    return "x".join(map(str, out)) or "scalar"
+
+
+# rtol against max|reference|: norm-wise, so accumulation-order differences pass and
+# real errors (wrong tile edge, missing term) fail.
+_RTOL = {"f": {2: 1e-2, 4: 1e-4, 8: 1e-9}, "c": {8: 1e-4, 16: 1e-9}}
+_BF16_RTOL = 3e-2
+
+
+def tolerance(dtype):
+    """``(rtol, atol)`` used to validate a candidate's output of ``dtype`` against the reference.
+
+    Error is measured norm-wise: ``max|out - ref| <= atol + rtol * max|ref|``.  Integer and
+    boolean outputs must match exactly.
+    """
+    name = str(dtype)
+    if name in ("bfloat16", "bf16"):
+        return _BF16_RTOL, 0.0
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        return 1e-4, 0.0
+    if dt.kind in "fc":
+        return _RTOL[dt.kind].get(dt.itemsize, 1e-4), 0.0
+    if dt.name == "bfloat16":
+        return _BF16_RTOL, 0.0
+    return 0.0, 0.0
+
+
+def compare(out, ref, rtol, atol):
+    """None if ``out`` matches ``ref`` within tolerance, else the reason (a string).
+
+    Shapes must agree; where the reference is finite the output must be finite (NaN/Inf
+    rejected); where the reference is NaN/Inf the output must be the same value.
+    """
+    out = np.asarray(out)
+    ref = np.asarray(ref)
+    if out.shape != ref.shape:
+        return f"shape {out.shape} != reference shape {ref.shape}"
+    if ref.dtype.kind in "biu" and out.dtype.kind in "biu" and rtol == 0 and atol == 0:
+        bad = int(np.count_nonzero(out != ref))
+        return None if bad == 0 else f"{bad} elements differ from the reference"
+    o = out.astype(np.complex128 if np.iscomplexobj(out) or np.iscomplexobj(ref) else np.float64)
+    r = ref.astype(o.dtype)
+    fin = np.isfinite(r)
+    if not np.all(fin):
+        nf = ~fin
+        same = (o[nf] == r[nf]) | (np.isnan(o[nf]) & np.isnan(r[nf]))
+        if not np.all(same):
+            return "differs from the reference where the reference is NaN/Inf"
+    of, rf = o[fin], r[fin]
+    if of.size == 0:
+        return None
+    if not np.all(np.isfinite(of)):
+        return f"{int(np.count_nonzero(~np.isfinite(of)))} NaN/Inf elements where the reference is finite"
+    err = float(np.max(np.abs(of - rf)))
+    scale = float(np.max(np.abs(rf)))
+    limit = atol + rtol * scale
+    if err > limit:
+        return f"max abs error {err:.3g} > {limit:.3g} (rtol {rtol:g} x max|ref| {scale:.3g} + atol {atol:g})"
+    return None
+
+
+class Tuner:
+    """Chooses among candidates for one device.
+
+    ``fingerprint``: a :class:`Fingerprint` (or a dict with backend/name/driver);
+    ``timer``: an object with ``measure(fn, number) -> seconds`` (see ``_timers``);
+    ``cache``: a :class:`TuneCache` (default: the user cache file, or ``$RUDA_TUNE_CACHE``);
+    ``version``: ruda's version (part of every key); ``budget``: seconds of measuring per key
+    (default ``$RUDA_TUNE_BUDGET`` or 2.0).
+    """
+
+    def __init__(self, fingerprint, timer, *, cache=None, version=None, budget=None,
+                 min_rounds=3, max_rounds=15, min_sample_s=2e-4, max_number=1000):
+        if isinstance(fingerprint, dict):
+            fingerprint = Fingerprint(**fingerprint)
+        self.fingerprint = fingerprint
+        self.timer = timer
+        self.cache = cache if cache is not None else TuneCache()
+        if version is None:
+            from ruda import __version__ as version
+        self.version = version
+        self.budget = budget
+        self.min_rounds = min_rounds
+        self.max_rounds = max_rounds
+        self.min_sample_s = min_sample_s
+        self.max_number = max_number
+        self._memo = {}
+        self._lock = threading.RLock()
+        self.last_report = None       # details of the latest tuning run (for tests and `ruda info`)
+
+    def key(self, op, dtype, shape_bucket):
+        """The cache key: fingerprint | ruda version | op | dtype | shape bucket."""
+        if not isinstance(shape_bucket, str):
+            shape_bucket = bucket(shape_bucket)
+        return f"{self.fingerprint.key()}|ruda {self.version}|{op}|{_dtype_name(dtype)}|{shape_bucket}"
+
+    def lookup(self, op, dtype, shape, candidates):
+        """The remembered candidate for this key (memory, then cache file), or None.  Never measures."""
+        names = {c.name: c for c in candidates}
+        key = self.key(op, dtype, shape)
+        c = self._memo.get(key)
+        if c is not None and c.name in names:
+            return names[c.name]
+        e = self.cache.get(key)
+        if e is not None and e["choice"] in names:
+            return names[e["choice"]]
+        return None
+
+    def choose(self, op, dtype, shape, candidates, build, fetch=np.asarray, *, reference=None,
+               default=None, rtol=None, atol=None, budget=None):
+        """The candidate to use for ``op`` on ``dtype`` inputs of ``shape``.
+
+        ``candidates``: sequence of :class:`Candidate` (unique names).
+        ``build(candidate) -> fn``: a zero-argument callable running that candidate once on
+        representative inputs of ``shape`` and returning its output (device object); may raise
+        (the candidate is then rejected, e.g. too much shared memory on this adapter).
+        ``fetch(output) -> numpy array``: host copy for validation.
+        ``reference``: name of the candidate whose output is the truth (default: the first).
+        ``default``: name used when ``RUDA_TUNE=off`` (default: the reference).
+        ``rtol``/``atol``: override :func:`tolerance` (norm-wise, see :func:`compare`).
+        ``shape`` may be a shape tuple (bucketed with :func:`bucket`) or a bucket string.
+        """
+        candidates = list(candidates)
+        if not candidates:
+            raise ValueError("ruda.tune: no candidates")
+        names = {c.name: c for c in candidates}
+        if len(names) != len(candidates):
+            raise ValueError("ruda.tune: candidate names must be unique")
+        ref_name = reference if reference is not None else candidates[0].name
+        if ref_name not in names:
+            raise ValueError(f"ruda.tune: reference {ref_name!r} is not a candidate")
+        m = mode()
+        if m == "off":
+            return names[default if default is not None else ref_name]
+        key = self.key(op, dtype, shape)
+        with self._lock:
+            c = self._memo.get(key)
+            if c is not None and c.name in names:
+                _count("memo_hits")
+                return names[c.name]
+            if m == "on":
+                e = self.cache.get(key)
+                if e is not None and e["choice"] in names:
+                    _count("cache_hits")
+                    c = self._memo[key] = names[e["choice"]]
+                    return c
+            if len(candidates) == 1:
+                self._memo[key] = candidates[0]
+                return candidates[0]
+            if rtol is None or atol is None:
+                r0, a0 = tolerance(dtype)
+                rtol = r0 if rtol is None else rtol
+                atol = a0 if atol is None else atol
+            budget = budget if budget is not None else (self.budget if self.budget is not None
+                                                        else default_budget())
+            report = self._tune(candidates, names, ref_name, build, fetch, rtol, atol, budget)
+            report["key"] = key
+            self.last_report = report
+            _count("tuning_runs")
+            choice = names[report["choice"]]
+            self._memo[key] = choice
+            self.cache.put(key, {"choice": choice.name, "params": dict(choice.params),
+                                 "median_s": report["median_s"], "rejected": report["rejected"],
+                                 "rounds": report["rounds"]})
+            return choice
+
+    # -------------------------------------------------------------------------
+    def _tune(self, candidates, names, ref_name, build, fetch, rtol, atol, budget):
+        t_start = time.perf_counter()
+        rejected = {}
+        fns = {}
+        outputs = {}
+        order = [ref_name] + [c.name for c in candidates if c.name != ref_name]
+        for name in order:
+            try:
+                fn = build(names[name])
+                out = fetch(fn())
+            except Exception as e:  # noqa: BLE001 - a failing candidate is rejected, not fatal
+                if name == ref_name:
+                    raise TuneError(f"ruda.tune: reference candidate {name!r} failed: {e!r}") from e
+                rejected[name] = f"failed: {type(e).__name__}: {e}"
+                continue
+            fns[name] = fn
+            outputs[name] = out
+        ref_out = outputs[ref_name]
+        ref_reason = compare(ref_out, ref_out, 0.0, 0.0)
+        if ref_reason is not None and "NaN/Inf" not in ref_reason:  # pragma: no cover
+            raise TuneError(f"ruda.tune: reference output is inconsistent: {ref_reason}")
+        for name in order[1:]:
+            if name in fns:
+                reason = compare(outputs[name], ref_out, rtol, atol)
+                if reason is not None:
+                    rejected[name] = f"wrong result: {reason}"
+                    del fns[name]
+        outputs.clear()
+        if rejected:
+            _count("rejected", len(rejected))
+        live = [n for n in order if n in fns]
+        timer = self.timer
+
+        def measure(name, number):
+            _count("measurements")
+            return timer.measure(fns[name], number)
+
+        # calibrate: enough calls per sample that each sample lasts >= min_sample_s
+        number = {}
+        for name in live:
+            t1 = measure(name, 1)
+            number[name] = max(1, min(self.max_number, math.ceil(self.min_sample_s / max(t1, 1e-9))))
+        samples = {n: [] for n in live}
+        rounds = 0
+        while live:
+            k = rounds % len(live)
+            for name in live[k:] + live[:k]:          # interleaved, rotating order
+                samples[name].append(measure(name, number[name]) / number[name])
+            rounds += 1
+            if rounds >= self.max_rounds:
+                break
+            if rounds >= self.min_rounds:
+                if time.perf_counter() - t_start > budget:
+                    break
+                best = min(float(np.median(samples[n])) for n in live)
+                # drop candidates clearly slower than the best (keeps the budget for close ones)
+                live = [n for n in live if float(np.median(samples[n])) <= 1.5 * best]
+                if len(live) == 1:
+                    break
+        med = {n: float(np.median(s)) for n, s in samples.items()}
+        choice = min(med, key=lambda n: (med[n], order.index(n)))
+        return {"choice": choice, "median_s": med, "rejected": rejected, "rounds": rounds,
+                "seconds": time.perf_counter() - t_start}
+
+
+def _dtype_name(dtype):
+    if isinstance(dtype, str):
+        return dtype
+    try:
+        return np.dtype(dtype).name
+    except TypeError:
+        return str(dtype)
