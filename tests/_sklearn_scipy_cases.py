@@ -218,6 +218,22 @@ def ridge_svd(ctx):
 
 
 @case
+def ridge_svd_sample_weight_and_ridge_cv(ctx):
+    from sklearn.linear_model import Ridge, RidgeCV
+    X, y, w = ctx.data(50, 6), ctx.data(50), ctx.data(50, low=0.1)
+    import sklearn
+    with sklearn.config_context(array_api_dispatch=False):
+        ref = Ridge(alpha=2.0, solver="svd").fit(X, y, sample_weight=w)
+    got = Ridge(alpha=2.0, solver="svd").fit(ctx.put(X), ctx.put(y), sample_weight=ctx.put(w))
+    ctx.check(got.coef_, ref.coef_, "coef_ (sample_weight)")
+    ctx.check(got.intercept_, ref.intercept_, "intercept_ (sample_weight)")
+    alphas = (0.1, 1.0, 10.0)
+    ref, got, _ = _sk_pair(ctx, lambda: RidgeCV(alphas=alphas), X, y)
+    ctx.check_attrs(got, ref, ("coef_", "intercept_", "alpha_", "best_score_"))
+    ctx.check(*_sk_method(ctx, ref, got, "predict", X), "RidgeCV.predict")
+
+
+@case
 def ridge_classifier_svd(ctx):
     from sklearn.linear_model import RidgeClassifier
     X, y = ctx.data(50, 6), ctx.labels(50)
@@ -318,6 +334,15 @@ def gaussian_nb(ctx):
     ctx.check_attrs(got, ref, ("classes_", "class_prior_", "class_count_", "theta_", "var_"))
     for m in ("predict_proba", "predict_log_proba", "predict"):
         ctx.check(*_sk_method(ctx, ref, got, m, X), f"GaussianNB.{m}")
+
+
+@case
+def nystroem(ctx):
+    from sklearn.kernel_approximation import Nystroem
+    X = ctx.data(50, 6)
+    ref, got, _ = _sk_pair(ctx, lambda: Nystroem(n_components=20, gamma=0.3, random_state=0), X)
+    ctx.check_attrs(got, ref, ("components_", "component_indices_", "normalization_"))
+    ctx.check(*_sk_method(ctx, ref, got, "transform", X), "Nystroem.transform")
 
 
 # --- scikit-learn: metrics ------------------------------------------------------------------
@@ -432,9 +457,28 @@ def scipy_stats(ctx):
     got, want = _sp_call(ctx, stats.ttest_ind, A, B, axis=0)
     ctx.check(got.statistic, want.statistic, "ttest_ind.statistic")
     ctx.check(got.pvalue, want.pvalue, "ttest_ind.pvalue", rtol=max(ctx.rtol, 1e-7))
-    got, want = _sp_call(ctx, stats.pearsonr, A[:, 0], B[:, 0])
-    ctx.check(got.statistic, want.statistic, "pearsonr.statistic")
-    ctx.check(got.pvalue, want.pvalue, "pearsonr.pvalue", rtol=max(ctx.rtol, 1e-7))
+    ctx.check(*_sp_call(ctx, stats.quantile, A, 0.3, axis=0), "stats.quantile")
+    ctx.check(*_sp_call(ctx, stats.rankdata, A, axis=0), "stats.rankdata")
+    got, want = _sp_call(ctx, stats.describe, A, axis=0)
+    for f in ("mean", "variance", "skewness", "kurtosis"):
+        ctx.check(getattr(got, f), getattr(want, f), f"describe.{f}")
+    ctx.check(got.minmax[0], want.minmax[0], "describe.minmax[0]")
+    ctx.check(got.minmax[1], want.minmax[1], "describe.minmax[1]")
+    for name, args in (("pearsonr", (A[:, 0], B[:, 0])), ("ttest_rel", (A, B)),
+                       ("ttest_1samp", (A, 0.1)), ("f_oneway", (A, B)),
+                       ("skewtest", (A,)), ("normaltest", (A,)), ("kendalltau", (A[:, 0], B[:, 0])),
+                       ("spearmanr", (A[:, 0], B[:, 0]))):
+        if name in ("pearsonr", "kendalltau", "spearmanr"):
+            got, want = _sp_call(ctx, getattr(stats, name), *args)
+        elif name == "ttest_1samp":
+            got, want = _sp_call(ctx, stats.ttest_1samp, args[0], popmean=args[1], axis=0)
+        else:
+            got, want = _sp_call(ctx, getattr(stats, name), *args, axis=0)
+        ctx.check(got.statistic, want.statistic, f"{name}.statistic")
+        ctx.check(got.pvalue, want.pvalue, f"{name}.pvalue", rtol=max(ctx.rtol, 1e-7))
+    got, want = _sp_call(ctx, stats.linregress, A[:, 0], B[:, 0])
+    for f in ("slope", "intercept", "rvalue", "pvalue", "stderr"):
+        ctx.check(getattr(got, f), getattr(want, f), f"linregress.{f}", rtol=max(ctx.rtol, 1e-7))
 
 
 @case
