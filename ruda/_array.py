@@ -160,5 +160,13 @@ class Array:
 
 builtins_bool = bool
 Array.__hash__ = None
+
+
+def new(data, device, _alloc=object.__new__):
+    """Wrap native ``data`` on ``device`` (the fast twin of ``Array._new``)."""
+    self = _alloc(Array)
+    self._data = data
+    self._device = device
+    return self
 Device.__module__ = "ruda"
 Array.__module__ = "ruda"

@@ -55,13 +55,15 @@ _BINARY = {
 }
 for _op, _fname in _BINARY.items():
     _fn = getattr(ew, _fname)
-    setattr(Array, f"__{_op}__", _forward(_fn))
+    setattr(Array, f"__{_op}__", _fn)  # the function itself: it raises TypeError for bad operands
     setattr(Array, f"__r{_op}__", _reflected(_fn))
     setattr(Array, f"__i{_op}__", _inplace(_fn, _fname))
 
-for _op, _fname in {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal",
-                    "eq": "equal", "ne": "not_equal"}.items():
-    setattr(Array, f"__{_op}__", _forward(getattr(ew, _fname)))
+for _op, _fname in {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal"}.items():
+    setattr(Array, f"__{_op}__", getattr(ew, _fname))
+# == and != answer NotImplemented for foreign types, so `x == None` is False rather than an error
+Array.__eq__ = _forward(ew.equal)
+Array.__ne__ = _forward(ew.not_equal)
 
 for _op, _fname in {"neg": "negative", "pos": "positive", "abs": "abs",
                     "invert": "bitwise_invert"}.items():

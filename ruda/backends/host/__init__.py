@@ -28,9 +28,18 @@ def _fix(r):
 
 
 def _wrap(fn):
-    def op(*args, **kwargs):
-        r = fn(*args, **kwargs)
-        return r if r.__class__ is _ndarray else _fix(r)
+    if isinstance(fn, np.ufunc) and fn.nin == 1:
+        def op(a):
+            r = fn(a)
+            return r if r.__class__ is _ndarray else _fix(r)
+    elif isinstance(fn, np.ufunc) and fn.nin == 2:
+        def op(a, b):
+            r = fn(a, b)
+            return r if r.__class__ is _ndarray else _fix(r)
+    else:
+        def op(*args, **kwargs):
+            r = fn(*args, **kwargs)
+            return r if r.__class__ is _ndarray else _fix(r)
 
     op.__name__ = getattr(fn, "__name__", "op")
     return op

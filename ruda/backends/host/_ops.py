@@ -70,7 +70,7 @@ def expm1(x):
         return np.expm1(x)
     re, im = x.real, x.imag
     with np.errstate(all="ignore"):
-        real = np.expm1(re) * np.cos(im) - 2 * np.sin(im / 2) ** 2
+        real = np.expm1(re) * np.cos(im) - 2 * np.sin(im / 2) ** 2 + 0.0  # + 0.0: -0 becomes +0
         imag = np.where(im == 0, im, np.exp(re) * np.sin(im))
         out = np.empty(np.shape(x), x.dtype)
         out.real, out.imag = real, imag
