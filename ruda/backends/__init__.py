@@ -188,7 +188,10 @@ def backend_class(kind):
     cls = _CLASSES.get(kind)
     if cls is None:
         module, _, attr = _REGISTRY[kind].partition(":")
-        cls = _CLASSES[kind] = getattr(importlib.import_module(module), attr)
+        mod = importlib.import_module(module)
+        if not hasattr(mod, attr):
+            raise ImportError(f"{module} does not define {attr}")
+        cls = _CLASSES[kind] = getattr(mod, attr)
     return cls
 
 
