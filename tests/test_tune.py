@@ -259,3 +259,157 @@ def test_warning_free_normal_path(cache_path):
         warnings.simplefilter("error")
         tune.Tuner(FP, FakeTimer({"ref": 3, "slow": 2, "fast": 1})).choose(
             "rowsum", "float32", X.shape, cands, build)
+
+
+# ---------------------------------------------------------------------------------------
+# WGSL matmul generator (ruda.runtime.kernels.matmul_wgsl), checked on a WebGPU adapter
+# (lavapipe on CI) with raw wgpu-py, and tuned through the tuner with timestamp queries.
+from ruda.runtime.kernels import matmul_wgsl as mm  # noqa: E402
+
+
+def test_matmul_wgsl_candidates_and_source():
+    cands = mm.candidates()
+    assert cands[0] == mm.MatmulParams(16, 16, 16, 1, 1, 1)
+    assert len({c.name for c in cands}) == len(cands) > 5
+    for c in cands:
+        assert c.shared_bytes <= 16384 and c.invocations <= 256
+        src = mm.generate(c)
+        assert f"@workgroup_size({c.workgroup_size[0]}, {c.workgroup_size[1]}, 1)" in src
+        assert src.count("workgroupBarrier()") == 2
+        assert mm.MatmulParams.from_dict(json.loads(json.dumps(c.as_dict()))) == c
+    assert all(c.invocations <= 64 for c in mm.candidates(max_invocations=64))
+    h = mm.candidates("f16")[3]
+    assert h.dtype == "f16" and "enable f16;" in mm.generate(h) and "f32(x[0])" in mm.generate(h)
+    assert len(mm.pack_params(3, 4, 5)) == 64
+    v4 = mm.MatmulParams(64, 64, 16, 4, 4, 4)
+    assert mm.applicable(v4, 64, 96, 80) and not mm.applicable(v4, 64, 95, 80)
+    assert not mm.applicable(v4, 64, 96, 80, off_a=2) and mm.applicable(cands[0], 3, 5, 7)
+    assert mm.grid(v4, 65, 96, 3) == (2, 2, 3)
+    with pytest.raises(ValueError):
+        mm.MatmulParams(64, 64, 16, 3, 4, 1)
+    with pytest.raises(ValueError):
+        mm.MatmulParams(64, 64, 16, 4, 4, 3)
+
+
+def _wgpu_device():
+    wgpu = pytest.importorskip("wgpu")
+    try:
+        adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"no WebGPU adapter: {e}")
+    if adapter is None:
+        pytest.skip("no WebGPU adapter")
+    feats = [f for f in ("shader-f16", "timestamp-query") if f in adapter.features]
+    return wgpu, adapter.request_device_sync(required_features=feats)
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    return _wgpu_device()
+
+
+_PIPES = {}
+
+
+def _mm_run(gpu, p, A, B, timestamp_writes=None):
+    """C = A @ B with candidate p; A (M,K) or (b,M,K), B (K,N) or (b,K,N); 2-D operands broadcast."""
+    wgpu, dev = gpu
+    if p not in _PIPES:
+        mod = dev.create_shader_module(code=mm.generate(p))
+        _PIPES[p] = dev.create_compute_pipeline(layout="auto", compute={"module": mod,
+                                                                         "entry_point": "main"})
+    pipe = _PIPES[p]
+    M, K = A.shape[-2:]
+    N = B.shape[-1]
+    batch = max(A.shape[0] if A.ndim == 3 else 1, B.shape[0] if B.ndim == 3 else 1)
+    U = wgpu.BufferUsage
+    ba = dev.create_buffer_with_data(data=A.tobytes(), usage=U.STORAGE)
+    bb = dev.create_buffer_with_data(data=B.tobytes(), usage=U.STORAGE)
+    bc = dev.create_buffer(size=batch * M * N * A.itemsize, usage=U.STORAGE | U.COPY_SRC)
+    bu = dev.create_buffer_with_data(data=mm.pack_params(
+        M, N, K, batch, stride_a=0 if A.ndim == 2 else None, stride_b=0 if B.ndim == 2 else None),
+        usage=U.UNIFORM)
+    bg = dev.create_bind_group(layout=pipe.get_bind_group_layout(0), entries=[
+        {"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
+        for i, b in enumerate((bu, ba, bb, bc))])
+    enc = dev.create_command_encoder()
+    cp = enc.begin_compute_pass(timestamp_writes=timestamp_writes)
+    cp.set_pipeline(pipe)
+    cp.set_bind_group(0, bg)
+    cp.dispatch_workgroups(*mm.grid(p, M, N, batch))
+    cp.end()
+    dev.queue.submit([enc.finish()])
+    out = np.frombuffer(dev.queue.read_buffer(bc), dtype=A.dtype)
+    return out.reshape((batch, M, N) if batch > 1 else (M, N))
+
+
+_SOME = [mm.MatmulParams(16, 16, 16, 1, 1, 1), mm.MatmulParams(32, 32, 16, 2, 2, 1),
+         mm.MatmulParams(64, 64, 16, 4, 4, 4), mm.MatmulParams(128, 64, 16, 8, 4, 4),
+         mm.MatmulParams(64, 64, 16, 4, 4, 2)]
+
+
+@pytest.mark.parametrize("mnk", [(64, 96, 80), (33, 47, 29), (1, 1, 1), (130, 20, 4)])
+def test_matmul_wgsl_matches_numpy(gpu, mnk, rng):
+    M, N, K = mnk
+    A = rng.standard_normal((M, K)).astype(np.float32)
+    B = rng.standard_normal((K, N)).astype(np.float32)
+    ref = A.astype(np.float64) @ B.astype(np.float64)
+    ran = 0
+    for p in _SOME:
+        if not mm.applicable(p, M, N, K):
+            continue
+        C = _mm_run(gpu, p, A, B)
+        assert tune.compare(C, ref, 1e-5, 0) is None, p.name
+        ran += 1
+    assert ran >= 2
+
+
+def test_matmul_wgsl_batched_broadcast(gpu, rng):
+    A = rng.standard_normal((3, 20, 36)).astype(np.float32)
+    B = rng.standard_normal((36, 44)).astype(np.float32)           # shared by the batch
+    for p in (_SOME[1], _SOME[2]):
+        C = _mm_run(gpu, p, A, B)
+        assert C.shape == (3, 20, 44)
+        assert tune.compare(C, A.astype(np.float64) @ B, 1e-5, 0) is None
+
+
+def test_matmul_wgsl_f16(gpu, rng):
+    wgpu, dev = gpu
+    if "shader-f16" not in dev.features:
+        pytest.skip("adapter without shader-f16")
+    A = rng.standard_normal((40, 64)).astype(np.float16)
+    B = rng.standard_normal((64, 24)).astype(np.float16)
+    ref = A.astype(np.float64) @ B.astype(np.float64)
+    for p in (mm.MatmulParams(16, 16, 16, 1, 1, 1, "f16"), mm.MatmulParams(32, 32, 16, 2, 2, 4, "f16")):
+        C = _mm_run(gpu, p, A, B)
+        assert C.dtype == np.float16 and tune.compare(C, ref, 2e-3, 0) is None, p.name
+
+
+def test_tuner_picks_a_correct_wgsl_matmul(gpu, cache_path, rng):
+    wgpu, dev = gpu
+    M, N, K = 64, 96, 80
+    A = rng.standard_normal((M, K)).astype(np.float32)
+    B = rng.standard_normal((K, N)).astype(np.float32)
+    if tune.WgpuTimestampTimer.supported(dev):
+        timer = tune.WgpuTimestampTimer(dev)
+    else:
+        timer = tune.HostTimer(sync=lambda: dev.queue.on_submitted_work_done_sync())
+    cands = [tune.Candidate(p.name, p.as_dict()) for p in _SOME[:3]]
+    # a deliberately broken candidate (drops the last k-tile) must be rejected
+    broken = mm.MatmulParams(32, 32, 16, 2, 2, 1)
+
+    def build(c):
+        if c.name == "broken":
+            return lambda timestamp_writes=None: _mm_run(gpu, broken, A[:, :64], B[:64],
+                                                         timestamp_writes)
+        p = mm.MatmulParams.from_dict(c.params)
+        return lambda timestamp_writes=None: _mm_run(gpu, p, A, B, timestamp_writes)
+    tuner = tune.Tuner(tune.Fingerprint("wgpu", dev.adapter.info["device"], "test"), timer,
+                       budget=1.0, max_rounds=4)
+    choice = tuner.choose("matmul", "float32", (M, N, K), cands + [tune.Candidate("broken")], build)
+    rep = tuner.last_report
+    assert "broken" in rep["rejected"] and choice.name != "broken"
+    assert set(rep["median_s"]) == {c.name for c in cands}
+    assert all(t > 0 for t in rep["median_s"].values())
+    C = _mm_run(gpu, mm.MatmulParams.from_dict(choice.params), A, B)
+    assert tune.compare(C, A.astype(np.float64) @ B, 1e-5, 0) is None
