@@ -13,6 +13,7 @@ from ruda._dtypes import (  # noqa: E402,F401
     bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
     float32, float64, complex64, complex128, bfloat16,
 )
+from ruda import _devices  # noqa: E402
 from ruda._devices import Device, default_device, set_default_device  # noqa: E402,F401
 from ruda._devices import device, available as devices  # noqa: E402,F401
 from ruda._array import Array  # noqa: E402,F401
@@ -38,6 +39,8 @@ from ruda._statistical import (  # noqa: E402,F401
 )
 from ruda import _operators  # noqa: E402,F401  (installs Array operators)
 from ruda import fft, linalg  # noqa: E402,F401
+
+_devices.read_env()
 
 e = _math.e
 inf = _math.inf

@@ -6,7 +6,9 @@ import numpy as np
 
 from ruda import _devices, _dtypes
 from ruda import _validation as v
-from ruda._array import Array
+from ruda._array import Array, new as _new
+
+_HOST_FAST = frozenset(_dtypes.all_dtypes)
 
 _DLPACK_KINDS = {1: "cpu", 3: "cpu", 2: "cuda", 13: "cuda"}  # kDLCPU, kDLCUDAHost, kDLCUDA, kDLCUDAManaged
 _PY_KIND = {builtins.bool: None, int: "integral", float: "real floating", complex: "complex floating"}
@@ -36,6 +38,9 @@ def _host_default(dev, host):
 
 
 def asarray(obj, /, *, dtype=None, device=None, copy=None):
+    if obj.__class__ is np.ndarray and dtype is device is copy is None and obj.dtype in _HOST_FAST \
+            and _devices.default() is _devices.CPU:
+        return _new(obj, _devices.CPU)
     dev = None if device is None else _devices.device(device)
     if obj.__class__ is Array:
         return _asarray_array(obj, dtype, dev, copy)

@@ -4,7 +4,8 @@ A :class:`Device` is hashable and compares equal to its string spelling
 ("cpu", "cuda", "cuda:1", "wgpu", "wgpu:0"; a bare kind means index 0).
 The default device is, from highest precedence: the innermost
 ``with ruda.default_device(...)`` block, ``ruda.set_default_device(...)``,
-the ``RUDA_DEVICE`` environment variable, else "cpu".
+the ``RUDA_DEVICE`` environment variable (read when ruda is imported, or
+again by ``ruda._devices.read_env()``), else "cpu".
 """
 import contextlib
 import contextvars
@@ -15,7 +16,7 @@ from ruda import backends
 _devices = {}          # (kind, index) -> Device
 _set_default = None
 _block_default = contextvars.ContextVar("ruda_default_device", default=None)
-_env_default = None
+_env_default = None    # the Device named by RUDA_DEVICE, read at import (see read_env)
 
 
 class Device:
@@ -143,6 +144,7 @@ def device(spec):
 
 
 CPU = _get("cpu", 0)
+CPU.backend  # instantiated eagerly: fast paths wrap host arrays without asking for it
 
 
 def default():
@@ -151,17 +153,21 @@ def default():
         return d
     if _set_default is not None:
         return _set_default
-    return _env() or CPU
+    if _env_default.__class__ is Device:
+        return _env_default
+    return CPU if _env_default is None else _resolve_env()
 
 
-def _env():
+def _resolve_env():
     global _env_default
-    spec = os.environ.get("RUDA_DEVICE")
-    if not spec:
-        return None
-    if _env_default is None or _env_default[0] != spec:
-        _env_default = (spec, device(spec))
-    return _env_default[1]
+    _env_default = device(_env_default)   # ValueError naming RUDA_DEVICE's device if absent
+    return _env_default
+
+
+def read_env():
+    """(Re)read ``RUDA_DEVICE``: done when ruda is imported; call again after changing it."""
+    global _env_default
+    _env_default = os.environ.get("RUDA_DEVICE") or None
 
 
 def set_default_device(dev):

@@ -57,9 +57,11 @@ def operands(fn, x1, x2, cat, broadcast=True):
         a, b = x1._data, x2._data
         da, db = a.dtype, b.dtype
         if da != db:
-            v.category(fn, "x1", da, cat)
-            v.category(fn, "x2", db, cat)
             dt = _dtypes.promote(da, db)
+            if dt not in _CATS[cat]:  # mixed inputs are judged by their promoted dtype (NumPy 2 rules)
+                v.category(fn, "x1", da, cat)
+                v.category(fn, "x2", db, cat)
+                v.category(fn, "x1 and x2 promoted", dt, cat)
             a, b = _cast(dev, a, dt), _cast(dev, b, dt)
         elif da not in _CATS[cat]:
             v.category(fn, "x1", da, cat)
@@ -79,8 +81,8 @@ def operands(fn, x1, x2, cat, broadcast=True):
     dev = arr._device
     a = arr._data
     dt = v.scalar_dtype(fn, val, a.dtype, dev)
-    v.category(fn, "x1" if c1 else "x2", a.dtype, cat)
     if dt not in _CATS[cat]:
+        v.category(fn, "x1" if c1 else "x2", a.dtype, cat)
         v.category(fn, arg, dt, cat)
     a = _cast(dev, a, dt)
     s = v.scalar(dev, val, dt)
@@ -107,12 +109,19 @@ def _make_binary(name, cat):
     float_result = name in _FLOAT_RESULT
     # dtypes that take the fast path: same dtype and shape, no cast needed
     fast = frozenset(d for d in _CATS[cat] if not (float_result and d.kind in "biu"))
+    # array dtypes that take a Python int / float operand as their own dtype
+    fast_scalar = {int: fast - {_dtypes.bool}, float: frozenset(d for d in fast if d.kind in "fcV")}
 
     def fn(x1, x2, /):
-        if x1.__class__ is Array and x2.__class__ is Array:
-            dev, a, b = x1._device, x1._data, x2._data
-            if x2._device is dev and a.dtype is b.dtype and a.dtype in fast and a.shape == b.shape:
-                return _new(getattr(dev._backend, name)(a, b), dev)
+        if x1.__class__ is Array:
+            dev, a = x1._device, x1._data
+            if x2.__class__ is Array:
+                b = x2._data
+                if x2._device is dev and a.dtype is b.dtype and a.dtype in fast and a.shape == b.shape:
+                    return _new(getattr(dev._backend, name)(a, b), dev)
+            elif a.dtype in fast_scalar.get(x2.__class__, ()):
+                backend = dev._backend
+                return _new(getattr(backend, name)(a, backend.scalar(x2, a.dtype)), dev)
         dev, a, b = operands(name, x1, x2, cat)
         if float_result and a.dtype.kind in "biu":
             dt = v.default_dtype(dev, "real floating")

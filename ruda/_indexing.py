@@ -4,7 +4,7 @@ import operator
 
 from ruda import _dtypes
 from ruda import _validation as v
-from ruda._array import Array
+from ruda._array import Array, new as _new
 
 
 def _index(fn, k):
@@ -89,7 +89,19 @@ def _check_ints(fn, shape, key, dims):
         pos += d
 
 
+def _simple(key):
+    """A lone int or a slice of ints/None: needs no further validation."""
+    c = key.__class__
+    if c is int:
+        return True
+    return c is slice and key.step != 0 and all(
+        p is None or p.__class__ is int for p in (key.start, key.stop, key.step))
+
+
 def getitem(self, key, /):
+    data = self._data
+    if data.shape and _simple(key) and (key.__class__ is slice or -data.shape[0] <= key < data.shape[0]):
+        return _new(self._device._backend.getitem(data, (key,)), self._device)
     k = normalize_key("__getitem__", self, key)
     try:
         return Array._new(self._device.backend.getitem(self._data, k), self._device)
