@@ -58,13 +58,13 @@ def _host_time(fn, sync, calls=20000, rounds=5):
 
 def tune(x, y, reps):
     from ruda.backends.cuda import _fast, _kernels
-    base = dict(_kernels.CONFIG)
+    base = {k: dict(v) for k, v in _kernels.CONFIG.items()}
     nbytes = x._data.nbytes
     rows = []
     for unroll, bps, (load, store) in itertools.product((1, 2, 4), (4, 8, 16), (
             ("plain", "plain"), ("ldcs", "stcs"), ("plain", "stcs"))):
-        cfg = dict(base, unroll=unroll, blocks_per_sm=bps, load=load, store=store)
-        _kernels.CONFIG.update(cfg)
+        cfg = dict(base["binary"], unroll=unroll, blocks_per_sm=bps, load=load, store=store)
+        _kernels.CONFIG.update(binary=cfg, sum=cfg)
         _fast.reset()
         t_add = _events_time(lambda: ruda.add(x, y), reps, rounds=3)
         t_sum = _events_time(lambda: ruda.sum(x), reps, rounds=3)
@@ -75,8 +75,7 @@ def tune(x, y, reps):
     best_sum = max(rows, key=lambda r: r[1])
     print(f"  best add: {best_add[0]:.3f} TB/s with {best_add[2]}")
     print(f"  best sum: {best_sum[1]:.3f} TB/s with {best_sum[2]}")
-    _kernels.CONFIG.clear()
-    _kernels.CONFIG.update(best_add[2])
+    _kernels.CONFIG.update(binary=best_add[2], sum=best_sum[2])
     _fast.reset()
     return {"rows": [{"add_tbs": a, "sum_tbs": s, **c} for a, s, c in rows],
             "best_add": best_add[2], "best_sum": best_sum[2]}
@@ -114,7 +113,7 @@ def main(argv=None):
           f"torch {res['torch']}  python {res['python']}", flush=True)
     if args.tune:
         res["tune"] = tune(x, y, args.reps)
-    res["config"] = dict(_kernels.CONFIG)
+    res["config"] = {k: dict(v) for k, v in _kernels.CONFIG.items()}
 
     # correctness spot check of the timed paths
     got = cupy.asnumpy(ruda.add(x, y)._data[:1 << 20])
@@ -149,6 +148,9 @@ def main(argv=None):
 
     t["small_ruda"] = _host_time(lambda: ruda.add(sx, sy), sync)
     t["small_ruda_scalar"] = _host_time(lambda: sx + 1.0, sync)
+    _fast._FORCE_FALLBACK = True
+    t["small_ruda_via_cupy"] = _host_time(lambda: ruda.add(sx, sy), sync)
+    _fast._FORCE_FALLBACK = False
     t["small_raw_launch"] = _host_time(raw, sync)
     t["small_cupy"] = _host_time(lambda: cupy.add(sa, sb), sync)
     if has_torch:
@@ -183,7 +185,8 @@ def main(argv=None):
         print(f"{name:24s} {r:9.3f} {c:9.3f} {pt:9.3f} {r / c:10.2f} {r / pt:13.2f}")
     print(f"CuPy sum with CUB forced: {s['cupy_cub']:.3f} TB/s; CuPy accelerators in use: {res['cupy_accelerators']}")
     print(f"small ops: ruda + Python scalar {u['ruda_scalar']:.2f} us; bare empty+RawKernel launch "
-          f"{u['raw_launch']:.2f} us; ruda's own overhead on top of the launch {u['ruda_overhead']:.2f} us")
+          f"{u['raw_launch']:.2f} us; ruda's own overhead on top of the launch {u['ruda_overhead']:.2f} us; "
+          f"ruda through CuPy's ufunc {u['ruda_via_cupy']:.2f} us")
     g = res["transfer_gbs"]
     print(f"transfers 256 MiB (GB/s): host->cuda ruda {g['h2d_ruda']:.1f} vs cupy.asarray {g['h2d_cupy']:.1f}; "
           f"cuda->host ruda {g['d2h_ruda']:.1f} vs cupy.asnumpy {g['d2h_cupy']:.1f}")

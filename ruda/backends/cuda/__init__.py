@@ -13,8 +13,9 @@ Without CuPy, a CUDA driver or a GPU this module still imports:
 bfloat16 is not supported on cuda yet (CuPy has no bfloat16): moving a
 bfloat16 array to cuda raises TypeError.
 """
-import math
+import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -31,6 +32,22 @@ except Exception as e:  # ImportError, or a CuPy that fails to load its CUDA lib
 _PINNED_MIN = 1 << 20       # transfers of at least this many bytes go through pinned host memory
 _STAGE_BYTES = 32 << 20     # size of each of the two pinned staging buffers of from_host
 _SCALAR_CACHE_MAX = 4096
+_COPY_THREADS = max(1, min(8, os.cpu_count() or 1))
+_copy_pool = None
+
+
+def _parallel_copy(dst, src):
+    """``dst[:] = src`` for 1-D byte views, split over threads (NumPy copies release the GIL)."""
+    global _copy_pool
+    n = src.size
+    if n < (4 << 20) or _COPY_THREADS == 1:
+        np.copyto(dst, src)
+        return
+    if _copy_pool is None:
+        _copy_pool = ThreadPoolExecutor(_COPY_THREADS, thread_name_prefix="ruda-cuda-stage")
+    step = -(-n // _COPY_THREADS)
+    for f in [_copy_pool.submit(np.copyto, dst[i:i + step], src[i:i + step]) for i in range(0, n, step)]:
+        f.result()
 
 
 def _probe():
@@ -130,7 +147,7 @@ class CudaBackend(Backend):
                         ev.synchronize()        # the copy that last read this buffer is done
                     stop = min(start + _STAGE_BYTES, src.size)
                     chunk = buf[:stop - start]
-                    np.copyto(chunk, src[start:stop])
+                    _parallel_copy(chunk, src[start:stop])
                     dst[start:stop].set(chunk, stream=stream)   # async: chunk is pinned
                     ev.record(stream)
                     used[0] = True

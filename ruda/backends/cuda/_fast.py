@@ -39,22 +39,22 @@ def _device():
     return _getDevice() if _MULTI else 0
 
 
-def _grid(nvec, dev):
+def _grid(nvec, dev, kind):
     """Grid size for ``nvec`` 16-byte vectors: enough blocks, capped for the grid-stride loop."""
     sms = _sms.get(dev)
     if sms is None:
         sms = _sms[dev] = cupy.cuda.Device(dev).attributes["MultiProcessorCount"]
-    cfg = _kernels.CONFIG
+    cfg = _kernels.CONFIG[kind]
     block = cfg["block"]
     need = -(-nvec // block) if nvec else 1
     return max(1, min(need, sms * cfg["blocks_per_sm"])), block
 
 
-def _config(n, itemsize, dev):
-    key = (n, itemsize, dev)
+def _config(n, itemsize, dev, kind="binary"):
+    key = (n, itemsize, dev, kind)
     c = _launch.get(key)
     if c is None:
-        grid, block = _grid(n * itemsize // 16, dev)
+        grid, block = _grid(n * itemsize // 16, dev, kind)
         c = ((grid,), (block,), _int64(n))
         if len(_launch) >= _LAUNCH_MAX:
             _launch.clear()
@@ -125,7 +125,7 @@ def _sum(impl):
                 and x._c_contiguous and _aligned(x)):
             dev = _device()
             n = x.size
-            grid, block, n64 = _config(n, dt.itemsize, dev)
+            grid, block, n64 = _config(n, dt.itemsize, dev, "sum")
             s1, s2 = get(dt, dev)
             partial = _empty(grid[0], np.float64)
             s1(grid, block, (x, n64, partial))
