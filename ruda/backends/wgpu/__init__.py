@@ -1,0 +1,180 @@
+"""The wgpu backend: ruda arrays in WebGPU buffers, ops as WGSL compute shaders.
+
+Device "wgpu:N" is the N-th adapter (high-performance first, one per physical device,
+native API preferred over OpenGL).  Kernels are :mod:`ruda.runtime.ir` programs rendered by
+:mod:`ruda.runtime.wgsl`; see README.md in this folder for storage, batching, dtypes and
+the fallback table.
+"""
+import os
+
+import numpy as np
+
+from ruda import _dtypes
+from ruda.backends import Backend
+from ruda.backends.wgpu import _device
+from ruda.backends.wgpu._array import HOST_STORAGE, IR, WArray, contiguous_strides
+from ruda.backends.wgpu._ops import Ops
+
+_contexts = {}
+
+
+def _enabled():
+    return os.environ.get("RUDA_WGPU", "0") not in ("0", "", "no", "false")
+
+
+class WgpuBackend(Ops, Backend):
+    kind = "wgpu"
+    fallbacks = {}
+    _unavailable = None
+
+    # ------------------------------------------------------------------ discovery
+    @classmethod
+    def discover(cls):
+        if not _enabled():
+            cls._unavailable = "disabled by RUDA_WGPU=0"
+            return []
+        try:
+            return list(range(len(_device.adapters())))
+        except Exception as e:  # noqa: BLE001 - no wgpu, no driver
+            cls._unavailable = f"wgpu found no adapter ({type(e).__name__}: {e})"
+            return []
+
+    @classmethod
+    def unavailable_reason(cls):
+        if not _enabled():
+            return "off by default until the suite passes on it: set RUDA_WGPU=1"
+        try:
+            import wgpu  # noqa: F401
+        except ImportError as e:
+            return f"wgpu-py is not installed ({e}); pip install wgpu"
+        if cls._unavailable:
+            return cls._unavailable
+        if not _device.adapters():
+            return ("wgpu-py found no adapter (install a Vulkan/Metal/D3D12 driver; on a CPU-only "
+                    "Debian machine: apt-get install mesa-vulkan-drivers for lavapipe)")
+        return None
+
+    def __init__(self, index=0):
+        super().__init__(index)
+        ctx = _contexts.get(index)
+        if ctx is None:
+            ads = _device.adapters()
+            if index >= len(ads):
+                raise ValueError(f"ruda: wgpu device {index} does not exist ({len(ads)} adapters)")
+            ctx = _contexts[index] = _device.Context(ads[index])
+        self.ctx = ctx
+        f = ctx.features
+        self.has_f64 = "shader-f64" in f
+        self.has_i64 = "shader-int64" in f
+        feats = set()
+        if self.has_f64:
+            feats |= {"float64", "complex128"}
+        if self.has_i64:
+            feats.add("int64")
+        self.features = frozenset(feats | set(f))
+
+    def describe(self):
+        info = self.ctx.adapter.info
+        feats = ", ".join(sorted(self.ctx.features)) or "none"
+        return (f"wgpu:{self.index} {info.get('device', '?')} via {info.get('backend_type', '?')} "
+                f"({info.get('adapter_type', '?')}; features: {feats}; max binding "
+                f"{self.ctx.max_binding >> 20} MiB)")
+
+    # ------------------------------------------------------------------ capabilities
+    def dtypes(self):
+        out = [_dtypes.bool, _dtypes.int8, _dtypes.int16, _dtypes.int32, _dtypes.uint8,
+               _dtypes.uint16, _dtypes.uint32]
+        if self.has_i64:
+            out += [_dtypes.int64, _dtypes.uint64]
+        out.append(_dtypes.float32)
+        if self.has_f64:
+            out.append(_dtypes.float64)
+        out.append(_dtypes.complex64)
+        if self.has_f64:
+            out.append(_dtypes.complex128)
+        return tuple(out)
+
+    def default_dtypes(self):
+        f = _dtypes.float64 if self.has_f64 else _dtypes.float32
+        i = _dtypes.int64 if self.has_i64 else _dtypes.int32
+        return {"real floating": f, "complex floating": _dtypes.complex_of(f),
+                "integral": i, "indexing": i}
+
+    def supports(self, dtype):
+        return dtype in self._dtype_set
+
+    def synchronize(self):
+        self.ctx.synchronize()
+
+    # ------------------------------------------------------------------ storage
+    def is_native(self, obj):
+        return obj.__class__ is WArray
+
+    def _check_dtype(self, fn, dt):
+        if dt not in self._dtype_set:
+            why = ""
+            if dt in (_dtypes.float64, _dtypes.complex128):
+                why = " (the adapter lacks the shader-f64 feature)"
+            elif dt in (_dtypes.int64, _dtypes.uint64):
+                why = " (the adapter lacks the shader-int64 feature)"
+            raise TypeError(f"ruda wgpu.{fn}: dtype {_dtypes.name(dt)} is not supported on "
+                            f"'wgpu:{self.index}'{why}")
+
+    def from_host(self, a):
+        a = np.asarray(a)
+        dt = a.dtype
+        self._check_dtype("from_host", dt)
+        store = HOST_STORAGE.get(IR[dt])
+        host = np.ascontiguousarray(a, dtype=store) if store is not None else np.ascontiguousarray(a)
+        st = self.ctx.upload(host)
+        return WArray(st, tuple(a.shape), contiguous_strides(a.shape), 0, dt)
+
+    def to_host(self, a):
+        if a.size == 0:
+            return np.empty(a.shape, a.dtype)
+        if not a.is_contiguous():
+            a = self.copy(a)
+        store = HOST_STORAGE.get(a.ir, a.dtype)
+        out = np.empty(a.shape, store)
+        isz = store.itemsize
+        self.ctx.read(a.st, a.offset * isz, a.size * isz, out.reshape(-1).view(np.uint8))
+        return out if store == a.dtype else out.astype(a.dtype)
+
+    def asarray(self, a, dtype=None, copy=None):
+        if dtype is None or dtype == a.dtype:
+            return self.copy(a) if copy else a
+        return self.astype(a, dtype, True)
+
+    def scalar(self, value, dtype):
+        return self.full((), value, dtype)
+
+    def from_dlpack(self, obj, copy=None):
+        raise BufferError("ruda wgpu.from_dlpack: WebGPU buffers cannot be imported through DLPack; "
+                          "import on 'cpu' and use .to_device('wgpu')")
+
+    def to_dlpack(self, a, stream=None, max_version=None, dl_device=None, copy=None):
+        raise BufferError("ruda wgpu.__dlpack__: WebGPU buffers cannot be exported through DLPack; "
+                          "use .to_device('cpu') first")
+
+    def dlpack_device(self, a):
+        return (15, self.index)   # kDLWebGPU
+
+
+for _op, _reason in (
+        ("linalg_cholesky", "decomposition: no native kernel yet (issue 3 allows host linalg decompositions)"),
+        ("linalg_det", "decomposition (LU): host LAPACK"),
+        ("linalg_eig", "decomposition: host LAPACK"),
+        ("linalg_eigh", "decomposition: host LAPACK"),
+        ("linalg_eigvals", "decomposition: host LAPACK"),
+        ("linalg_eigvalsh", "decomposition: host LAPACK"),
+        ("linalg_inv", "decomposition (LU): host LAPACK"),
+        ("linalg_pinv", "decomposition (SVD): host LAPACK"),
+        ("linalg_qr", "decomposition: host LAPACK"),
+        ("linalg_slogdet", "decomposition (LU): host LAPACK"),
+        ("linalg_solve", "decomposition (LU): host LAPACK"),
+        ("linalg_svd", "decomposition: host LAPACK"),
+        ("linalg_svdvals", "decomposition (SVD): host LAPACK"),
+        ("linalg_matrix_rank", "decomposition (SVD): host LAPACK"),
+):
+    WgpuBackend.host_fallback(_op, _reason)
+del _op, _reason

@@ -1,0 +1,283 @@
+"""One WebGPU device: adapter, features and limits, buffer pool, batched command recording,
+metadata arena, upload and readback.
+
+Batching: dispatches are recorded into one open command encoder (one compute pass) and
+submitted only when the host needs a result (readback, ``synchronize``), when the
+metadata arena is full, or after ``FLUSH_EVERY`` dispatches.  Freed buffers return to the
+pool only at a submit, so a buffer still referenced by recorded work is never handed out
+and overwritten by a queued upload.
+"""
+import math
+import os
+import weakref
+
+import numpy as np
+
+from ruda.runtime import packing
+from ruda.runtime.cache import ProgramCache
+from ruda.runtime.wgsl import WGSLRenderer
+
+os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")   # silences Mesa's warning on headless hosts
+
+FLUSH_EVERY = 256
+ARENA_BYTES = 1 << 20
+READ_CHUNK = 64 << 20
+# Optional features ruda uses (wgpu-native spellings), requested when the adapter has them.
+WANTED_FEATURES = ("shader-f16", "shader-f64", "shader-int64", "subgroup", "timestamp-query")
+_BACKEND_RANK = {"Vulkan": 0, "Metal": 0, "D3D12": 0, "OpenGL": 1, "OpenGLES": 1}
+
+
+def _wgpu():
+    import wgpu
+    return wgpu
+
+
+_adapters = None
+
+
+def adapters():
+    """Usable adapters, high-performance first; one per physical device (native API over GL)."""
+    global _adapters
+    if _adapters is None:
+        wgpu = _wgpu()
+        found = list(wgpu.gpu.enumerate_adapters_sync())
+        want = os.environ.get("RUDA_WGPU_BACKEND")
+        if want:
+            found = [a for a in found if a.info.get("backend_type", "").lower() == want.lower()]
+        rank = {"DiscreteGPU": 0, "IntegratedGPU": 1, "VirtualGPU": 2, "CPU": 3}
+        found.sort(key=lambda a: (rank.get(a.info.get("adapter_type"), 4),
+                                  _BACKEND_RANK.get(a.info.get("backend_type"), 2)))
+        seen, out = set(), []
+        for a in found:
+            ident = (a.info.get("device"), a.info.get("vendor_id"), a.info.get("device_id"))
+            if ident in seen:
+                continue
+            seen.add(ident)
+            out.append(a)
+        _adapters = out
+    return _adapters
+
+
+def _size_class(n):
+    n = max(n, 16)
+    if n <= 1 << 20:
+        return 1 << (n - 1).bit_length()
+    return -(-n // (1 << 20)) << 20
+
+
+class Storage:
+    """A pooled wgpu buffer; returned to the pool when the last array using it goes."""
+
+    __slots__ = ("buffer", "nbytes", "ctx", "__weakref__")
+
+    def __init__(self, ctx, buffer, nbytes):
+        self.buffer = buffer
+        self.nbytes = nbytes
+        self.ctx = ctx
+
+    def __del__(self):
+        try:
+            self.ctx._pending_free.append(self.buffer)
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+
+class Context:
+    """Everything that belongs to one wgpu device."""
+
+    def __init__(self, adapter):
+        wgpu = _wgpu()
+        self.wgpu = wgpu
+        self.adapter = adapter
+        have = set(adapter.features)
+        self.features = frozenset(f for f in WANTED_FEATURES if f in have)
+        lim = adapter.limits
+        want_limits = {k: lim[k] for k in ("max-storage-buffer-binding-size", "max-buffer-size",
+                                           "max-storage-buffers-per-shader-stage",
+                                           "max-compute-workgroup-storage-size",
+                                           "max-compute-invocations-per-workgroup",
+                                           "max-compute-workgroup-size-x") if k in lim}
+        self.device = adapter.request_device_sync(required_features=sorted(self.features),
+                                                  required_limits=want_limits)
+        self.limits = dict(self.device.limits)
+        self.max_binding = int(self.limits["max-storage-buffer-binding-size"])
+        self.max_buffer = int(self.limits["max-buffer-size"])
+        self.queue = self.device.queue
+        self.renderer = WGSLRenderer(f16="shader-f16" in self.features, f64="shader-f64" in self.features,
+                                     int64="shader-int64" in self.features)
+        self.cache = ProgramCache(self.renderer, self._compile)
+        U = wgpu.BufferUsage
+        self.usage = U.STORAGE | U.COPY_SRC | U.COPY_DST
+        self.align_words = max(16, int(self.limits.get("min-uniform-buffer-offset-alignment", 256))) // 4
+        self.arena_buf = self.device.create_buffer(size=ARENA_BYTES, usage=U.UNIFORM | U.COPY_DST)
+        self.arena = np.zeros(ARENA_BYTES // 4, np.uint32)
+        self.arena_used = 0
+        self.pool = {}
+        self._pending_free = []
+        self.staging = {}
+        self.enc = None
+        self.cpass = None
+        self.ndispatch = 0
+        self.stats = {"dispatches": 0, "submits": 0, "uploads": 0, "readbacks": 0}
+
+    # ------------------------------------------------------------------ compile
+    def _compile(self, prog):
+        wgpu = self.wgpu
+        dev = self.device
+        B = wgpu.ShaderStage.COMPUTE
+        entries = [{"binding": 0, "visibility": B, "buffer": {"type": wgpu.BufferBindingType.uniform}}]
+        for i, a in enumerate(prog.kernel.args):
+            t = wgpu.BufferBindingType.storage if a.writable else wgpu.BufferBindingType.read_only_storage
+            entries.append({"binding": i + 1, "visibility": B, "buffer": {"type": t}})
+        bgl = dev.create_bind_group_layout(entries=entries)
+        layout = dev.create_pipeline_layout(bind_group_layouts=[bgl])
+        try:
+            module = dev.create_shader_module(code=prog.source)
+            pipe = dev.create_compute_pipeline(layout=layout, compute={"module": module, "entry_point": "main"})
+        except Exception as e:
+            raise RuntimeError(f"ruda wgpu: kernel {prog.kernel.name!r} failed to compile: {e}\n"
+                               f"--- WGSL ---\n{prog.source}") from None
+        return pipe, bgl
+
+    # ------------------------------------------------------------------ buffers
+    def alloc(self, nbytes):
+        if nbytes > self.max_binding:
+            raise MemoryError(f"ruda wgpu: an array of {nbytes} bytes exceeds this adapter's "
+                              f"max-storage-buffer-binding-size ({self.max_binding} bytes)")
+        size = min(_size_class(nbytes), max(self.max_binding, 16)) if nbytes <= self.max_binding else nbytes
+        size = max(size, -(-nbytes // 4) * 4, 16)
+        free = self.pool.get(size)
+        if free:
+            buf = free.pop()
+        else:
+            try:
+                buf = self.device.create_buffer(size=size, usage=self.usage)
+            except Exception:
+                self.flush()
+                self.pool.clear()
+                buf = self.device.create_buffer(size=size, usage=self.usage)
+        return Storage(self, buf, nbytes)
+
+    def _recycle(self):
+        for b in self._pending_free:
+            self.pool.setdefault(b.size, []).append(b)
+        self._pending_free.clear()
+
+    def upload(self, host):
+        """A new Storage holding the bytes of C-contiguous ``host``."""
+        st = self.alloc(host.nbytes)
+        if host.nbytes:
+            data = host if host.nbytes % 4 == 0 else np.concatenate(
+                [host.reshape(-1).view(np.uint8), np.zeros(4 - host.nbytes % 4, np.uint8)])
+            self.queue.write_buffer(st.buffer, 0, data)
+        self.stats["uploads"] += 1
+        return st
+
+    # ------------------------------------------------------------------ recording
+    def _pass(self):
+        if self.enc is None:
+            self.enc = self.device.create_command_encoder()
+        if self.cpass is None:
+            self.cpass = self.enc.begin_compute_pass()
+        return self.cpass
+
+    def _end_pass(self):
+        if self.cpass is not None:
+            self.cpass.end()
+            self.cpass = None
+
+    def launch(self, kernel, storages, views, shape, params=(), extras=None):
+        """Record one dispatch of ``kernel`` over ``shape`` with buffers ``storages``."""
+        prog, (pipe, bgl) = self.cache.get(kernel)
+        lay = prog.layout
+        aw = self.align_words
+        need = -(-lay.words // 4) * 4
+        if self.arena_used + need > self.arena.size:
+            self.flush()
+        at = self.arena_used
+        packing.pack(kernel, shape, views, params, extras, out=self.arena[at:at + lay.words])
+        words = self.arena[at:at + lay.words]
+        groups = prog.grid(words)
+        if groups == 0:
+            return
+        self.arena_used = at + -(-need // aw) * aw
+        entries = [{"binding": 0, "resource": {"buffer": self.arena_buf, "offset": at * 4, "size": need * 4}}]
+        for i, st in enumerate(storages):
+            entries.append({"binding": i + 1, "resource": {"buffer": st.buffer, "offset": 0,
+                                                           "size": max(16, -(-st.nbytes // 4) * 4)}})
+        bg = self.device.create_bind_group(layout=bgl, entries=entries)
+        cp = self._pass()
+        cp.set_pipeline(pipe)
+        cp.set_bind_group(0, bg)
+        cp.dispatch_workgroups(groups, 1, 1)
+        self.ndispatch += 1
+        self.stats["dispatches"] += 1
+        if self.ndispatch >= FLUSH_EVERY:
+            self.flush()
+
+    def copy(self, src, src_off, dst, dst_off, nbytes):
+        """Record a buffer-to-buffer copy (byte offsets and size multiples of 4)."""
+        if nbytes == 0:
+            return
+        if self.enc is None:
+            self.enc = self.device.create_command_encoder()
+        self._end_pass()
+        self.enc.copy_buffer_to_buffer(src, src_off, dst, dst_off, nbytes)
+
+    def flush(self):
+        """Submit recorded work (metadata first)."""
+        if self.enc is None:
+            self._recycle()
+            return
+        self._end_pass()
+        if self.arena_used:
+            self.queue.write_buffer(self.arena_buf, 0, self.arena[:self.arena_used])
+        self.queue.submit([self.enc.finish()])
+        self.stats["submits"] += 1
+        self.enc = None
+        self.ndispatch = 0
+        self.arena_used = 0
+        self._recycle()
+
+    def synchronize(self):
+        self.flush()
+        self.device._poll_wait() if hasattr(self.device, "_poll_wait") else self.queue.on_submitted_work_done_sync()
+
+    # ------------------------------------------------------------------ readback
+    def _staging(self, size, slot):
+        key = (size, slot)
+        b = self.staging.get(key)
+        if b is None:
+            U = self.wgpu.BufferUsage
+            b = self.staging[key] = self.device.create_buffer(size=size, usage=U.MAP_READ | U.COPY_DST)
+        return b
+
+    def read(self, st, byte_off, nbytes, out):
+        """Copy ``nbytes`` from ``st`` at ``byte_off`` into the uint8 view ``out`` (chunked, overlapped)."""
+        self.stats["readbacks"] += 1
+        if nbytes == 0:
+            self.flush()
+            return
+        mode = self.wgpu.MapMode.READ
+        chunk = min(READ_CHUNK, -(-nbytes // 4) * 4)
+        nchunks = -(-nbytes // chunk)
+
+        def drain(b, lo, n):
+            n4 = -(-n // 4) * 4
+            b.map_sync(mode, 0, n4)
+            try:
+                out[lo:lo + n] = np.frombuffer(b.read_mapped(0, n4, copy=False), np.uint8, n)
+            finally:
+                b.unmap()
+
+        prev = None
+        for i in range(nchunks):
+            lo = i * chunk
+            n = min(chunk, nbytes - lo)
+            sb = self._staging(_size_class(chunk), i % 2)
+            self.copy(st.buffer, byte_off + lo, sb, 0, -(-n // 4) * 4)
+            self.flush()
+            if prev is not None:
+                drain(*prev)
+            prev = (sb, lo, n)
+        drain(*prev)

@@ -1,0 +1,884 @@
+"""WGSL renderer: :mod:`ruda.runtime.ir` kernels -> WebGPU compute shaders.
+
+Storage (declared in :data:`STORAGE`, which the wgpu allocator follows): ``bool``, ``u8``,
+``u16`` are widened to ``u32`` words and ``i8``/``i16`` to ``i32`` (WGSL has no 8/16-bit
+integer storage); values are re-wrapped to their logical width after every operation,
+so results equal NumPy's.  ``f16`` needs ``enable f16``; ``i64``/``u64`` and ``f64`` need
+the shader-int64 / shader-f64 features; complex types are ``vec2`` pairs.
+
+Bindings: ``@binding(0)`` is the metadata (a uniform ``array<vec4<u32>, K>`` laid out by
+:mod:`ruda.runtime.packing`); buffer ``i`` of ``Kernel.args`` is ``@binding(i + 1)``.
+Launch: :meth:`Program.grid` gives the workgroup count for the packed metadata.
+"""
+from ruda.runtime import ir
+from ruda.runtime.packing import layout as _layout
+from ruda.runtime.wgsl_math import _GENERIC, HELPERS
+
+WG = 256      # workgroup size of every kernel
+MAX_GROUPS = 65535
+
+STORAGE = {"bool": "u32", "i8": "i32", "i16": "i32", "u8": "u32", "u16": "u32",
+           "i32": "i32", "u32": "u32", "i64": "i64", "u64": "u64", "f16": "f16",
+           "f32": "f32", "f64": "f64", "c64": "vec2<f32>", "c128": "vec2<f64>"}
+ITEMSIZE = {"bool": 4, "i8": 4, "i16": 4, "u8": 4, "u16": 4, "i32": 4, "u32": 4, "i64": 8,
+            "u64": 8, "f16": 2, "f32": 4, "f64": 8, "c64": 8, "c128": 16}
+VALUE = dict(STORAGE, bool="bool")
+_SMALL = {"i8": 8, "i16": 16, "u8": 8, "u16": 16}
+_UNSIGNED = frozenset({"u8", "u16", "u32", "u64"})
+_FLOAT_SUFFIX = {"f16": "h", "f32": "f", "f64": "lf"}
+_BITS_T = {"f32": "u32", "f64": "u64"}
+_INT_MIN = {"i32": "i32(-2147483647 - 1)", "i64": "(-9223372036854775807li - 1li)"}
+_INT_MAX = {"i8": 127, "i16": 32767, "i32": 2147483647, "i64": 9223372036854775807,
+            "u8": 255, "u16": 65535, "u32": 4294967295, "u64": 18446744073709551615}
+_INT_MIN_V = {"i8": -128, "i16": -32768, "i32": -2147483648, "i64": -9223372036854775808,
+              "u8": 0, "u16": 0, "u32": 0, "u64": 0}
+_F32_BUILTIN = {"exp", "log", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
+                "tanh", "asinh", "acosh", "atanh", "log2"}
+_F32_ACCURATE = {"sin", "cos", "log2"}
+_LIB_F64 = {"exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "asin", "acos",
+            "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh"}
+
+
+class RenderError(ValueError):
+    pass
+
+
+def literal(value, dtype):
+    """A WGSL expression for a constant of IR type ``dtype``."""
+    if dtype == "bool":
+        return "true" if value else "false"
+    if dtype in ir.INTS:
+        v = int(value)
+        if dtype in _SMALL:
+            lo, hi = _INT_MIN_V[dtype], _INT_MAX[dtype]
+            span = hi - lo + 1
+            v = (v - lo) % span + lo
+            return f"{v}i" if dtype[0] == "i" else f"{v}u"
+        if dtype == "i32":
+            v = (v + 2**31) % 2**32 - 2**31
+            return _INT_MIN["i32"] if v == -2**31 else f"{v}i"
+        if dtype == "u32":
+            return f"{v % 2**32}u"
+        if dtype == "i64":
+            v = (v + 2**63) % 2**64 - 2**63
+            return _INT_MIN["i64"] if v == -2**63 else f"{v}li"
+        return f"{v % 2**64}lu"
+    if dtype in ("f16", "f32", "f64"):
+        v = float(value)
+        sfx = _FLOAT_SUFFIX[dtype]
+        if v != v:
+            return f"nan_{dtype}()"
+        if v in (float("inf"), float("-inf")):
+            return f"inf_{dtype}()" if v > 0 else f"(-inf_{dtype}())"
+        if dtype == "f32" and v != 0 and abs(v) < 1.1754943508222875e-38:
+            return f"bitcast<f32>({int.from_bytes(__import__('struct').pack('<f', v), 'little')}u)"
+        return f"{v!r}{sfx}"
+    if dtype in ("c64", "c128"):
+        v = complex(value)
+        r = ir.real_of(dtype)
+        return f"vec2<{VALUE[r]}>({literal(v.real, r)}, {literal(v.imag, r)})"
+    raise RenderError(f"wgsl: no literal for dtype {dtype!r}")
+
+
+class Program:
+    """A rendered kernel: WGSL source plus what the launcher needs."""
+
+    __slots__ = ("kernel", "source", "layout", "kind", "key")
+
+    def __init__(self, kernel, source, kind):
+        self.kernel = kernel
+        self.source = source
+        self.layout = _layout(kernel)
+        self.kind = kind
+        self.key = source
+
+    def grid(self, words):
+        """Workgroups (x) for a launch with metadata ``words``."""
+        n = int(words[0])
+        if self.kind == "map" or self.kind == "serial":
+            g = -(-n // WG)
+        elif self.kind == "reduce":
+            g = n * int(words[self.layout.extra_at["nsplit"]])
+        else:  # scan: one workgroup per row
+            sn = int(words[self.layout.extra_at["scan_n"]])
+            g = n // sn if sn else 0
+        return max(1, min(g, MAX_GROUPS)) if n else 0
+
+
+class WGSLRenderer:
+    """Renders IR kernels to WGSL for an adapter with the given features."""
+
+    def __init__(self, f16=False, f64=False, int64=False):
+        self.f16, self.f64, self.int64 = f16, f64, int64
+        self.storage = STORAGE
+        self.itemsize = ITEMSIZE
+
+    def supports(self, dtype):
+        if dtype == "f16":
+            return self.f16
+        if dtype in ("f64", "c128"):
+            return self.f64
+        if dtype in ("i64", "u64"):
+            return self.int64
+        return dtype in STORAGE
+
+    def render(self, kernel):
+        return _Render(self, kernel).program()
+
+
+# ------------------------------------------------------------------------ rendering
+class _Scope:
+    def __init__(self, parent=None):
+        self.memo = dict(parent.memo) if parent else {}
+        self.lines = []
+
+
+class _Render:
+    def __init__(self, renderer, kernel):
+        self.r = renderer
+        self.k = kernel
+        self.lay = _layout(kernel)
+        self.helpers = {}
+        self.counter = 0
+        self.uses_f16 = False
+        self.outer_coords = None   # names of coords for Reduce output index
+
+    # ---------------------------------------------------------------- helpers
+    def need(self, name):
+        if name in self.helpers:
+            return name
+        if name in HELPERS:
+            deps, src = HELPERS[name]
+        else:
+            base, _, s = name.rpartition("_")
+            if base in _GENERIC:
+                deps, src = _GENERIC[base]
+                T = {"f32": "f32", "f64": "f64", "f16": "f16"}[s]
+                lit = lambda v: literal(v, s)  # noqa: E731
+                src = src.replace("{T}", T).replace("{S}", s).replace("{Z}", lit(0.0)) \
+                    .replace("{O}", lit(1.0)).replace("{H}", lit(0.5)) \
+                    .replace("{LN2}", lit(0.6931471805599453)) \
+                    .replace("{BIG}", lit(9007199254740992.0 if s == "f64" else 16777216.0))
+                deps = tuple(f"{d}_{s}" for d in deps)
+            elif s == "f32" and base in _F32_BUILTIN:
+                deps, src = (), f"fn {name}(x: f32) -> f32 {{ return {base}(x); }}"
+            elif s == "f32" and base == "log10":
+                deps, src = (), "fn log10_f32(x: f32) -> f32 { return log2(x) * 0.30102999566398119521f; }"
+            else:
+                raise RenderError(f"wgsl: unknown helper {name!r}")
+        self.helpers[name] = None
+        for d in deps:
+            self.need(d)
+        self.helpers[name] = src
+        return name
+
+    def tmp(self):
+        self.counter += 1
+        return f"t{self.counter}"
+
+    # ---------------------------------------------------------------- metadata
+    def w(self, k):
+        return f"rmeta[{k >> 2}].{'xyzw'[k & 3]}"
+
+    def wi(self, k):
+        return f"bitcast<i32>({self.w(k)})"
+
+    def param(self, i, dt):
+        at = self.lay.param_at[i]
+        w = self.w
+        if dt == "bool":
+            return f"({w(at)} != 0u)"
+        if dt in ("i8", "i16", "i32"):
+            return f"bitcast<i32>({w(at)})"
+        if dt in ("u8", "u16", "u32"):
+            return w(at)
+        if dt == "f32":
+            return f"bitcast<f32>({w(at)})"
+        if dt == "f16":
+            return f"f16(unpack2x16float({w(at)}).x)"
+        u64 = f"(u64({w(at)}) | (u64({w(at + 1)}) << 32u))"
+        if dt == "u64":
+            return u64
+        if dt == "i64":
+            return f"bitcast<i64>{u64}"
+        if dt == "f64":
+            return f"bitcast<f64>{u64}"
+        if dt == "c64":
+            return f"vec2<f32>(bitcast<f32>({w(at)}), bitcast<f32>({w(at + 1)}))"
+        if dt == "c128":
+            hi = f"(u64({w(at + 2)}) | (u64({w(at + 3)}) << 32u))"
+            return f"vec2<f64>(bitcast<f64>{u64}, bitcast<f64>{hi})"
+        raise RenderError(f"wgsl: param dtype {dt!r}")
+
+    # ---------------------------------------------------------------- expressions
+    def expr(self, node, sc):
+        name = sc.memo.get(node)
+        if name is not None:
+            return name
+        if isinstance(node, ir.Const):
+            if node.dtype in ("f32", "f64", "f16"):
+                v = float(node.value)
+                if v != v or v in (float("inf"), float("-inf")):
+                    self.need(("nan_" if v != v else "inf_") + node.dtype)
+            s = literal(node.value, node.dtype)
+            if node.dtype in ("c64", "c128"):
+                self._floatspecials(node.value, ir.real_of(node.dtype))
+            return s
+        if isinstance(node, ir.Var):
+            return node.name
+        if isinstance(node, ir.Coord):
+            return f"c{node.dim}"
+        if isinstance(node, ir.Size):
+            return f"i32({self.w(self.lay.shape_at + node.dim)})"
+        if isinstance(node, ir.Fold):
+            return self.fold(node, sc)
+        if isinstance(node, ir.Param):
+            s = self.param(node.index, node.dtype)
+        elif isinstance(node, ir.Load):
+            s = self.load(node, sc)
+        elif isinstance(node, ir.Op):
+            s = self.op(node, [self.expr(a, sc) for a in node.args])
+        elif isinstance(node, ir.Cast):
+            s = self.cast(self.expr(node.x, sc), node.x.dtype, node.dtype)
+        elif isinstance(node, ir.Bitcast):
+            s = f"bitcast<{VALUE[node.dtype]}>({self.expr(node.x, sc)})"
+        elif isinstance(node, ir.Select):
+            s = f"select({self.expr(node.b, sc)}, {self.expr(node.a, sc)}, {self.expr(node.cond, sc)})"
+        else:
+            raise RenderError(f"wgsl: unknown IR node {type(node).__name__}")
+        if node.dtype == "f16":
+            self.uses_f16 = True
+        t = self.tmp()
+        sc.lines.append(f"let {t}: {VALUE[node.dtype]} = {s};")
+        sc.memo[node] = t
+        return t
+
+    def _floatspecials(self, v, dt):
+        for part in (v.real, v.imag):
+            if part != part:
+                self.need("nan_" + dt)
+            elif part in (float("inf"), float("-inf")):
+                self.need("inf_" + dt)
+
+    def fold(self, node, sc):
+        init = self.expr(node.init, sc)
+        start = self.expr(node.start, sc)
+        stop = self.expr(node.stop, sc)
+        acc = self.tmp()
+        sc.lines.append(f"var {acc}: {VALUE[node.dtype]} = {init};")
+        inner = _Scope(sc)
+        body = self.expr(node.body, inner)
+        comb = self.op(ir.Op(node.op, (node.init, node.body), node.dtype), [acc, body])
+        v = node.var.name
+        sc.lines.append(f"for (var {v}: {VALUE[node.var.dtype]} = {start}; {v} < {stop}; {v} = {v} + 1) {{")
+        sc.lines.extend("  " + ln for ln in inner.lines)
+        sc.lines.append(f"  {acc} = {comb};")
+        sc.lines.append("}")
+        sc.memo[node] = acc
+        return acc
+
+    def index(self, arg, idx, sc):
+        at = self.lay.arg_at[arg]
+        parts = [self.wi(at)]
+        if isinstance(idx, ir.Flat):
+            parts.append(self.expr(idx.expr, sc))
+        else:
+            coords = idx.coords
+            if coords is None:
+                coords = [f"c{d}" for d in range(self.k.args[arg].ndim)]
+            else:
+                coords = [self.expr(c, sc) for c in coords]
+            for d, c in enumerate(coords):
+                parts.append(f"{c} * {self.wi(at + 1 + d)}")
+        return f"u32({' + '.join(parts)})"
+
+    def load(self, node, sc):
+        a = self.k.args[node.arg]
+        if a.dtype != node.dtype:
+            raise RenderError(f"wgsl: load of {a.name} as {node.dtype}; the arg is {a.dtype}")
+        s = f"a{node.arg}[{self.index(node.arg, node.index, sc)}]"
+        if node.dtype == "bool":
+            return f"({s} != 0u)"
+        return s
+
+    def store_value(self, v, dtype):
+        if dtype == "bool":
+            return f"select(0u, 1u, {v})"
+        return v
+
+    # ---------------------------------------------------------------- casts
+    def cast(self, x, src, dst):
+        if src == dst:
+            return x
+        T = VALUE[dst]
+        if dst == "bool":
+            if src in ir.COMPLEX:
+                return f"any({x} != {T.replace('bool', VALUE[src])}(0))" if False else \
+                    f"(({x}).x != 0.0{_FLOAT_SUFFIX[ir.real_of(src)]} || ({x}).y != 0.0{_FLOAT_SUFFIX[ir.real_of(src)]})"
+            return f"({x} != {literal(0, src)})"
+        if src == "bool":
+            if dst in ir.COMPLEX:
+                r = ir.real_of(dst)
+                return f"vec2<{VALUE[r]}>(select({literal(0, r)}, {literal(1, r)}, {x}), {literal(0, r)})"
+            return f"select({literal(0, dst)}, {literal(1, dst)}, {x})"
+        if dst in ir.COMPLEX:
+            r = ir.real_of(dst)
+            if src in ir.COMPLEX:
+                return f"{T}({x})"
+            return f"{T}({self.cast(x, src, r)}, {literal(0, r)})"
+        if src in ir.COMPLEX:
+            return self.cast(f"({x}).x", ir.real_of(src), dst)
+        if dst in _SMALL:
+            base = "i32" if dst[0] == "i" else "u32"
+            inner = x if VALUE[src] == base else f"{base}({x})"
+            if src in ir.FLOATS:
+                # float -> small int: go through i32 (NumPy: C cast), then wrap
+                inner = f"{base}(i32({x}))" if base == "u32" else f"i32({x})"
+            return self.wrap(inner, dst)
+        if src in ir.FLOATS and dst in ("u32", "u64"):
+            # NumPy casts negative floats to unsigned via the signed type (C behaviour on x86)
+            s = "i32" if dst == "u32" else "i64"
+            return f"select({T}({x}), {T}({s}({x})), {x} < {literal(0, src)})"
+        return f"{T}({x})"
+
+    def wrap(self, x, dt):
+        bits = _SMALL.get(dt)
+        if bits is None:
+            return x
+        if dt[0] == "i":
+            sh = 32 - bits
+            return f"(({x} << {sh}u) >> {sh}u)"
+        return f"({x} & {(1 << bits) - 1}u)"
+
+    # ---------------------------------------------------------------- ops
+    def op(self, node, a):
+        name, dt = node.op, node.args[0].dtype
+        if dt in ir.COMPLEX:
+            return self.cop(name, a, dt, node.dtype)
+        if dt in ir.FLOATS:
+            return self.fop(name, a, dt)
+        if dt == "bool":
+            return self.bop(name, a)
+        return self.iop(name, a, dt)
+
+    def bop(self, name, a):
+        simple = {"and": "({0} & {1})", "or": "({0} | {1})", "xor": "({0} != {1})",
+                  "not": "(!{0})", "invert": "(!{0})", "eq": "({0} == {1})", "ne": "({0} != {1})",
+                  "max": "({0} | {1})", "min": "({0} & {1})", "add": "({0} | {1})",
+                  "mul": "({0} & {1})", "lt": "(!{0} & {1})", "gt": "({0} & !{1})",
+                  "le": "(!{0} | {1})", "ge": "({0} | !{1})", "abs": "{0}", "square": "{0}",
+                  "isnan": "false", "isinf": "false", "isfinite": "true", "real": "{0}",
+                  "conj": "{0}", "floor": "{0}", "ceil": "{0}", "trunc": "{0}", "round": "{0}",
+                  "sign": "{0}", "imag": "false", "neg": "{0}", "sub": "({0} != {1})"}
+        if name not in simple:
+            raise RenderError(f"wgsl: op {name!r} is not defined for bool")
+        return simple[name].format(*a)
+
+    def iop(self, name, a, dt):
+        T = VALUE[dt]
+        unsigned = dt in _UNSIGNED
+        bits = ir.BITS[dt]
+        x = a[0]
+        y = a[1] if len(a) > 1 else None
+        z = literal(0, dt)
+        wrap = lambda s: self.wrap(s, dt)  # noqa: E731
+        if name in ("add", "sub", "mul"):
+            return wrap(f"({x} {'+-*'[('add', 'sub', 'mul').index(name)]} {y})")
+        if name == "neg":
+            return wrap(f"({z} - {x})")
+        if name == "square":
+            return wrap(f"({x} * {x})")
+        if name in ("abs",):
+            return x if unsigned else wrap(f"abs({x})")
+        if name == "sign":
+            if unsigned:
+                return f"select({z}, {literal(1, dt)}, {x} > {z})"
+            return f"select(select({z}, {literal(1, dt)}, {x} > {z}), {literal(-1, dt)}, {x} < {z})"
+        if name in ("floor", "ceil", "trunc", "round", "real", "conj", "positive"):
+            return x
+        if name == "imag":
+            return z
+        if name in ("isnan", "isinf"):
+            return "false"
+        if name == "isfinite":
+            return "true"
+        if name == "signbit":
+            return f"({x} < {z})"
+        if name in ("and", "or", "xor"):
+            return f"({x} {'&|^'[('and', 'or', 'xor').index(name)]} {y})"
+        if name == "invert":
+            return wrap(f"(~{x})")
+        if name in ("eq", "ne", "lt", "le", "gt", "ge"):
+            opn = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}[name]
+            return f"({x} {opn} {y})"
+        if name in ("max", "min"):
+            return f"{name}({x}, {y})"
+        if name == "shl":
+            return wrap(f"select({z}, {x} << u32({y}), {y} >= {z} && {y} < {literal(bits, dt)})")
+        if name == "shr":
+            if unsigned:
+                return f"select({z}, {x} >> u32({y}), {y} < {literal(bits, dt)})"
+            cap = literal(bits - 1, dt)
+            return f"({x} >> u32(select(min({y}, {cap}), {z}, {y} < {z})))"
+        if name in ("floordiv", "mod", "pow", "div"):
+            h = self.int_helper(name, dt)
+            return wrap(f"{h}({x}, {y})")
+        raise RenderError(f"wgsl: op {name!r} is not defined for {dt}")
+
+    def int_helper(self, name, dt):
+        T = VALUE[dt]
+        fn = f"i{name}_{T}"
+        if fn in self.helpers:
+            return fn
+        z, o = literal(0, dt if dt not in _SMALL else ("i32" if dt[0] == "i" else "u32")), None
+        base = dt if dt not in _SMALL else ("i32" if dt[0] == "i" else "u32")
+        z, o = literal(0, base), literal(1, base)
+        signed = base[0] == "i"
+        if name in ("floordiv", "div"):
+            body = f"if (b == {z}) {{ return {z}; }}\n  "
+            if signed:
+                body += (f"if (a == {_INT_MIN.get(base, '0')} && b == {literal(-1, base)}) {{ return a; }}\n  "
+                         f"let q = a / b;\n  if ((a % b != {z}) && ((a < {z}) != (b < {z}))) {{ return q - {o}; }}\n"
+                         f"  return q;")
+            else:
+                body += "return a / b;"
+        elif name == "mod":
+            body = f"if (b == {z}) {{ return {z}; }}\n  "
+            if signed:
+                body += (f"if (b == {literal(-1, base)}) {{ return {z}; }}\n  "
+                         f"let r = a % b;\n  if (r != {z} && ((r < {z}) != (b < {z}))) {{ return r + b; }}\n  return r;")
+            else:
+                body += "return a % b;"
+        else:  # pow by squaring; negative exponents give 0 (1 for base 1, +-1 for -1)
+            body = (f"var r: {T} = {o}; var x = a; var e = b;\n  "
+                    + (f"if (e < {z}) {{ if (a == {o}) {{ return {o}; }} if (a == {literal(-1, base)}) "
+                       f"{{ if ((e & {o}) == {o}) {{ return a; }} return {o}; }} return {z}; }}\n  " if signed else "")
+                    + f"loop {{ if (e == {z}) {{ break; }} if ((e & {o}) == {o}) {{ r = r * x; }} x = x * x; e = e >> 1u; }}\n  return r;")
+        self.helpers[fn] = f"fn {fn}(a: {T}, b: {T}) -> {T} {{\n  {body}\n}}"
+        return fn
+
+    def fop(self, name, a, dt):
+        if dt == "f16":
+            self.uses_f16 = True
+        x = a[0]
+        y = a[1] if len(a) > 1 else None
+        S = dt
+        sfx = _FLOAT_SUFFIX[dt]
+        one = f"1.0{sfx}"
+        zero = f"0.0{sfx}"
+        if name in ("add", "sub", "mul", "div"):
+            return f"({x} {'+-*/'[('add', 'sub', 'mul', 'div').index(name)]} {y})"
+        if name == "neg":
+            return f"(-{x})"
+        if name == "square":
+            return f"({x} * {x})"
+        if name == "reciprocal":
+            return f"({one} / {x})"
+        if name in ("abs", "sqrt", "floor", "ceil", "trunc", "round"):
+            return f"{name}({x})"
+        if name in ("real", "conj", "positive"):
+            return x
+        if name == "imag":
+            return zero
+        if name in ("eq", "ne", "lt", "le", "gt", "ge"):
+            opn = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}[name]
+            return f"({x} {opn} {y})"
+        if dt == "f16":
+            if name in _F32_BUILTIN or name in ("atan2", "pow"):
+                args = ", ".join(f"f32({v})" for v in a)
+                return f"f16({self.fop(name, [f'f32({v})' for v in a], 'f32')})" if args else x
+            return f"f16({self.fop(name, [f'f32({v})' for v in a], 'f32')})"
+        if name in ("isnan", "isinf"):
+            return f"{self.need(name + '_' + S)}({x})"
+        if name == "isfinite":
+            return f"{self.need('isfin_' + S)}({x})"
+        if name == "signbit":
+            return f"{self.need('sbit_' + S)}({x})"
+        if name == "copysign":
+            return f"{self.need('copysign_' + S)}({x}, {y})"
+        if name == "nextafter":
+            return f"{self.need('nextafter_' + S)}({x}, {y})"
+        if name == "max":
+            return f"{self.need('fmax_' + S)}({x}, {y})"
+        if name == "min":
+            return f"{self.need('fmin_' + S)}({x}, {y})"
+        if name == "sign":
+            return f"{self.need('fsign_' + S)}({x})"
+        if name == "floordiv":
+            return f"{self.need('divmod_' + S)}({x}, {y}).x"
+        if name == "mod":
+            return f"{self.need('divmod_' + S)}({x}, {y}).y"
+        if name == "hypot":
+            return f"{self.need('hypot_' + S)}({x}, {y})"
+        if name == "logaddexp":
+            return f"{self.need('logaddexp_' + S)}({x}, {y})"
+        if name == "pow":
+            return f"{self.need('fpow_' + S)}({x}, {y})"
+        if name == "atan2":
+            if S == "f32":
+                return f"atan2({x}, {y})"
+            return f"{self.need('atan2_f64')}({x}, {y})"
+        if name in ("exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "asin",
+                    "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh"):
+            if S == "f32":
+                if name in _F32_ACCURATE:
+                    return f"{name}({x})"
+                if self.r.f64:   # accurate f32 through the f64 library
+                    return f"f32({self.need(name + '_f64')}(f64({x})))"
+                if name in _F32_BUILTIN:
+                    return f"{name}({x})"
+            return f"{self.need(name + '_' + S)}({x})"
+        raise RenderError(f"wgsl: op {name!r} is not defined for {dt}")
+
+    def cop(self, name, a, dt, rdt):
+        r = ir.real_of(dt)
+        T = VALUE[dt]
+        R = VALUE[r]
+        x = a[0]
+        y = a[1] if len(a) > 1 else None
+        if name in ("add", "sub"):
+            return f"({x} {'+' if name == 'add' else '-'} {y})"
+        if name == "neg":
+            return f"(-{x})"
+        if name == "real":
+            return f"{x}.x"
+        if name == "imag":
+            return f"{x}.y"
+        if name == "conj":
+            return f"{T}({x}.x, -{x}.y)"
+        if name == "eq":
+            return f"({x}.x == {y}.x && {x}.y == {y}.y)"
+        if name == "ne":
+            return f"({x}.x != {y}.x || {x}.y != {y}.y)"
+        if name in ("isnan", "isinf"):
+            h = self.need(f"{name}_{r}")
+            return f"({h}({x}.x) || {h}({x}.y))"
+        if name == "isfinite":
+            h = self.need(f"isfin_{r}")
+            return f"({h}({x}.x) && {h}({x}.y))"
+        if name == "abs":
+            return f"{self.need('hypot_' + r)}({x}.x, {x}.y)"
+        fn = self.complex_helper(name, dt)
+        return f"{fn}({', '.join(a)})"
+
+    def complex_helper(self, name, dt):
+        r = ir.real_of(dt)
+        T, R = VALUE[dt], VALUE[r]
+        fn = f"c{name}_{dt}"
+        if fn in self.helpers:
+            return fn
+        z, o = literal(0, r), literal(1, r)
+        f = lambda n: self.need(f"{n}_{r}") if not (r == "f32" and n in _F32_BUILTIN and n not in ("sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "tan")) else n  # noqa: E731
+        src = None
+        if name == "mul":
+            src = f"fn {fn}(a: {T}, b: {T}) -> {T} {{ return {T}(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }}"
+        elif name == "square":
+            src = f"fn {fn}(a: {T}) -> {T} {{ return {T}(a.x * a.x - a.y * a.y, {literal(2, r)} * a.x * a.y); }}"
+        elif name == "div":
+            src = f"""fn {fn}(a: {T}, b: {T}) -> {T} {{
+  if (abs(b.x) >= abs(b.y)) {{
+    if (b.x == {z} && b.y == {z}) {{ return {T}(a.x / abs(b.x), a.y / abs(b.x)); }}
+    let rt = b.y / b.x; let d = b.x + b.y * rt;
+    return {T}((a.x + a.y * rt) / d, (a.y - a.x * rt) / d);
+  }}
+  let rt = b.x / b.y; let d = b.y + b.x * rt;
+  return {T}((a.x * rt + a.y) / d, (a.y * rt - a.x) / d);
+}}"""
+        elif name == "reciprocal":
+            self.complex_helper("div", dt)
+            src = f"fn {fn}(a: {T}) -> {T} {{ return cdiv_{dt}({T}({o}, {z}), a); }}"
+        elif name == "exp":
+            src = f"""fn {fn}(a: {T}) -> {T} {{
+  if (a.y == {z}) {{ return {T}({f('exp')}(a.x), a.y); }}
+  let e = {f('exp')}(a.x);
+  return {T}(e * {f('cos')}(a.y), e * {f('sin')}(a.y));
+}}"""
+        elif name == "log":
+            src = f"fn {fn}(a: {T}) -> {T} {{ return {T}({f('log')}({self.need('hypot_' + r)}(a.x, a.y)), {self._atan2(r)}(a.y, a.x)); }}"
+        elif name == "sqrt":
+            h = self.need("hypot_" + r)
+            src = f"""fn {fn}(a: {T}) -> {T} {{
+  if (a.x == {z} && a.y == {z}) {{ return {T}({z}, a.y); }}
+  let m = {h}(a.x, a.y);
+  if (a.x >= {z}) {{ let t = sqrt({literal(0.5, r)} * (m + a.x)); return {T}(t, a.y / ({literal(2, r)} * t)); }}
+  let t = sqrt({literal(0.5, r)} * (m - a.x));
+  return {T}(abs(a.y) / ({literal(2, r)} * t), {self.need('copysign_' + r)}(t, a.y));
+}}"""
+        elif name == "sign":
+            h = self.need("hypot_" + r)
+            src = f"fn {fn}(a: {T}) -> {T} {{ if (a.x == {z} && a.y == {z}) {{ return a; }} let m = {h}(a.x, a.y); return {T}(a.x / m, a.y / m); }}"
+        elif name in ("expm1", "log1p", "log2", "log10", "pow", "sin", "cos", "tan", "sinh", "cosh", "tanh"):
+            e, lg, mul, div = (self.complex_helper(n, dt) for n in ("exp", "log", "mul", "div"))
+            bodies = {
+                "expm1": f"return {e}(a) - {T}({o}, {z});",
+                "log1p": f"return {lg}(a + {T}({o}, {z}));",
+                "log2": f"return {lg}(a) * {literal(1.4426950408889634, r)};",
+                "log10": f"return {lg}(a) * {literal(0.4342944819032518, r)};",
+                "sinh": f"return (({e}(a) - {e}(-a)) * {literal(0.5, r)});",
+                "cosh": f"return (({e}(a) + {e}(-a)) * {literal(0.5, r)});",
+                "tanh": f"if (a.x > {literal(20, r)}) {{ return {T}({o}, {z}); }} if (a.x < {literal(-20, r)}) {{ return {T}(-{o}, {z}); }} let p = {e}(a); let q = {e}(-a); return {div}(p - q, p + q);",
+                "sin": f"let b = {T}(-a.y, a.x); let p = {e}(b); let q = {e}(-b); let s = (p - q) * {literal(0.5, r)}; return {T}(s.y, -s.x);",
+                "cos": f"let b = {T}(-a.y, a.x); return ({e}(b) + {e}(-b)) * {literal(0.5, r)};",
+                "tan": f"let b = {T}(-a.y * {literal(2, r)}, a.x * {literal(2, r)}); if (b.x > {literal(40, r)}) {{ return {T}({z}, {o}); }} if (b.x < {literal(-40, r)}) {{ return {T}({z}, -{o}); }} let p = {e}(b); let s = {div}(p - {T}({o}, {z}), p + {T}({o}, {z})); return {T}(s.y, -s.x);",
+                "pow": f"if (b.x == {z} && b.y == {z}) {{ return {T}({o}, {z}); }} if (a.x == {z} && a.y == {z}) {{ if (b.x > {z}) {{ return {T}({z}, {z}); }} }} return {e}({mul}(b, {lg}(a)));",
+            }
+            args = f"a: {T}, b: {T}" if name == "pow" else f"a: {T}"
+            src = f"fn {fn}({args}) -> {T} {{ {bodies[name]} }}"
+        if src is None:
+            raise RenderError(f"wgsl: op {name!r} is not defined for {dt}")
+        self.helpers[fn] = src
+        return fn
+
+    def _atan2(self, r):
+        return "atan2" if r == "f32" else self.need("atan2_f64")
+
+    # ---------------------------------------------------------------- reductions
+    def identity(self, op, dt):
+        if op in ("sum", "add", "any"):
+            return literal(0, dt) if dt != "bool" else "false"
+        if op in ("prod", "mul", "all"):
+            return literal(1, dt) if dt != "bool" else "true"
+        if op in ("max", "argmax"):
+            if dt in ir.FLOATS:
+                self.need("inf_" + dt)
+                return f"(-inf_{dt}())"
+            return "false" if dt == "bool" else literal(_INT_MIN_V[dt], dt)
+        if op in ("min", "argmin"):
+            if dt in ir.FLOATS:
+                self.need("inf_" + dt)
+                return f"inf_{dt}()"
+            return "true" if dt == "bool" else literal(_INT_MAX[dt], dt)
+        raise RenderError(f"wgsl: no identity for {op!r}")
+
+    def combine(self, op, x, y, dt):
+        bop = {"sum": "add", "prod": "mul", "all": "and", "any": "or"}.get(op, op)
+        if dt == "bool" and bop == "and":
+            return f"({x} & {y})"
+        if dt == "bool" and bop == "or":
+            return f"({x} | {y})"
+        dummy = ir.Op(bop, (ir.Const(0, dt),) * 2, dt)
+        return self.op(dummy, [x, y])
+
+    def arg_better(self, op, va, ia, vb, ib, dt):
+        """WGSL bool: (va, ia) wins over (vb, ib) -- NumPy's first-NaN / first-extreme rule."""
+        cmp = ">" if op == "argmax" else "<"
+        if dt in ir.FLOATS:
+            n = self.need("isnan_" + dt)
+            return (f"(({n}({va}) && (!{n}({vb}) || {ia} < {ib})) || (!{n}({vb}) && !{n}({va}) && "
+                    f"({va} {cmp} {vb} || ({va} == {vb} && {ia} < {ib}))))")
+        if dt == "bool":
+            va, vb = f"u32({va})", f"u32({vb})"
+        return f"({va} {cmp} {vb} || ({va} == {vb} && {ia} < {ib}))"
+
+    # ---------------------------------------------------------------- program
+    def coords_from(self, lin, lo, hi, prefix="c"):
+        """WGSL lines decomposing u32 ``lin`` into coords lo..hi-1 (row-major)."""
+        lines = [f"var rem_{lo} = {lin};"]
+        for d in reversed(range(lo, hi)):
+            s = self.w(self.lay.shape_at + d)
+            lines.append(f"let {prefix}{d} = i32(rem_{lo} % {s}); rem_{lo} = rem_{lo} / {s};")
+        return lines
+
+    def program(self):
+        k = self.k
+        body = k.body
+        if isinstance(body, ir.Map):
+            kind, main = "map", self.map_main(body)
+        elif isinstance(body, ir.Reduce):
+            if k.hint("serial"):
+                kind, main = "serial", self.serial_reduce_main(body)
+            else:
+                kind, main = "reduce", self.reduce_main(body)
+        elif isinstance(body, ir.Scan):
+            kind, main = "scan", self.scan_main(body)
+        else:
+            raise RenderError(f"wgsl: unknown kernel body {type(body).__name__}")
+        for a in k.args:
+            if a.dtype == "f16":
+                self.uses_f16 = True
+            if not self.r.supports(a.dtype):
+                raise RenderError(f"wgsl: dtype {a.dtype} is not supported by this adapter")
+        out = []
+        if self.uses_f16:
+            out.append("enable f16;")
+        nvec = max(1, -(-self.lay.words // 4))
+        out.append(f"@group(0) @binding(0) var<uniform> rmeta: array<vec4<u32>, {nvec}>;")
+        for i, a in enumerate(k.args):
+            acc = "read_write" if a.writable else "read"
+            out.append(f"@group(0) @binding({i + 1}) var<storage, {acc}> a{i}: array<{STORAGE[a.dtype]}>;")
+        out.extend(src for src in self.helpers.values())
+        out.append(main)
+        return Program(k, "\n".join(out) + "\n", kind)
+
+    def _fn(self, lines, extra=""):
+        head = (f"@compute @workgroup_size({WG})\nfn main(@builtin(global_invocation_id) gid: vec3<u32>, "
+                f"@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, "
+                f"@builtin(num_workgroups) nwg: vec3<u32>) {{")
+        return "\n".join([extra, head] + ["  " + ln for ln in lines] + ["}"])
+
+    def map_main(self, body):
+        sc = _Scope()
+        for st in body.stores:
+            self.emit_store(st, sc)
+        lines = [f"let n = {self.w(0)};", f"for (var lin: u32 = gid.x; lin < n; lin = lin + nwg.x * {WG}u) {{"]
+        lines += ["  " + ln for ln in self.coords_from("lin", 0, self.k.ndim)]
+        lines += ["  " + ln for ln in sc.lines]
+        lines.append("}")
+        return self._fn(lines)
+
+    def emit_store(self, st, sc):
+        a = self.k.args[st.arg]
+        v = self.expr(st.value, sc)
+        idx = self.index(st.arg, st.index, sc)
+        line = f"a{st.arg}[{idx}] = {self.store_value(v, a.dtype)};"
+        if st.when is not None:
+            c = self.expr(st.when, sc)
+            line = f"if ({c}) {{ {line} }}"
+        sc.lines.append(line)
+
+    def _acc_type(self, op, dt):
+        return VALUE[dt]
+
+    def reduce_main(self, body):
+        k = self.k
+        dt = body.value.dtype
+        T = VALUE[dt]
+        is_arg = body.op in ("argmax", "argmin")
+        sc = _Scope()
+        v = self.expr(body.value, sc)
+        ident = self.identity(body.op, dt)
+        ex = self.lay.extra_at
+        lines = [f"let nout = {self.w(0)};", f"let red_n = {self.w(ex['red_n'])};",
+                 f"let nsplit = {self.w(ex['nsplit'])};", f"let chunk = {self.w(ex['chunk'])};",
+                 "let total = nout * nsplit;",
+                 "for (var job: u32 = wid.x; job < total; job = job + nwg.x) {",
+                 "  let o = job / nsplit; let s = job % nsplit;",
+                 "  let r0 = s * chunk; let r1 = min(r0 + chunk, red_n);",
+                 f"  var acc: {T} = {ident};"]
+        if is_arg:
+            lines.append("  var acci: i32 = 2147483647;")
+        lines.append(f"  for (var r: u32 = r0 + lid.x; r < r1; r = r + {WG}u) {{")
+        inner = self.coords_from("o", 0, body.outer_ndim) + self.coords_from("r", body.outer_ndim, k.ndim)
+        inner += sc.lines
+        if is_arg:
+            inner += [f"if ({self.arg_better(body.op, v, 'i32(r)', 'acc', 'acci', dt)}) {{ acc = {v}; acci = i32(r); }}"]
+        else:
+            inner += [f"acc = {self.combine(body.op, 'acc', v, dt)};"]
+        lines += ["    " + ln for ln in inner]
+        lines.append("  }")
+        lines.append("  sv[lid.x] = acc;")
+        if is_arg:
+            lines.append("  si[lid.x] = acci;")
+        lines.append("  workgroupBarrier();")
+        lines.append(f"  for (var wd: u32 = {WG // 2}u; wd > 0u; wd = wd >> 1u) {{")
+        lines.append("    if (lid.x < wd) {")
+        if is_arg:
+            better = self.arg_better(body.op, "sv[lid.x + wd]", "si[lid.x + wd]", "sv[lid.x]", "si[lid.x]", dt)
+            lines.append(f"      if ({better}) {{ sv[lid.x] = sv[lid.x + wd]; si[lid.x] = si[lid.x + wd]; }}")
+        else:
+            lines.append(f"      sv[lid.x] = {self.combine(body.op, 'sv[lid.x]', 'sv[lid.x + wd]', dt)};")
+        lines.append("    }")
+        lines.append("    workgroupBarrier();")
+        lines.append("  }")
+        lines.append("  if (lid.x == 0u) {")
+        lines += ["    " + ln for ln in self.coords_from("o", 0, body.outer_ndim)]
+        lines += ["    " + ln for ln in self.reduce_store(body, "sv[0]", "si[0]", "job")]
+        lines.append("  }")
+        lines.append("  workgroupBarrier();")
+        lines.append("}")
+        shared = f"var<workgroup> sv: array<{T}, {WG}>;"
+        if is_arg:
+            shared += f"\nvar<workgroup> si: array<i32, {WG}>;"
+        return self._fn(lines, shared)
+
+    def reduce_store(self, body, val, idx, job):
+        out = []
+        oa = self.k.args[body.out]
+        odt = oa.dtype
+        if body.split:
+            oi = f"u32({self.wi(self.lay.arg_at[body.out])} + i32({job}))"
+        else:
+            oi = self.index(body.out, ir.Strided(tuple(ir.Coord(d) for d in range(body.outer_ndim))), _Scope())
+        vexpr = val if odt == body.value.dtype else self.cast(val, body.value.dtype, odt)
+        out.append(f"a{body.out}[{oi}] = {self.store_value(vexpr, odt)};")
+        if body.index_out is not None:
+            ia = self.k.args[body.index_out]
+            if body.split:
+                ii = f"u32({self.wi(self.lay.arg_at[body.index_out])} + i32({job}))"
+            else:
+                ii = self.index(body.index_out, ir.Strided(tuple(ir.Coord(d) for d in range(body.outer_ndim))), _Scope())
+            out.append(f"a{body.index_out}[{ii}] = {VALUE[ia.dtype]}({idx});")
+        return out
+
+    def serial_reduce_main(self, body):
+        k = self.k
+        dt = body.value.dtype
+        T = VALUE[dt]
+        is_arg = body.op in ("argmax", "argmin")
+        sc = _Scope()
+        v = self.expr(body.value, sc)
+        ex = self.lay.extra_at
+        lines = [f"let nout = {self.w(0)};", f"let red_n = {self.w(ex['red_n'])};",
+                 f"for (var o: u32 = gid.x; o < nout; o = o + nwg.x * {WG}u) {{",
+                 f"  var acc: {T} = {self.identity(body.op, dt)};"]
+        if is_arg:
+            lines.append("  var acci: i32 = 2147483647;")
+        lines.append("  for (var r: u32 = 0u; r < red_n; r = r + 1u) {")
+        inner = self.coords_from("o", 0, body.outer_ndim) + self.coords_from("r", body.outer_ndim, k.ndim)
+        inner += sc.lines
+        if is_arg:
+            inner += [f"if ({self.arg_better(body.op, v, 'i32(r)', 'acc', 'acci', dt)}) {{ acc = {v}; acci = i32(r); }}"]
+        else:
+            inner += [f"acc = {self.combine(body.op, 'acc', v, dt)};"]
+        lines += ["    " + ln for ln in inner]
+        lines.append("  }")
+        lines += ["  " + ln for ln in self.coords_from("o", 0, body.outer_ndim)]
+        lines += ["  " + ln for ln in self.reduce_store(body, "acc", "acci", "o")]
+        lines.append("}")
+        return self._fn(lines)
+
+    def scan_main(self, body):
+        k = self.k
+        dt = body.value.dtype
+        T = VALUE[dt]
+        sc = _Scope()
+        v = self.expr(body.value, sc)
+        ident = self.identity(body.op, dt)
+        comb = lambda x, y: self.combine(body.op, x, y, dt)  # noqa: E731
+        ex = self.lay.extra_at
+        oa = k.args[body.out]
+        lines = [f"let n = {self.w(0)};", f"let sn = {self.w(ex['scan_n'])};",
+                 "let nrows = select(0u, n / sn, sn > 0u);",
+                 "for (var row: u32 = wid.x; row < nrows; row = row + nwg.x) {",
+                 f"  var carry: {T} = {ident};",
+                 f"  for (var base: u32 = 0u; base < sn; base = base + {WG}u) {{",
+                 "    let i = base + lid.x;",
+                 f"    var v: {T} = {ident};",
+                 "    if (i < sn) {"]
+        inner = self.coords_from("(row * sn + i)", 0, k.ndim) + sc.lines + [f"v = {v};"]
+        lines += ["      " + ln for ln in inner]
+        lines += ["    }",
+                  "    sv[lid.x] = v;",
+                  "    workgroupBarrier();",
+                  f"    for (var wd: u32 = 1u; wd < {WG}u; wd = wd << 1u) {{",
+                  "      var t = sv[lid.x];",
+                  f"      if (lid.x >= wd) {{ t = {comb('sv[lid.x - wd]', 't')}; }}",
+                  "      workgroupBarrier();",
+                  "      sv[lid.x] = t;",
+                  "      workgroupBarrier();",
+                  "    }"]
+        if body.exclusive:
+            lines.append(f"    var res = carry; if (lid.x > 0u) {{ res = {comb('carry', 'sv[lid.x - 1u]')}; }}")
+        else:
+            lines.append(f"    let res = {comb('carry', 'sv[lid.x]')};")
+        lines.append("    if (i < sn) {")
+        lines += ["      " + ln for ln in self.coords_from("(row * sn + i)", 0, k.ndim)]
+        oi = self.index(body.out, ir.Strided(), _Scope())
+        val = "res" if oa.dtype == dt else self.cast("res", dt, oa.dtype)
+        lines.append(f"      a{body.out}[{oi}] = {self.store_value(val, oa.dtype)};")
+        lines.append("    }")
+        lines.append(f"    carry = {comb('carry', f'sv[{WG - 1}u]')};")
+        lines.append("    workgroupBarrier();")
+        lines.append("  }")
+        lines.append("}")
+        return self._fn(lines, f"var<workgroup> sv: array<{T}, {WG}>;")

@@ -1,0 +1,334 @@
+"""WGSL helper functions: f64 transcendentals from f64 arithmetic, NumPy-exact integer and
+float helpers, complex arithmetic.
+
+Why f64 math is written out: SPIR-V's GLSL.std.450 ``Exp``/``Log``/``Sin``... are defined for
+16/32-bit floats only, and drivers (lavapipe, others per wgpu's tracker) return garbage for
+f64.  Only +, -, *, /, sqrt, floor/ceil/round/trunc, abs, min/max and bit casts are used here.
+Accuracy (tests/test_wgpu_math.py): a few ULP against NumPy on |x| < 1e5 for the
+trigonometric functions (Cody-Waite reduction with a three-part pi/2, no Payne-Hanek).
+
+Each helper is ``name -> (dependencies, source)``; ``{T}`` is the float type and ``{S}``
+the type suffix (``f32``/``f64``), ``{U}`` the same-width unsigned type.
+"""
+
+_F64_CONSTS = {
+    "LN2_HI": "6.93147180369123816490e-01", "LN2_LO": "1.90821492927058770002e-10",
+    "INV_LN2": "1.44269504088896338700e+00",
+    "PIO2_1": "1.57079632673412561417e+00", "PIO2_1T": "6.07710050650619224932e-11",
+    "PIO2_2": "6.07710050630396597660e-11", "PIO2_2T": "2.02226624879595063154e-21",
+    "PIO2_3": "2.02226624871116645580e-21", "PIO2_3T": "8.47842766036889956997e-32",
+    "INV_PIO2": "6.36619772367581382433e-01",
+}
+
+
+def _taylor_horner(var, coefs):
+    """Horner form of sum(coefs[i] * var**i) as WGSL (f64)."""
+    expr = f"{coefs[-1]!r}lf"
+    for c in reversed(coefs[:-1]):
+        expr = f"({c!r}lf + {var} * {expr})"
+    return expr
+
+
+def _fact(n):
+    out = 1
+    for i in range(2, n + 1):
+        out *= i
+    return out
+
+
+_EXP_POLY = _taylor_horner("r", [1.0 / _fact(i) for i in range(0, 15)])
+_EXPM1_POLY = _taylor_horner("x", [1.0 / _fact(i) for i in range(1, 17)])   # expm1(x)/x
+_SIN_POLY = _taylor_horner("z", [(-1) ** i / _fact(2 * i + 1) for i in range(0, 11)])  # sin(r)/r
+_COS_POLY = _taylor_horner("z", [(-1) ** i / _fact(2 * i) for i in range(0, 11)])
+_LOG_R = _taylor_horner("z", [2.0 / (2 * i + 3) for i in range(0, 12)])  # (2 atanh(s) / s - 2) / z
+_ATAN_POLY = _taylor_horner("z", [(-1) ** i / (2 * i + 1) for i in range(0, 30)])  # atan(t)/t
+
+HELPERS = {
+    # ---------------------------------------------------------------- special values, bits
+    "inf_f32": ((), "fn inf_f32() -> f32 { var b: u32 = 0x7f800000u; return bitcast<f32>(b); }"),
+    "nan_f32": ((), "fn nan_f32() -> f32 { var b: u32 = 0x7fc00000u; return bitcast<f32>(b); }"),
+    "inf_f64": ((), "fn inf_f64() -> f64 { var b: u64 = 0x7ff0000000000000lu; return bitcast<f64>(b); }"),
+    "nan_f64": ((), "fn nan_f64() -> f64 { var b: u64 = 0x7ff8000000000000lu; return bitcast<f64>(b); }"),
+    "isnan_f32": ((), "fn isnan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }"),
+    "isinf_f32": ((), "fn isinf_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u; }"),
+    "isfin_f32": ((), "fn isfin_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) < 0x7f800000u; }"),
+    "sbit_f32": ((), "fn sbit_f32(x: f32) -> bool { return (bitcast<u32>(x) >> 31u) == 1u; }"),
+    "isnan_f64": ((), "fn isnan_f64(x: f64) -> bool { return (bitcast<u64>(x) & 0x7ffffffffffffffflu) > 0x7ff0000000000000lu; }"),
+    "isinf_f64": ((), "fn isinf_f64(x: f64) -> bool { return (bitcast<u64>(x) & 0x7ffffffffffffffflu) == 0x7ff0000000000000lu; }"),
+    "isfin_f64": ((), "fn isfin_f64(x: f64) -> bool { return (bitcast<u64>(x) & 0x7ffffffffffffffflu) < 0x7ff0000000000000lu; }"),
+    "sbit_f64": ((), "fn sbit_f64(x: f64) -> bool { return (bitcast<u64>(x) >> 63u) == 1lu; }"),
+    "copysign_f32": ((), "fn copysign_f32(a: f32, b: f32) -> f32 { return bitcast<f32>((bitcast<u32>(a) & 0x7fffffffu) | (bitcast<u32>(b) & 0x80000000u)); }"),
+    "copysign_f64": ((), "fn copysign_f64(a: f64, b: f64) -> f64 { return bitcast<f64>((bitcast<u64>(a) & 0x7ffffffffffffffflu) | (bitcast<u64>(b) & 0x8000000000000000lu)); }"),
+    "nextafter_f32": (("isnan_f32",), """fn nextafter_f32(a: f32, b: f32) -> f32 {
+  if (isnan_f32(a) || isnan_f32(b)) { return a + b; }
+  if (a == b) { return b; }
+  if (a == 0.0f) { return bitcast<f32>((bitcast<u32>(b) & 0x80000000u) | 1u); }
+  let ba = bitcast<u32>(a);
+  if ((a < b) == (a > 0.0f)) { return bitcast<f32>(ba + 1u); }
+  return bitcast<f32>(ba - 1u);
+}"""),
+    "nextafter_f64": (("isnan_f64",), """fn nextafter_f64(a: f64, b: f64) -> f64 {
+  if (isnan_f64(a) || isnan_f64(b)) { return a + b; }
+  if (a == b) { return b; }
+  if (a == 0.0lf) { return bitcast<f64>((bitcast<u64>(b) & 0x8000000000000000lu) | 1lu); }
+  let ba = bitcast<u64>(a);
+  if ((a < b) == (a > 0.0lf)) { return bitcast<f64>(ba + 1lu); }
+  return bitcast<f64>(ba - 1lu);
+}"""),
+    # ---------------------------------------------------------------- f64 elementary functions
+    "scalbn_f64": ((), """fn scalbn_f64(x: f64, n: i32) -> f64 {
+  var y = x; var k = n;
+  if (k > 1023) { y = y * 8.98846567431158e307lf; k = k - 1023; if (k > 1023) { y = y * 8.98846567431158e307lf; k = k - 1023; } k = min(k, 1023); }
+  if (k < -1022) { y = y * 2.004168360008973e-292lf; k = k + 969; if (k < -1022) { y = y * 2.004168360008973e-292lf; k = k + 969; } k = max(k, -1022); }
+  return y * bitcast<f64>(u64(u32(k + 1023)) << 52u);
+}"""),
+    "exp_f64": (("scalbn_f64", "inf_f64", "isnan_f64"), f"""fn exp_f64(x: f64) -> f64 {{
+  if (isnan_f64(x)) {{ return x; }}
+  if (x > 709.782712893384lf) {{ return inf_f64(); }}
+  if (x < -745.1332191019412lf) {{ return 0.0lf; }}
+  let k = round(x * {_F64_CONSTS['INV_LN2']}lf);
+  let r = (x - k * {_F64_CONSTS['LN2_HI']}lf) - k * {_F64_CONSTS['LN2_LO']}lf;
+  return scalbn_f64({_EXP_POLY}, i32(k));
+}}"""),
+    "expm1_f64": (("exp_f64",), f"""fn expm1_f64(x: f64) -> f64 {{
+  if (abs(x) < 0.34657359lf) {{ return x * {_EXPM1_POLY}; }}
+  if (x < -40.0lf) {{ return -1.0lf; }}
+  if (x > 40.0lf) {{ return exp_f64(x); }}
+  let k = round(x * {_F64_CONSTS['INV_LN2']}lf);
+  let r = (x - k * {_F64_CONSTS['LN2_HI']}lf) - k * {_F64_CONSTS['LN2_LO']}lf;
+  let em = r * {_EXPM1_POLY.replace('x', 'r')};
+  let p = bitcast<f64>(u64(u32(i32(k) + 1023)) << 52u);
+  return (em * p) + (p - 1.0lf);
+}}"""),
+    "log_f64": (("inf_f64", "nan_f64", "isnan_f64"), f"""fn log_f64(x0: f64) -> f64 {{
+  if (isnan_f64(x0)) {{ return x0; }}
+  if (x0 < 0.0lf) {{ return nan_f64(); }}
+  if (x0 == 0.0lf) {{ return -inf_f64(); }}
+  if (x0 == inf_f64()) {{ return x0; }}
+  var x = x0; var e: i32 = 0;
+  if (x < 2.2250738585072014e-308lf) {{ x = x * 18014398509481984.0lf; e = -54; }}
+  let b = bitcast<u64>(x);
+  e = e + i32(u32(b >> 52u) & 0x7ffu) - 1023;
+  var m = bitcast<f64>((b & 0x000ffffffffffffflu) | 0x3ff0000000000000lu);
+  if (m > 1.4142135623730951lf) {{ m = m * 0.5lf; e = e + 1; }}
+  let f = m - 1.0lf;
+  let hfsq = 0.5lf * f * f;
+  let s = f / (2.0lf + f);
+  let z = s * s;
+  let R = z * {_LOG_R};
+  let fe = f64(e);
+  return fe * {_F64_CONSTS['LN2_HI']}lf + (f - (hfsq - (s * (hfsq + R) + fe * {_F64_CONSTS['LN2_LO']}lf)));
+}}"""),
+    "log1p_f64": (("log_f64", "nan_f64", "inf_f64"), f"""fn log1p_f64(x: f64) -> f64 {{
+  if (x != x) {{ return x; }}
+  if (x < -1.0lf) {{ return nan_f64(); }}
+  if (x == -1.0lf) {{ return -inf_f64(); }}
+  if (abs(x) < 0.2928932188134524lf) {{
+    let f = x;
+    let hfsq = 0.5lf * f * f;
+    let s = f / (2.0lf + f);
+    let z = s * s;
+    let R = z * {_LOG_R};
+    return f - (hfsq - s * (hfsq + R));
+  }}
+  let u = 1.0lf + x;
+  if (u == inf_f64()) {{ return u; }}
+  return log_f64(u) + (x - (u - 1.0lf)) / u;
+}}"""),
+    "log2_f64": (("log_f64",), """fn log2_f64(x: f64) -> f64 {
+  let b = bitcast<u64>(x);
+  if (x > 0.0lf && (b & 0x000ffffffffffffflu) == 0lu) { return f64(i32(u32(b >> 52u) & 0x7ffu) - 1023); }
+  return log_f64(x) * 1.44269504088896340736lf;
+}"""),
+    "log10_f64": (("log_f64",), "fn log10_f64(x: f64) -> f64 { return log_f64(x) * 0.434294481903251827651lf; }"),
+    "trig_f64": (("nan_f64", "isfin_f64"), f"""fn trig_f64(x: f64) -> vec3<f64> {{
+  // (sin x, cos x, quadrant) via Cody-Waite reduction by pi/2
+  if (!isfin_f64(x)) {{ return vec3<f64>(nan_f64(), nan_f64(), 0.0lf); }}
+  let k = round(x * {_F64_CONSTS['INV_PIO2']}lf);
+  let r = ((x - k * {_F64_CONSTS['PIO2_1']}lf) - k * {_F64_CONSTS['PIO2_2']}lf) - k * {_F64_CONSTS['PIO2_3']}lf;
+  let rr = r - k * {_F64_CONSTS['PIO2_3T']}lf;
+  let z = rr * rr;
+  let s = rr * {_SIN_POLY};
+  let c = {_COS_POLY};
+  let q = i32(k - 4.0lf * floor(k * 0.25lf));
+  if (q == 0) {{ return vec3<f64>(s, c, 0.0lf); }}
+  if (q == 1) {{ return vec3<f64>(c, -s, 1.0lf); }}
+  if (q == 2) {{ return vec3<f64>(-s, -c, 2.0lf); }}
+  return vec3<f64>(-c, s, 3.0lf);
+}}"""),
+    "sin_f64": (("trig_f64",), "fn sin_f64(x: f64) -> f64 { if (x == 0.0lf) { return x; } return trig_f64(x).x; }"),
+    "cos_f64": (("trig_f64",), "fn cos_f64(x: f64) -> f64 { return trig_f64(x).y; }"),
+    "tan_f64": (("trig_f64",), "fn tan_f64(x: f64) -> f64 { if (x == 0.0lf) { return x; } let t = trig_f64(x); return t.x / t.y; }"),
+    "atan_f64": (("isnan_f64",), f"""fn atan_f64(x: f64) -> f64 {{
+  if (isnan_f64(x)) {{ return x; }}
+  var a = abs(x);
+  var base = 0.0lf;
+  var inv = false;
+  if (a > 2.4375lf) {{ a = 1.0lf / a; inv = true; }}
+  var t = a;
+  if (a > 0.4375lf) {{
+    if (a < 0.6875lf) {{ base = 4.63647609000806093515e-01lf; t = (2.0lf * a - 1.0lf) / (2.0lf + a); }}
+    else if (a < 1.1875lf) {{ base = 7.85398163397448278999e-01lf; t = (a - 1.0lf) / (a + 1.0lf); }}
+    else {{ base = 9.82793723247329054082e-01lf; t = (a - 1.5lf) / (1.0lf + 1.5lf * a); }}
+  }}
+  let z = t * t;
+  var r = base + t * {_ATAN_POLY};
+  if (inv) {{ r = 1.57079632679489655800lf - r + 6.12323399573676603587e-17lf; }}
+  if (x < 0.0lf) {{ return -r; }}
+  return r;
+}}"""),
+    "atan2_f64": (("atan_f64", "isnan_f64", "sbit_f64", "copysign_f64", "isinf_f64"), """fn atan2_f64(y: f64, x: f64) -> f64 {
+  let pi = 3.14159265358979311600lf;
+  if (isnan_f64(x) || isnan_f64(y)) { return x + y; }
+  if (y == 0.0lf) {
+    if (sbit_f64(x)) { return copysign_f64(pi, y); }
+    return y;
+  }
+  if (x == 0.0lf) { return copysign_f64(pi * 0.5lf, y); }
+  if (isinf_f64(x)) {
+    if (isinf_f64(y)) { if (x > 0.0lf) { return copysign_f64(pi * 0.25lf, y); } return copysign_f64(pi * 0.75lf, y); }
+    if (x > 0.0lf) { return copysign_f64(0.0lf, y); }
+    return copysign_f64(pi, y);
+  }
+  if (isinf_f64(y)) { return copysign_f64(pi * 0.5lf, y); }
+  if (abs(y) > abs(x)) { return copysign_f64(pi * 0.5lf, y) - atan_f64(x / y); }
+  var r = atan_f64(y / x);
+  if (x < 0.0lf) { if (y >= 0.0lf) { r = r + pi; } else { r = r - pi; } }
+  return r;
+}"""),
+    "asin_f64": (("atan2_f64",), "fn asin_f64(x: f64) -> f64 { if (abs(x) > 1.0lf) { return (x - x) / (x - x); } return atan2_f64(x, sqrt((1.0lf - x) * (1.0lf + x))); }"),
+    "acos_f64": (("atan_f64", "nan_f64"), """fn acos_f64(x: f64) -> f64 {
+  if (abs(x) > 1.0lf || x != x) { return nan_f64(); }
+  if (x == -1.0lf) { return 3.14159265358979311600lf; }
+  return 2.0lf * atan_f64(sqrt((1.0lf - x) / (1.0lf + x)));
+}"""),
+    "sinh_f64": (("expm1_f64", "exp_f64"), """fn sinh_f64(x: f64) -> f64 {
+  let a = abs(x);
+  var r: f64;
+  if (a < 22.0lf) { let t = expm1_f64(a); r = 0.5lf * (t + t / (t + 1.0lf)); }
+  else if (a < 709.0lf) { r = 0.5lf * exp_f64(a); }
+  else { let w = exp_f64(0.5lf * a); r = (0.5lf * w) * w; }
+  if (x < 0.0lf) { return -r; }
+  return r;
+}"""),
+    "cosh_f64": (("expm1_f64", "exp_f64"), """fn cosh_f64(x: f64) -> f64 {
+  let a = abs(x);
+  if (a < 0.34657359lf) { let t = expm1_f64(a); let w = 1.0lf + t; return 1.0lf + (t * t) / (w + w); }
+  if (a < 22.0lf) { let t = exp_f64(a); return 0.5lf * t + 0.5lf / t; }
+  if (a < 709.0lf) { return 0.5lf * exp_f64(a); }
+  let w = exp_f64(0.5lf * a); return (0.5lf * w) * w;
+}"""),
+    "tanh_f64": (("expm1_f64", "isnan_f64"), """fn tanh_f64(x: f64) -> f64 {
+  if (isnan_f64(x)) { return x; }
+  let a = abs(x);
+  var r: f64;
+  if (a > 22.0lf) { r = 1.0lf; }
+  else if (a >= 1.0lf) { let t = expm1_f64(2.0lf * a); r = 1.0lf - 2.0lf / (t + 2.0lf); }
+  else { let t = expm1_f64(-2.0lf * a); r = -t / (t + 2.0lf); }
+  if (x < 0.0lf) { return -r; }
+  if (x == 0.0lf) { return x; }
+  return r;
+}"""),
+    "asinh_f64": (("log1p_f64", "log_f64", "isfin_f64"), """fn asinh_f64(x: f64) -> f64 {
+  if (!isfin_f64(x) || x == 0.0lf) { return x + x * 0.0lf; }
+  let a = abs(x);
+  var r: f64;
+  if (a > 268435456.0lf) { r = log_f64(a) + 6.93147180559945286227e-01lf; }
+  else if (a > 2.0lf) { r = log_f64(2.0lf * a + 1.0lf / (sqrt(a * a + 1.0lf) + a)); }
+  else { let t = a * a; r = log1p_f64(a + t / (1.0lf + sqrt(1.0lf + t))); }
+  if (x < 0.0lf) { return -r; }
+  return r;
+}"""),
+    "acosh_f64": (("log1p_f64", "log_f64", "nan_f64"), """fn acosh_f64(x: f64) -> f64 {
+  if (x < 1.0lf || x != x) { return nan_f64(); }
+  if (x > 268435456.0lf) { return log_f64(x) + 6.93147180559945286227e-01lf; }
+  if (x > 2.0lf) { return log_f64(2.0lf * x - 1.0lf / (x + sqrt(x * x - 1.0lf))); }
+  let t = x - 1.0lf;
+  return log1p_f64(t + sqrt(2.0lf * t + t * t));
+}"""),
+    "atanh_f64": (("log1p_f64", "nan_f64"), """fn atanh_f64(x: f64) -> f64 {
+  let a = abs(x);
+  if (a > 1.0lf || x != x) { return nan_f64(); }
+  var r: f64;
+  if (a < 0.5lf) { let t = a + a; r = 0.5lf * log1p_f64(t + t * a / (1.0lf - a)); }
+  else { r = 0.5lf * log1p_f64((a + a) / (1.0lf - a)); }
+  if (x < 0.0lf) { return -r; }
+  return r;
+}"""),
+    # ---------------------------------------------------------------- f32 extras (builtins are f32-accurate enough)
+    "expm1_f32": ((), """fn expm1_f32(x: f32) -> f32 {
+  if (abs(x) < 1e-5f) { return x + 0.5f * x * x; }
+  let u = exp(x);
+  if (u == 1.0f) { return x; }
+  let um = u - 1.0f;
+  if (um == -1.0f) { return -1.0f; }
+  if (abs(x) > 0.5f) { return um; }
+  return um * x / log(u);
+}"""),
+    "log1p_f32": ((), """fn log1p_f32(x: f32) -> f32 {
+  let u = 1.0f + x;
+  if (u == 1.0f) { return x; }
+  let l = log(u);
+  if (abs(x) > 0.5f) { return l; }
+  return l * x / (u - 1.0f);
+}"""),
+}
+
+# Generic per-float-type helpers; instantiate with T/S/Z ("f32", "f", "0.0f") via ``generic``.
+_GENERIC = {
+    "divmod": (("isnan", "copysign"), """fn divmod_{S}(a: {T}, b: {T}) -> vec2<{T}> {
+  // NumPy's npy_divmod: (floor_divide, remainder)
+  if (b == {Z}) { return vec2<{T}>(a / b, (a - a) / (b - b) + (a * {Z})); }
+  var mod = a - b * trunc(a / b);
+  if (abs(mod) >= abs(b)) { mod = {Z}; }
+  var div = (a - mod) / b;
+  if (mod != {Z}) {
+    if ((b < {Z}) != (mod < {Z})) { mod = mod + b; div = div - {O}; }
+  } else { mod = copysign_{S}({Z}, b); }
+  var fd: {T};
+  if (div != {Z}) { fd = floor(div); if (div - fd > {H}) { fd = fd + {O}; } }
+  else { fd = copysign_{S}({Z}, a / b); }
+  if (isnan_{S}(a) || isnan_{S}(b)) { return vec2<{T}>(a + b, a + b); }
+  return vec2<{T}>(fd, mod);
+}"""),
+    "fmax": (("isnan",), "fn fmax_{S}(a: {T}, b: {T}) -> {T} { if (isnan_{S}(a) || a > b) { return a; } return b; }"),
+    "fmin": (("isnan",), "fn fmin_{S}(a: {T}, b: {T}) -> {T} { if (isnan_{S}(a) || a < b) { return a; } return b; }"),
+    "fsign": (("isnan",), "fn fsign_{S}(a: {T}) -> {T} { if (isnan_{S}(a)) { return a; } if (a > {Z}) { return {O}; } if (a < {Z}) { return -{O}; } return a; }"),
+    "hypot": (("isinf", "isnan", "inf"), """fn hypot_{S}(x: {T}, y: {T}) -> {T} {
+  let a = abs(x); let b = abs(y);
+  if (isinf_{S}(a) || isinf_{S}(b)) { return inf_{S}(); }
+  if (isnan_{S}(a) || isnan_{S}(b)) { return a + b; }
+  let m = max(a, b); let n = min(a, b);
+  if (m == {Z}) { return {Z}; }
+  let q = n / m;
+  return m * sqrt({O} + q * q);
+}"""),
+    "logaddexp": (("log1p", "exp", "isnan"), """fn logaddexp_{S}(a: {T}, b: {T}) -> {T} {
+  if (a == b) { return a + {LN2}; }
+  if (isnan_{S}(a) || isnan_{S}(b)) { return a + b; }
+  let d = a - b;
+  if (d > {Z}) { return a + log1p_{S}(exp_{S}(-d)); }
+  return b + log1p_{S}(exp_{S}(d));
+}"""),
+    "fpow": (("exp", "log", "isnan", "inf", "nan", "isinf"), """fn fpow_{S}(x: {T}, y: {T}) -> {T} {
+  if (y == {Z}) { return {O}; }
+  if (x == {O}) { return {O}; }
+  if (isnan_{S}(x) || isnan_{S}(y)) { return x + y; }
+  let yint = floor(y) == y;
+  let yodd = yint && abs(y) < {BIG} && (floor(y * {H}) != y * {H});
+  if (x == {Z}) {
+    if (y > {Z}) { if (yodd) { return x; } return {Z}; }
+    if (yodd) { return {O} / x; }
+    return inf_{S}();
+  }
+  var ax = x;
+  var sgn = {O};
+  if (x < {Z}) {
+    if (!yint) { return nan_{S}(); }
+    ax = -x;
+    if (yodd) { sgn = -{O}; }
+  }
+  if (isinf_{S}(ax)) { if (y > {Z}) { return sgn * ax; } return sgn * {Z}; }
+  return sgn * exp_{S}(y * log_{S}(ax));
+}"""),
+}
