@@ -1,0 +1,173 @@
+"""Benchmark of ruda.data against h5py and a NumPy memmap, measured in the same run.
+
+    python bench/bench_data.py [--records 200000] [--dir /tmp] [--random 50000]
+
+Records: a (3, 32, 32) uint8 image and an int64 label.  Prints ingestion (MB/s),
+sequential batched reads (batch 256, GB/s), random single-record reads (records/s)
+for each store, the ratio of ruda to each anchor, and the issue's targets.  Files are
+read right after they are written (warm OS page cache) in all three stores alike.
+"""
+import argparse
+import os
+import platform
+import shutil
+import sqlite3
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+import ruda
+import ruda.data as rd
+
+BATCH = 256
+WRITE_BATCH = 8192
+TARGETS = {"ingest MB/s": 300, "sequential GB/s": 1.0, "random records/s": 50_000}
+
+
+def _data(n):
+    rng = np.random.default_rng(0)
+    return rng.integers(0, 256, (n, 3, 32, 32), dtype=np.uint8), np.arange(n, dtype=np.int64)
+
+
+def _timed(fn):
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def bench_ruda(path, images, labels, order):
+    n = len(labels)
+
+    def write():
+        ds = rd.Dataset.create(path, {"image": ("uint8", (3, 32, 32)), "label": ("int64", ())},
+                               overwrite=True)
+        for i in range(0, n, WRITE_BATCH):
+            ds.extend({"image": images[i:i + WRITE_BATCH], "label": labels[i:i + WRITE_BATCH]})
+        ds.close()
+
+    ds = None
+
+    def seq():
+        for b in ds.batches(BATCH, device="cpu"):
+            pass
+
+    def rand():
+        for i in order:
+            ds[i]
+
+    t_write = _timed(write)
+    ds = rd.Dataset.open(path)
+    out = t_write, _timed(seq), _timed(rand)
+    _check(ds[int(order[0])]["image"], images[order[0]])
+    ds.close()
+    return out
+
+
+def bench_h5py(path, images, labels, order):
+    import h5py
+    n = len(labels)
+
+    def write():
+        with h5py.File(path, "w") as f:
+            im = f.create_dataset("image", images.shape, np.uint8)
+            lb = f.create_dataset("label", labels.shape, np.int64)
+            for i in range(0, n, WRITE_BATCH):
+                im[i:i + WRITE_BATCH] = images[i:i + WRITE_BATCH]
+                lb[i:i + WRITE_BATCH] = labels[i:i + WRITE_BATCH]
+
+    t_write = _timed(write)
+    with h5py.File(path, "r") as f:
+        im, lb = f["image"], f["label"]
+
+        def seq():
+            for i in range(0, n, BATCH):
+                im[i:i + BATCH], lb[i:i + BATCH]
+
+        def rand():
+            for i in order:
+                im[i], lb[i]
+        return t_write, _timed(seq), _timed(rand)
+
+
+def bench_memmap(folder, images, labels, order):
+    n = len(labels)
+    paths = os.path.join(folder, "image.npy"), os.path.join(folder, "label.npy")
+
+    def write():
+        for p, a in zip(paths, (images, labels)):
+            m = np.lib.format.open_memmap(p, "w+", a.dtype, a.shape)
+            for i in range(0, n, WRITE_BATCH):
+                m[i:i + WRITE_BATCH] = a[i:i + WRITE_BATCH]
+            m.flush()
+            del m
+
+    t_write = _timed(write)
+    im, lb = (np.load(p, mmap_mode="r") for p in paths)
+
+    def seq():
+        for i in range(0, n, BATCH):
+            np.array(im[i:i + BATCH]), np.array(lb[i:i + BATCH])
+
+    def rand():
+        for i in order:
+            np.array(im[i]), np.array(lb[i])
+    return t_write, _timed(seq), _timed(rand)
+
+
+def _check(got, want):
+    if not np.array_equal(np.asarray(got), want):
+        raise SystemExit("bench_data: ruda.data read back wrong values")
+
+
+def _versions():
+    import h5py
+    return (f"Python {platform.python_version()}, NumPy {np.__version__}, SQLite "
+            f"{sqlite3.sqlite_version}, h5py {h5py.__version__}, ruda {ruda.__version__}, "
+            f"CPU {_cpu()} ({os.cpu_count()} cores)")
+
+
+def _cpu():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if "model name" in line)
+    except (OSError, StopIteration):
+        return platform.processor() or "unknown"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=int, default=200_000)
+    ap.add_argument("--random", type=int, default=50_000, help="random single-record reads")
+    ap.add_argument("--dir", default=None, help="folder for the files (default: a temp folder)")
+    args = ap.parse_args(argv)
+    images, labels = _data(args.records)
+    order = np.random.default_rng(1).integers(0, args.records, args.random)
+    nbytes = images.nbytes + labels.nbytes
+    folder = tempfile.mkdtemp(prefix="bench_data_", dir=args.dir)
+    try:
+        rows = {"ruda.data": bench_ruda(os.path.join(folder, "d.ruda"), images, labels, order),
+                "h5py": bench_h5py(os.path.join(folder, "d.h5"), images, labels, order),
+                "memmap": bench_memmap(folder, images, labels, order)}
+    finally:
+        shutil.rmtree(folder)
+    print(f"ruda.data benchmark, {time.strftime('%Y-%m-%d')}: {args.records} records of "
+          f"{nbytes / args.records:.0f} bytes ({nbytes / 1e6:.0f} MB); {_versions()}")
+    figures = {k: (nbytes / w / 1e6, nbytes / s / 1e9, args.random / r)
+               for k, (w, s, r) in rows.items()}
+    print(f"{'store':<11}{'ingest MB/s':>13}{'sequential GB/s':>17}{'random records/s':>18}")
+    for k, f in figures.items():
+        print(f"{k:<11}{f[0]:>13.0f}{f[1]:>17.2f}{f[2]:>18.0f}")
+    ours = figures["ruda.data"]
+    for k in ("h5py", "memmap"):
+        print(f"{'ratio/' + k:<11}" + "".join(f"{a / b:>{w}.2f}" for a, b, w in
+                                              zip(ours, figures[k], (13, 17, 18))))
+    ok = [ours[j] >= t for j, t in enumerate(TARGETS.values())]
+    print("targets:   " + ", ".join(f"{name} >= {t}: {'met' if g else 'NOT met'}"
+                                    for (name, t), g in zip(TARGETS.items(), ok)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""Batch iteration: order (shuffle, shard), background prefetch, device placement."""
+import queue
+import threading
+
+import numpy as np
+
+import ruda as xp
+
+_FN = "ruda.data.Dataset.batches"
+_DONE = object()
+
+
+def plan(n, batch_size, shuffle, seed, drop_last, shard):
+    """The index arrays of the batches, in order."""
+    order = np.random.default_rng(seed).permutation(n) if shuffle else np.arange(n)
+    if shard is not None:
+        rank, world = shard
+        order = order[rank * n // world:(rank + 1) * n // world]
+    stop = len(order) - len(order) % batch_size if drop_last else len(order)
+    return [order[i:i + batch_size] for i in range(0, stop, batch_size)]
+
+
+def _check(batch_size, shard, prefetch, device):
+    def is_int(v):
+        return isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
+    if not is_int(batch_size) or batch_size < 1:
+        raise ValueError(f"{_FN}: expected batch_size as a positive int; got {batch_size!r}")
+    if shard is not None and not (isinstance(shard, tuple | list) and len(shard) == 2 and
+                                  all(map(is_int, shard)) and 0 <= shard[0] < shard[1]):
+        raise ValueError(f"{_FN}: expected shard as (rank, world_size) with 0 <= rank < "
+                         f"world_size; got {shard!r}")
+    if not is_int(prefetch) or prefetch < 0:
+        raise ValueError(f"{_FN}: expected prefetch as a non-negative int; got {prefetch!r}")
+    return None if device is None else xp.device(device)
+
+
+def iterate(ds, batch_size, shuffle, seed, drop_last, device, shard, prefetch):
+    device = _check(batch_size, shard, prefetch, device)
+    batches = plan(len(ds), batch_size, shuffle, seed, drop_last, shard)
+    reader = ds._reader
+    if prefetch:
+        return _convert(ds, _prefetched(reader.clone(), batches, prefetch), device)
+    return _convert(ds, (reader.take(b) for b in batches), device)
+
+
+def _convert(ds, host_batches, device):
+    for host in host_batches:
+        yield ds._arrays(host, device)
+
+
+def _prefetched(reader, batches, depth):
+    """Host batches read by a background thread, up to ``depth`` ahead."""
+    q = queue.Queue(depth)
+    stop = threading.Event()
+
+    def put(item):
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                pass
+        return False
+
+    def work():
+        try:
+            for b in batches:
+                if not put(reader.take(b)):
+                    return
+            put(_DONE)
+        except BaseException as e:  # handed to the consumer
+            put(e)
+        finally:
+            reader.close()
+
+    thread = threading.Thread(target=work, name="ruda.data prefetch", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = q.get()
+            if item is _DONE:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        thread.join()

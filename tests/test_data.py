@@ -1,0 +1,269 @@
+"""ruda.data: round trips, indexing, splits, bad input (oracle: the NumPy arrays written)."""
+import sqlite3
+
+import numpy as np
+import pytest
+
+import ruda as xp
+import ruda.data as rd
+from ruda.data._schema import DTYPES
+from conftest import to_numpy
+
+SCHEMA = {"image": ("uint8", (3, 4, 4)), "label": ("int64", ()), "tokens": ("int32", (None,))}
+
+
+def make(n, seed=0, start=0):
+    """n records of SCHEMA: label = index, tokens of length index % 5."""
+    rng = np.random.default_rng(seed)
+    return {"image": rng.integers(0, 256, (n, 3, 4, 4), dtype=np.uint8),
+            "label": np.arange(start, start + n, dtype=np.int64),
+            "tokens": [rng.integers(-9, 9, i % 5, dtype=np.int32) for i in range(start, start + n)]}
+
+
+def filled(tmp_path, n=300, name="d.ruda"):
+    data = make(n)
+    ds = rd.Dataset.create(tmp_path / name, SCHEMA)
+    ds.extend({k: v[:n // 2] for k, v in data.items()})
+    ds.extend({k: v[n // 2:] for k, v in data.items()})
+    return ds, data
+
+
+def assert_batch(batch, data, idx):
+    assert set(batch) == set(data)
+    for k, v in data.items():
+        if isinstance(v, list):
+            assert len(batch[k]) == len(idx)
+            for got, i in zip(batch[k], idx):
+                assert got.dtype == v[i].dtype and np.array_equal(to_numpy(got), v[i])
+        else:
+            assert batch[k].dtype == v.dtype
+            np.testing.assert_array_equal(to_numpy(batch[k]), v[np.asarray(idx, np.int64)])
+
+
+def random_values(rng, dt, shape):
+    if dt == xp.bool:
+        return rng.integers(0, 2, shape).astype(bool)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        return rng.integers(info.min, info.max, shape, dtype=dt, endpoint=True)
+    raw = rng.standard_normal(shape) * 1e3
+    if dt.kind == "c":
+        raw = raw + 1j * rng.standard_normal(shape)
+    out = raw.astype(dt)
+    out.reshape(-1)[:1] = np.nan if dt.kind != "c" else complex(np.nan, np.inf)
+    return out
+
+
+@pytest.mark.parametrize("name", list(DTYPES))
+def test_round_trip_every_dtype(tmp_path, name):
+    dt = DTYPES[name]
+    rng = np.random.default_rng(1)
+    fixed, scalar = random_values(rng, dt, (7, 2, 3)), random_values(rng, dt, (7,))
+    ragged = [random_values(rng, dt, (i, 2)) for i in range(7)]
+    schema = {"a": (name, (2, 3)), "s": (dt, ()), "v": (name, (None, 2))}
+    ds = rd.Dataset.create(tmp_path / "t.ruda", schema)
+    ds.extend({"a": fixed[:4], "s": scalar[:4], "v": ragged[:4]})
+    for i in range(4, 7):
+        ds.append({"a": fixed[i], "s": scalar[i], "v": ragged[i]})
+    ds.close()
+    ds = rd.Dataset.open(tmp_path / "t.ruda")
+    assert ds.schema == {"a": (dt, (2, 3)), "s": (dt, ()), "v": (dt, (None, 2))}
+    for i in range(7):
+        rec = ds[i]
+        for key, want in (("a", fixed[i]), ("s", scalar[i]), ("v", ragged[i])):
+            got = to_numpy(rec[key])
+            assert got.dtype == dt and got.shape == want.shape
+            assert got.tobytes() == want.tobytes()       # bit-exact, NaN payloads included
+    batch = ds[:]
+    assert to_numpy(batch["a"]).tobytes() == fixed.tobytes()
+    assert to_numpy(batch["s"]).tobytes() == scalar.tobytes()
+    assert [to_numpy(v).tobytes() for v in batch["v"]] == [r.tobytes() for r in ragged]
+
+
+def test_indexing_matches_numpy(tmp_path):
+    ds, data = filled(tmp_path)
+    n = len(ds)
+    assert n == 300
+    for i in (0, 1, 149, 150, 299, -1, -300, np.int64(7)):
+        rec = ds[i]
+        j = int(i) % n
+        assert rec["label"].shape == () and int(to_numpy(rec["label"])) == j
+        np.testing.assert_array_equal(to_numpy(rec["image"]), data["image"][j])
+        np.testing.assert_array_equal(to_numpy(rec["tokens"]), data["tokens"][j])
+    for s in (slice(10, 20), slice(140, 160), slice(None), slice(5, 250, 7), slice(-5, None),
+              slice(20, 10), slice(299, None, -3)):
+        assert_batch(ds[s], data, list(range(n))[s])
+    rng = np.random.default_rng(3)
+    idx = rng.integers(-n, n, 40)
+    for key in (idx, idx.tolist(), xp.asarray(idx), np.array([], np.int64)):
+        assert_batch(ds[key], data, (np.asarray(idx if len(key) else []) % n).tolist())
+    mask = rng.random(n) < 0.3
+    assert_batch(ds[mask], data, np.flatnonzero(mask).tolist())
+
+
+def test_read_device(tmp_path, device):
+    ds, data = filled(tmp_path, 40)
+    with xp.default_device(device):
+        rec, batch = ds[3], ds[5:9]
+    assert rec["image"].device == device and batch["label"].device == device
+    assert all(t.device == device for t in batch["tokens"])
+    assert_batch(batch, data, range(5, 9))
+
+
+def test_write_from_device_arrays(tmp_path, device):
+    data = make(10)
+    ds = rd.Dataset.create(tmp_path / "d.ruda", SCHEMA)
+    ds.extend({"image": xp.asarray(data["image"], device=device),
+               "label": xp.asarray(data["label"], device=device),
+               "tokens": [xp.asarray(t, device=device) for t in data["tokens"]]})
+    assert_batch(ds[:], data, range(10))
+
+
+def test_bad_indices(tmp_path):
+    ds, _ = filled(tmp_path, 10)
+    for key in (10, -11, [0, 10], np.array([-11]), np.zeros(9, bool)):
+        with pytest.raises(IndexError):
+            ds[key]
+    for key in ("a", 1.5, [0.5], None):
+        with pytest.raises(TypeError):
+            ds[key]
+    with pytest.raises(IndexError, match="1-D"):
+        ds[np.zeros((2, 2), np.int64)]
+
+
+def test_many_appends_merge_into_few_chunks(tmp_path):
+    data = make(200)
+    ds = rd.Dataset.create(tmp_path / "d.ruda", SCHEMA)
+    for i in range(200):
+        ds.append({k: v[i] for k, v in data.items()})
+        if i % 37 == 0:
+            assert_batch(ds[:], data, range(i + 1))
+    ds.close()
+    with sqlite3.connect(tmp_path / "d.ruda") as conn:
+        rows = conn.execute("SELECT count(*) FROM c1").fetchone()[0]
+    assert rows < 20
+    assert_batch(rd.Dataset.open(tmp_path / "d.ruda")[:], data, range(200))
+
+
+def test_splits(tmp_path):
+    train, data = filled(tmp_path, 20)
+    test = train.split("test")
+    extra = make(5, seed=9)
+    test.extend(extra)
+    assert train.splits == ("train", "test") and len(test) == 5 and len(train) == 20
+    train.close()
+    ds = rd.Dataset.open(tmp_path / "d.ruda", split="test")
+    assert ds.split_name == "test" and ds.counts() == {"train": 20, "test": 5}
+    assert_batch(ds[:], extra, range(5))
+    assert_batch(ds.split("train")[:], data, range(20))
+    with pytest.raises(ValueError, match="no split 'valid'"):
+        rd.Dataset.open(tmp_path / "d.ruda", split="valid")
+    with pytest.raises(ValueError, match="no split 'valid'"):
+        ds.split("valid")
+    appender = rd.Dataset.open(tmp_path / "d.ruda", "a", split="valid")
+    assert len(appender) == 0 and "valid" in appender.splits
+
+
+def test_variable_field_given_as_one_array(tmp_path):
+    ds = rd.Dataset.create(tmp_path / "d.ruda", {"v": ("float32", (None, 3))})
+    arr = np.arange(24, dtype=np.float32).reshape(2, 4, 3)
+    ds.extend({"v": arr})
+    ds.append({"v": np.zeros((0, 3), np.float32)})
+    got = ds[:]["v"]
+    assert [to_numpy(g).shape for g in got] == [(4, 3), (4, 3), (0, 3)]
+    np.testing.assert_array_equal(to_numpy(got[1]), arr[1])
+
+
+def test_python_values_fill_fields(tmp_path):
+    ds = rd.Dataset.create(tmp_path / "d.ruda", {"x": ("float32", (2,)), "y": ("uint8", ())})
+    ds.append({"x": [1.5, 2.0], "y": 7})
+    ds.extend({"x": [[0.0, 1.0]], "y": [255]})
+    b = ds[:]
+    assert b["x"].dtype == xp.float32 and b["y"].dtype == xp.uint8
+    np.testing.assert_array_equal(to_numpy(b["x"]), [[1.5, 2.0], [0.0, 1.0]])
+    np.testing.assert_array_equal(to_numpy(b["y"]), [7, 255])
+
+
+BAD_BATCHES = [  # (change to a good batch, words the message must hold)
+    (lambda b: b.pop("label"), ["'label'", "missing", "image, label, tokens"]),
+    (lambda b: b.update(extra=np.zeros(3)), ["'extra'", "not in the schema"]),
+    (lambda b: b.update(label=b["label"].astype(np.int32)), ["'label'", "int64", "int32"]),
+    (lambda b: b.update(image=b["image"].astype(np.float32)), ["'image'", "uint8", "float32"]),
+    (lambda b: b.update(image=b["image"][:, :2]), ["'image'", "(3, 4, 4)", "(2, 4, 4)"]),
+    (lambda b: b.update(label=b["label"][:, None]), ["'label'", "()", "(1,)"]),
+    (lambda b: b.update(label=b["label"][:3]), ["same batch length", "label: 3"]),
+    (lambda b: b.update(tokens=[np.zeros((2, 2), np.int32)] * 4), ["'tokens'", "(None,)",
+                                                                     "(2, 2)"]),
+    (lambda b: b.update(tokens=[np.zeros(2, np.int64)] * 4), ["'tokens'", "int32", "int64"]),
+    (lambda b: b.update(label=np.int64(3)), ["'label'", "leading batch axis"]),
+    (lambda b: b.update(label=[1.5] * 4), ["'label'", "int64", "float64"]),
+    (lambda b: b.update(image=[["a"]] * 4), ["'image'", "uint8"]),
+]
+
+
+@pytest.mark.parametrize("change, words", BAD_BATCHES)
+def test_bad_batches_raise_and_write_nothing(tmp_path, change, words):
+    ds, data = filled(tmp_path, 6)
+    batch = {k: v[:4] for k, v in make(4).items()}
+    change(batch)
+    with pytest.raises(ValueError) as e:
+        ds.extend(batch)
+    assert "ruda.data.Dataset.extend" in str(e.value)
+    for w in words:
+        assert w in str(e.value)
+    assert len(ds) == 6
+    assert_batch(rd.Dataset.open(tmp_path / "d.ruda")[:], data, range(6))
+
+
+BAD_RECORDS = [
+    ({"image": np.zeros((3, 4, 4), np.uint8), "label": 1}, ["'tokens'", "missing"]),
+    ({"image": np.zeros((4, 4), np.uint8), "label": 1, "tokens": [1]},
+     ["'image'", "(3, 4, 4)", "(4, 4)"]),
+    ({"image": np.zeros((3, 4, 4), np.uint8), "label": 2 ** 70, "tokens": [1]},
+     ["'label'", "int64"]),
+    ({"image": np.zeros((3, 4, 4), np.uint8), "label": 1, "tokens": [300.5]},
+     ["'tokens'", "int32", "float64"]),
+    ([1, 2], ["a dict"]),
+]
+
+
+@pytest.mark.parametrize("record, words", BAD_RECORDS)
+def test_bad_records_raise_and_write_nothing(tmp_path, record, words):
+    ds, _ = filled(tmp_path, 6)
+    with pytest.raises(ValueError) as e:
+        ds.append(record)
+    for w in ["ruda.data.Dataset.append"] + words:
+        assert w in str(e.value)
+    assert len(ds) == 6 and len(rd.Dataset.open(tmp_path / "d.ruda")) == 6
+
+
+@pytest.mark.parametrize("schema, words", [
+    ({}, ["non-empty dict"]),
+    ({"x": ("float16", ())}, ["'x'", "float16", "float32"]),
+    ({"x": ("int8", (2, -1))}, ["'x'", "(2, -1)"]),
+    ({"x": ("int8", 3)}, ["'x'", "shape"]),
+    ({"x": "int8"}, ["'x'", "(dtype, shape)"]),
+    ({"": ("int8", ())}, ["non-empty strings"]),
+    ([("x", ("int8", ()))], ["dict"]),
+])
+def test_bad_schemas(tmp_path, schema, words):
+    with pytest.raises(ValueError) as e:
+        rd.Dataset.create(tmp_path / "d.ruda", schema)
+    for w in ["ruda.data.Dataset.create"] + words:
+        assert w in str(e.value)
+    assert not (tmp_path / "d.ruda").exists()
+
+
+def test_open_and_create_errors(tmp_path):
+    ds, _ = filled(tmp_path, 3)
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        rd.Dataset.create(tmp_path / "d.ruda", SCHEMA)
+    with pytest.raises(FileNotFoundError):
+        rd.Dataset.open(tmp_path / "missing.ruda")
+    with pytest.raises(ValueError, match="mode"):
+        rd.Dataset.open(tmp_path / "d.ruda", "w")
+    reader = rd.Dataset.open(tmp_path / "d.ruda")
+    with pytest.raises(ValueError, match="mode='a'"):
+        reader.append({k: v[0] for k, v in make(1).items()})
+    fresh = rd.Dataset.create(tmp_path / "d.ruda", {"x": ("int8", ())}, overwrite=True)
+    assert len(fresh) == 0 and fresh.schema == {"x": (xp.int8, ())}
