@@ -1,0 +1,174 @@
+"""ruda.data: batches (order, shuffle, shards, prefetch, device), shard folders, import, CLI."""
+import threading
+
+import numpy as np
+import pytest
+
+import ruda as xp
+import ruda.data as rd
+from ruda.data._cli import main as cli
+from conftest import to_numpy
+from test_data import SCHEMA, assert_batch, filled, make
+
+
+def labels(batches):
+    return [to_numpy(b["label"]).tolist() for b in batches]
+
+
+@pytest.mark.parametrize("prefetch", [0, 2])
+def test_sequential_batches(tmp_path, prefetch):
+    ds, data = filled(tmp_path, 103)
+    out = list(ds.batches(10, prefetch=prefetch))
+    assert [len(b["tokens"]) for b in out] == [10] * 10 + [3]
+    for j, b in enumerate(out):
+        assert_batch(b, data, range(10 * j, min(10 * j + 10, 103)))
+    assert labels(ds.batches(10, drop_last=True, prefetch=prefetch)) == \
+        [list(range(i, i + 10)) for i in range(0, 100, 10)]
+
+
+def test_shuffle_is_a_permutation_determined_by_seed(tmp_path):
+    ds, data = filled(tmp_path, 97)
+    first = sum(labels(ds.batches(8, shuffle=True, seed=5)), [])
+    assert sorted(first) == list(range(97)) and first != list(range(97))
+    assert sum(labels(ds.batches(8, shuffle=True, seed=5, prefetch=0)), []) == first
+    assert first == np.random.default_rng(5).permutation(97).tolist()
+    assert sum(labels(ds.batches(8, shuffle=True, seed=6)), []) != first
+    for b in ds.batches(16, shuffle=True, seed=5):
+        assert_batch(b, data, to_numpy(b["label"]).tolist())
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+@pytest.mark.parametrize("world", [1, 2, 3, 4, 7])
+def test_shards_are_disjoint_and_complete(tmp_path, shuffle, world):
+    ds, _ = filled(tmp_path, 50)
+    parts = [sum(labels(ds.batches(4, shuffle=shuffle, seed=3, shard=(r, world))), [])
+             for r in range(world)]
+    flat = sum(parts, [])
+    assert sorted(flat) == list(range(50)) and len(flat) == len(set(flat))
+    assert max(map(len, parts)) - min(map(len, parts)) <= 1
+
+
+def test_batches_on_device(tmp_path, device):
+    ds, data = filled(tmp_path, 30)
+    for j, b in enumerate(ds.batches(7, device=device)):
+        assert b["image"].device == device and b["tokens"][0].device == device
+        assert_batch(b, data, range(7 * j, min(7 * j + 7, 30)))
+
+
+def test_batches_snapshot_and_early_stop(tmp_path):
+    ds, data = filled(tmp_path, 40)
+    before = threading.active_count()
+    it = ds.batches(5)
+    first = next(it)
+    ds.extend({k: v[:3] for k, v in make(3, start=40).items()})
+    rest = list(it)
+    assert sum(len(b["tokens"]) for b in [first] + rest) == 40      # records present at the call
+    it = ds.batches(5)
+    next(it)
+    it.close()
+    assert threading.active_count() == before
+    assert len(list(ds.batches(5))) == 9
+
+
+@pytest.mark.parametrize("kwargs, word", [
+    ({"batch_size": 0}, "batch_size"), ({"batch_size": 2.0}, "batch_size"),
+    ({"batch_size": 2, "shard": (2, 2)}, "shard"), ({"batch_size": 2, "shard": 1}, "shard"),
+    ({"batch_size": 2, "prefetch": -1}, "prefetch"), ({"batch_size": 2, "device": "tpu"}, "tpu"),
+])
+def test_bad_batches_arguments(tmp_path, kwargs, word):
+    ds, _ = filled(tmp_path, 5)
+    with pytest.raises(ValueError, match=word):
+        ds.batches(**kwargs)
+
+
+def test_reader_errors_reach_the_consumer(tmp_path, monkeypatch):
+    ds, _ = filled(tmp_path, 20)
+    it = ds.batches(5, prefetch=2)
+    from ruda.data._store import Store
+
+    def broken(self, *a, **k):
+        raise rd.DatasetError("boom")
+    monkeypatch.setattr(Store, "chunk", broken)
+    with pytest.raises(rd.DatasetError, match="boom"):
+        list(it)
+
+
+def test_shard_folder_reads_the_union(tmp_path):
+    folder = tmp_path / "shards"
+    sizes, data = [5, 0, 12], make(17)
+    start = 0
+    for rank, n in enumerate(sizes):
+        ds = rd.Dataset.create(rd.shard_path(folder, rank), SCHEMA)
+        ds.extend({k: v[start:start + n] for k, v in data.items()})
+        ds.close()
+        start += n
+    ds = rd.Dataset.open(folder)
+    assert len(ds) == 17 and ds.counts() == {"train": 17} and len(ds.files) == 3
+    assert_batch(ds[:], data, range(17))
+    assert_batch(ds[[16, 0, 5, 4]], data, [16, 0, 5, 4])
+    assert int(to_numpy(ds[5]["label"])) == 5
+    got = sum(labels(ds.batches(4, shuffle=True, seed=1)), [])
+    assert sorted(got) == list(range(17))
+    late = rd.Dataset.open(rd.shard_path(folder, 1), "a")
+    late.extend({k: v[:2] for k, v in make(2, start=17).items()})
+    assert len(ds) == 19                        # shards in file order: the new ones come 6th, 7th
+    assert to_numpy(ds[:]["label"]).tolist() == list(range(5)) + [17, 18] + list(range(5, 17))
+    with pytest.raises(ValueError, match="shard folder"):
+        rd.Dataset.open(folder, "a")
+
+
+def test_shard_folder_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no shard files"):
+        rd.Dataset.open(tmp_path)
+    rd.Dataset.create(rd.shard_path(tmp_path, 0), SCHEMA).close()
+    rd.Dataset.create(rd.shard_path(tmp_path, 1), {"x": ("int8", ())}).close()
+    with pytest.raises(rd.DatasetError, match="shard-00001.ruda.*schema"):
+        rd.Dataset.open(tmp_path)
+    with pytest.raises(ValueError, match="rank"):
+        rd.shard_path(tmp_path, -1)
+
+
+def test_import_numpy_npy_npz(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((50, 3)).astype(np.float32), np.arange(50)
+    ds = rd.from_numpy(tmp_path / "a.ruda", {"x": x, "y": y}, progress=True)
+    assert ds.schema == {"x": (xp.float32, (3,)), "y": (xp.int64, ())}
+    np.testing.assert_array_equal(to_numpy(ds[:]["x"]), x)
+    assert "100.0%" in capsys.readouterr().err
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    ds = rd.from_npy(tmp_path / "b.ruda", {"x": tmp_path / "x.npy", "y": tmp_path / "y.npy"},
+                     progress=False)
+    np.testing.assert_array_equal(to_numpy(ds[:]["y"]), y)
+    rd.from_npy(tmp_path / "b.ruda", {"x": tmp_path / "x.npy", "y": tmp_path / "y.npy"},
+                append=True, split="test")
+    assert rd.Dataset.open(tmp_path / "b.ruda").counts() == {"train": 50, "test": 50}
+    assert capsys.readouterr().err == ""
+    np.savez(tmp_path / "z.npz", x=x, y=y, junk=np.zeros(2))
+    ds = rd.from_npz(tmp_path / "c.ruda", tmp_path / "z.npz", fields=["x", "y"])
+    np.testing.assert_array_equal(to_numpy(ds[7]["x"]), x[7])
+    np.savez(tmp_path / "o.npz", x=np.array([None, 1], dtype=object))
+    with pytest.raises(ValueError, match="pickle"):
+        rd.from_npz(tmp_path / "d.ruda", tmp_path / "o.npz")
+    with pytest.raises(ValueError, match="'q' is not in"):
+        rd.from_npz(tmp_path / "d.ruda", tmp_path / "z.npz", fields=["q"])
+    with pytest.raises(ValueError, match="same batch length"):
+        rd.from_numpy(tmp_path / "e.ruda", {"x": x, "y": y[:3]})
+
+
+def test_cli_info_and_verify(tmp_path, capsys):
+    ds, _ = filled(tmp_path, 25)
+    ds.split("test").extend(make(4))
+    ds.close()
+    assert cli(["info", str(tmp_path / "d.ruda")]) == 0
+    out = capsys.readouterr().out
+    for words in ("ruda.data version 1", "image   uint8[3, 4, 4]", "label   int64[]",
+                  "tokens  int32[None]", "train: 25 records", "test: 4 records", "KB"):
+        assert words in out
+    assert cli(["verify", str(tmp_path / "d.ruda")]) == 0
+    assert "ok, train: 25 records, test: 4 records" in capsys.readouterr().out
+    (tmp_path / "bad.ruda").write_bytes(b"not a dataset" * 100)
+    assert cli(["info", str(tmp_path / "bad.ruda")]) == 1
+    assert "not a ruda dataset" in capsys.readouterr().err
+    assert cli(["info", str(tmp_path / "none.ruda")]) == 1
+    assert cli([]) == 2
