@@ -50,7 +50,7 @@ def guard(path):
                 from None
         raise DatasetError(f"ruda.data: {path}: cannot read the file ({e}); it is not a ruda "
                            f"dataset, or it is corrupted or truncated") from None
-    except sqlite3.DatabaseError as e:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
         raise DatasetError(f"ruda.data: {path}: the file is not a ruda dataset, or it is "
                            f"corrupted or truncated ({e})") from None
 
@@ -158,8 +158,11 @@ class Store:
     def splits(self):
         """{name: (id, count)}."""
         with guard(self.path):
-            return {name: (sid, count) for sid, name, count in
-                    self.conn.execute("SELECT id, name, count FROM splits ORDER BY id")}
+            rows = self.conn.execute("SELECT id, name, count FROM splits ORDER BY id").fetchall()
+        if not all(isinstance(s, int) and isinstance(name, str) and isinstance(n, int) and n >= 0
+                   for s, name, n in rows):
+            raise self.corrupt("the splits table holds malformed rows")
+        return {name: (sid, count) for sid, name, count in rows}
 
     def add_split(self, name):
         cols = ", ".join(f"{c} BLOB NOT NULL" for c, _, _ in self.columns)
@@ -208,6 +211,8 @@ class Store:
         if row is None:
             raise self.corrupt(f"chunk {c} of split table c{sid} is missing")
         n, crc, blobs = row[0], row[1], row[2:]
+        if not isinstance(n, int) or not all(isinstance(b, bytes) for b in blobs):
+            raise self.corrupt(f"chunk {c} of split table c{sid} has values of the wrong type")
         if not isinstance(crc, bytes) or len(crc) != 4 * len(blobs) or checksum and \
                 np.frombuffer(crc, "<u4").tolist() != [zlib.crc32(b) for b in blobs]:
             raise self.corrupt(f"chunk {c} of split table c{sid} fails its checksum")
