@@ -8,8 +8,8 @@ uint64 with int64) follow NumPy 2 (``numpy.promote_types``), which agrees with
 the standard wherever the standard defines a result.
 
 ``bfloat16`` (via ml_dtypes) is an extension beyond the standard: it promotes
-with float16 to float32, with float32/float64 to those, and with integers to
-bfloat16 only through NumPy 2's mixed-kind rules (see ``promote``).
+with float32/float64 to those, and with integers to bfloat16 (ml_dtypes' rule,
+applied through NumPy's mixed-kind promotion in ``promote``).
 """
 import builtins
 
