@@ -70,6 +70,10 @@ def broadcastable_pair(max_dims=3, max_side=4):
 
 def rand(rng, shape, dtype, lo=-10.0, hi=10.0):
     """Random values of ``dtype`` in [lo, hi] (integers: rounded, clipped to the dtype's range)."""
+    return np.asarray(_rand(rng, shape, dtype, lo, hi))
+
+
+def _rand(rng, shape, dtype, lo, hi):
     dtype = np.dtype(dtype)
     if dtype.kind == "b":
         return rng.random(shape) < 0.5

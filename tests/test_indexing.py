@@ -1,0 +1,229 @@
+"""__getitem__/__setitem__ (ints, slices incl. negative steps, ..., None, integer arrays, boolean
+masks), take and take_along_axis, against NumPy on every device."""
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+import ruda as xp
+from conftest import to_numpy
+from strategies import assert_result, dtypes, rand, seeds, shapes, supported
+
+
+@st.composite
+def basic_keys(draw, shape):
+    """A basic index for ``shape``: ints, slices (any step sign), an optional ..., some None."""
+    parts = []
+    for n in shape:
+        choice = draw(st.sampled_from(["int", "slice", "full"]))
+        if choice == "int":
+            parts.append(draw(st.integers(-n, n - 1)))
+        elif choice == "slice":
+            start = draw(st.none() | st.integers(-n, n))
+            stop = draw(st.none() | st.integers(-n, n))
+            step = draw(st.none() | st.sampled_from([1, 2, 3, -1, -2, -3]))
+            parts.append(slice(start, stop, step))
+        else:
+            parts.append(slice(None))
+    # only a prefix need be given
+    parts = parts[:draw(st.integers(0, len(parts)))] if draw(st.booleans()) else parts
+    if draw(st.booleans()):
+        k = draw(st.integers(0, len(parts)))
+        c = draw(st.integers(0, len(parts) - k))
+        parts = parts[:k] + [Ellipsis] + parts[k + c:]
+    for _ in range(draw(st.integers(0, 2))):
+        parts.insert(draw(st.integers(0, len(parts))), None)
+    if len(parts) == 1 and draw(st.booleans()):
+        return parts[0]
+    return tuple(parts)
+
+
+@st.composite
+def array_and_key(draw, min_dims=0, max_dims=4):
+    shape = draw(shapes(min_dims, max_dims, 1, 5))
+    return shape, draw(basic_keys(shape))
+
+
+@given(data=st.data(), seed=seeds, sk=array_and_key())
+def test_getitem_basic(device, data, seed, sk):
+    shape, key = sk
+    dt = data.draw(st.sampled_from(supported(device)), label="dtype")
+    a = rand(np.random.default_rng(seed), shape, dt, -100, 100)
+    x = xp.asarray(a, device=device)
+    res = x[key]
+    assert res.device == device
+    assert_result(res, a[key], dtype=dt, rtol=0, atol=0)
+
+
+@given(data=st.data(), seed=seeds, sk=array_and_key(), scalar=st.booleans())
+def test_setitem_basic(device, data, seed, sk, scalar):
+    shape, key = sk
+    dt = data.draw(dtypes(device, ("bool", "integral", "real floating", "complex floating")), label="dtype")
+    rng = np.random.default_rng(seed)
+    a = rand(rng, shape, dt, -100, 100)
+    exp = a.copy()
+    target = exp[key].shape
+    if scalar:
+        value = {"b": bool, "i": int, "u": int, "f": float, "c": complex}[np.dtype(dt).kind](
+            rand(rng, (), dt, -100, 100).item())
+        exp[key] = value
+    else:
+        vshape = target[data.draw(st.integers(0, len(target)), label="drop leading dims"):]
+        v = rand(rng, vshape, dt, -100, 100)
+        exp[key] = v
+        value = xp.asarray(v, device=device)
+    x = xp.asarray(a.copy(), device=device)
+    x[key] = value
+    assert_result(x, exp, dtype=dt, rtol=0, atol=0)
+
+
+@given(data=st.data(), seed=seeds, shape=shapes(1, 3, 1, 5), ishape=shapes(0, 2, 1, 4))
+def test_getitem_integer_array(device, data, seed, shape, ishape):
+    dt = data.draw(dtypes(device, ("integral", "real floating")), label="dtype")
+    idt = data.draw(dtypes(device, ("signed integer",)), label="index dtype")
+    rng = np.random.default_rng(seed)
+    a = rand(rng, shape, dt, -100, 100)
+    x = xp.asarray(a, device=device)
+    axis = data.draw(st.integers(0, len(shape) - 1), label="axis")
+    n = shape[axis]
+    idx = rng.integers(-n, n, size=ishape).astype(idt)
+    # one integer array among full slices, and with a leading ellipsis
+    key = (slice(None),) * axis + (xp.asarray(idx, device=device),)
+    assert_result(x[key], a[(slice(None),) * axis + (idx,)], dtype=dt, rtol=0, atol=0)
+    last = rng.integers(-shape[-1], shape[-1], size=ishape).astype(idt)
+    assert_result(x[..., xp.asarray(last, device=device)], a[..., last], dtype=dt, rtol=0, atol=0)
+    # one integer array per axis, broadcast together
+    idxs = [rng.integers(-m, m, size=ishape).astype(idt) for m in shape]
+    res = x[tuple(xp.asarray(i, device=device) for i in idxs)]
+    assert_result(res, a[tuple(idxs)], dtype=dt, rtol=0, atol=0)
+    # a Python list of ints on the first axis
+    lst = [int(i) for i in rng.integers(-shape[0], shape[0], size=3)]
+    assert_result(x[lst], a[lst], dtype=dt, rtol=0, atol=0)
+
+
+@given(data=st.data(), seed=seeds, shape=shapes(1, 3, 1, 6))
+def test_setitem_integer_array(device, data, seed, shape):
+    dt = data.draw(dtypes(device, ("integral", "real floating")), label="dtype")
+    rng = np.random.default_rng(seed)
+    a = rand(rng, shape, dt, -100, 100)
+    k = data.draw(st.integers(1, shape[0]), label="count")
+    idx = rng.permutation(shape[0])[:k]                  # unique: assignment order is unspecified
+    exp = a.copy()
+    v = rand(rng, (k,) + shape[1:], dt, -100, 100)
+    exp[idx] = v
+    x = xp.asarray(a.copy(), device=device)
+    x[xp.asarray(idx, device=device)] = xp.asarray(v, device=device)
+    assert_result(x, exp, dtype=dt, rtol=0, atol=0)
+
+
+@given(data=st.data(), seed=seeds, shape=shapes(1, 3, 1, 5))
+def test_boolean_mask(device, data, seed, shape):
+    dt = data.draw(st.sampled_from(supported(device)), label="dtype")
+    rng = np.random.default_rng(seed)
+    a = rand(rng, shape, dt, -100, 100)
+    k = data.draw(st.integers(1, len(shape)), label="mask dims")
+    mask = rng.random(shape[:k]) < 0.5
+    x = xp.asarray(a.copy(), device=device)
+    m = xp.asarray(mask, device=device)
+    assert_result(x[m], a[mask], dtype=dt, rtol=0, atol=0)
+    if k < len(shape):
+        assert_result(x[m, ...], a[mask, ...], dtype=dt, rtol=0, atol=0)
+    # set through the mask: a scalar, then an array of the selected shape
+    exp = a.copy()
+    s = {"b": bool, "i": int, "u": int, "f": float, "c": complex}[np.dtype(dt).kind](rand(rng, (), dt, 1, 9).item())
+    exp[mask] = s
+    x[m] = s
+    assert_result(x, exp, dtype=dt, rtol=0, atol=0)
+    v = rand(rng, exp[mask].shape, dt, -100, 100)
+    exp[mask] = v
+    x[m] = xp.asarray(v, device=device)
+    assert_result(x, exp, dtype=dt, rtol=0, atol=0)
+
+
+def test_zero_d_and_zero_size(device):
+    rng = np.random.default_rng(1)
+    dt = supported(device, "real floating")[0]
+    a = rand(rng, (), dt)
+    x = xp.asarray(a, device=device)
+    assert_result(x[()], a[()], dtype=dt)
+    assert_result(x[...], a[...], dtype=dt)
+    assert_result(x[None], a[None], dtype=dt)
+    m = xp.asarray(np.asarray(True), device=device)
+    assert_result(x[m], a[np.asarray(True)], dtype=dt)
+    b = rand(rng, (0, 3), dt)
+    y = xp.asarray(b, device=device)
+    assert_result(y[:, 1:], b[:, 1:], dtype=dt)
+    assert_result(y[::-1, ::-2], b[::-1, ::-2], dtype=dt)
+
+
+def test_indexing_errors(device):
+    dt = supported(device, "real floating")[0]
+    x = xp.asarray(rand(np.random.default_rng(2), (3, 4), dt), device=device)
+    with pytest.raises(IndexError, match=r"index 3 is out of bounds for axis 0 with size 3"):
+        x[3]
+    with pytest.raises(IndexError, match=r"index -5 is out of bounds for axis 1 with size 4"):
+        x[0, -5]
+    with pytest.raises(IndexError, match=r"too many indices.*\(3, 4\)"):
+        x[0, 1, 2]
+    with pytest.raises(IndexError, match="single ellipsis"):
+        x[..., 0, ...]
+    with pytest.raises(IndexError, match="float"):
+        x[1.0]
+    with pytest.raises(ValueError, match="step must not be zero"):
+        x[::0]
+    with pytest.raises(IndexError, match="integer or boolean.*float"):
+        x[xp.asarray(np.asarray([0.0]), dtype=dt, device=device)]
+    with pytest.raises(IndexError, match=r"out of bounds for axis 0 with size 3"):
+        x[3] = 1.0
+    with pytest.raises(TypeError, match=r"__setitem__.*complex"):
+        x[0] = 1j
+    ints = xp.asarray(np.asarray([1, 2], dtype=supported(device, "signed integer")[0]), device=device)
+    with pytest.raises(TypeError, match=r"__setitem__.*float.*int"):
+        ints[0] = 1.5
+    with pytest.raises(TypeError, match=r"__setitem__.*value"):
+        x[0] = [1, 2, 3, 4]
+
+
+@given(data=st.data(), seed=seeds, shape=shapes(1, 3, 1, 5), n=st.integers(0, 6))
+def test_take(device, data, seed, shape, n):
+    dt = data.draw(st.sampled_from(supported(device)), label="dtype")
+    idt = data.draw(dtypes(device, ("integral",)), label="index dtype")
+    rng = np.random.default_rng(seed)
+    a = rand(rng, shape, dt, -100, 100)
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1), label="axis")
+    m = shape[axis]
+    lo = 0 if np.dtype(idt).kind == "u" else -m
+    idx = rng.integers(lo, m, size=n).astype(idt)
+    res = xp.take(xp.asarray(a, device=device), xp.asarray(idx, device=device), axis=axis)
+    assert_result(res, np.take(a, idx.astype(np.int64), axis=axis), dtype=dt, rtol=0, atol=0)
+    if len(shape) == 1:
+        res = xp.take(xp.asarray(a, device=device), xp.asarray(idx, device=device))
+        assert_result(res, np.take(a, idx.astype(np.int64)), dtype=dt, rtol=0, atol=0)
+
+
+@given(data=st.data(), seed=seeds, shape=shapes(1, 3, 1, 5), m=st.integers(1, 6))
+def test_take_along_axis(device, data, seed, shape, m):
+    dt = data.draw(dtypes(device, ("integral", "real floating")), label="dtype")
+    rng = np.random.default_rng(seed)
+    a = rand(rng, shape, dt, -100, 100)
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1), label="axis")
+    ishape = list(shape)
+    ishape[axis] = m
+    n = shape[axis]
+    idx = rng.integers(-n, n, size=ishape)
+    res = xp.take_along_axis(xp.asarray(a, device=device), xp.asarray(idx, device=device), axis=axis)
+    assert_result(res, np.take_along_axis(a, idx, axis=axis), dtype=dt, rtol=0, atol=0)
+
+
+def test_take_errors(device):
+    dt = supported(device, "real floating")[0]
+    x = xp.asarray(rand(np.random.default_rng(3), (3, 4), dt), device=device)
+    fidx = xp.asarray(np.asarray([0.0, 1.0]), dtype=dt, device=device)
+    with pytest.raises(TypeError, match=r"ruda\.take: indices must have a integer dtype; got float"):
+        xp.take(x, fidx, axis=0)
+    idx = xp.asarray(np.asarray([0, 1]), device=device)
+    with pytest.raises(ValueError, match=r"ruda\.take: axis is required"):
+        xp.take(x, idx)
+    with pytest.raises(ValueError, match=r"ruda\.take: indices must be 1-D"):
+        xp.take(x, xp.reshape(idx, (1, 2)), axis=0)
+    with pytest.raises(ValueError, match=r"take_along_axis.*dimensions"):
+        xp.take_along_axis(x, idx, axis=0)
