@@ -1,0 +1,241 @@
+"""Creation functions against NumPy on every device: values, dtypes (incl. the device's defaults),
+device placement and copy semantics."""
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+import ruda as xp
+from conftest import to_numpy
+from strategies import assert_result, default, dtypes, rand, seeds, shapes, supported
+
+PY = {"b": bool, "i": int, "u": int, "f": float, "c": complex}
+
+
+@given(start=st.integers(-50, 50), stop=st.integers(-50, 50) | st.none(), step=st.integers(-7, 7).filter(bool))
+def test_arange_int(device, start, stop, step):
+    exp = np.arange(start, stop, step) if stop is not None else np.arange(start)
+    res = xp.arange(start, stop, step, device=device) if stop is not None else xp.arange(start, device=device)
+    assert res.device == device
+    assert_result(res, exp, dtype=default(device, "integral"))
+
+
+@given(data=st.data(), start=st.floats(-20, 20), length=st.floats(-20, 20), step=st.floats(0.3, 5),
+       neg=st.booleans())
+def test_arange_float(device, data, start, length, step, neg):
+    step = -step if neg else step
+    stop = start + length
+    n = max(0, math.ceil((stop - start) / step))
+    dt = data.draw(st.none() | dtypes(device, "real floating"), label="dtype")
+    res = xp.arange(start, stop, step, dtype=dt, device=device)
+    want = default(device, "real floating") if dt is None else dt
+    assert res.shape == (n,)
+    assert_result(res, start + step * np.arange(n, dtype=np.float64), dtype=want,
+                  atol=1e-5 * (abs(start) + abs(stop) + 1) if want == np.float32 else None)
+
+
+@given(data=st.data(), start=st.integers(0, 30), n=st.integers(0, 30))
+def test_arange_with_dtype(device, data, start, n):
+    dt = data.draw(dtypes(device, ("integral", "real floating")), label="dtype")
+    res = xp.arange(start, start + n, dtype=dt, device=device)
+    assert_result(res, np.arange(start, start + n, dtype=np.float64).astype(dt), dtype=dt)
+
+
+def test_arange_errors(device):
+    with pytest.raises(ValueError, match=r"ruda\.arange: step must not be zero"):
+        xp.arange(0, 5, 0, device=device)
+    with pytest.raises(TypeError, match=r"ruda\.arange: start must be a real"):
+        xp.arange(1j, device=device)
+
+
+@given(seed=seeds, shape=shapes(0, 3, 1, 4))
+def test_asarray_python_data_default_dtypes(device, seed, shape):
+    rng = np.random.default_rng(seed)
+    for kind, dkind in (("b", None), ("i", "integral"), ("f", "real floating"), ("c", "complex floating")):
+        host = rand(rng, shape, {"b": np.bool_, "i": np.int64, "f": np.float64, "c": np.complex128}[kind],
+                    -1000, 1000)
+        obj = host.tolist()
+        want = np.dtype(bool) if dkind is None else default(device, dkind)
+        res = xp.asarray(obj, device=device)
+        assert res.device == device
+        assert_result(res, host.astype(want), dtype=want)
+    # a Python scalar
+    assert_result(xp.asarray(2.5, device=device), np.asarray(2.5), dtype=default(device, "real floating"))
+    assert_result(xp.asarray(-7, device=device), np.asarray(-7), dtype=default(device, "integral"))
+    assert_result(xp.asarray(True, device=device), np.asarray(True), dtype=xp.bool)
+
+
+@given(data=st.data(), seed=seeds, shape=shapes(0, 3, 0, 4))
+def test_asarray_numpy_and_dtype_argument(device, data, seed, shape):
+    src = data.draw(st.sampled_from(supported(device)), label="source dtype")
+    dst = data.draw(st.sampled_from(supported(device)), label="target dtype")
+    a = rand(np.random.default_rng(seed), shape, src, 0, 100)
+    assert_result(xp.asarray(a, device=device), a, dtype=src, rtol=0, atol=0)   # NumPy dtype kept
+    if np.dtype(src).kind == "c" and np.dtype(dst).kind != "c":
+        return
+    assert_result(xp.asarray(a, dtype=dst, device=device), a.astype(dst), dtype=dst)
+    if 0 not in shape:                 # nested lists lose the shape of empty arrays
+        assert_result(xp.asarray(a.tolist(), dtype=dst, device=device), a.astype(dst), dtype=dst)
+
+
+def test_asarray_copy_semantics(device):
+    rng = np.random.default_rng(3)
+    dt = supported(device, "real floating")[0]
+    a = rand(rng, (4,), dt)
+    x = xp.asarray(a, device=device)
+    assert xp.asarray(x) is x
+    y = xp.asarray(x, copy=True)
+    y[0] = 100.0
+    assert float(x[0]) == a[0] != 100.0
+    z = xp.asarray(x, dtype=dt, copy=False)
+    assert z is x
+    if device != "cpu":
+        with pytest.raises(ValueError, match=rf"copy=False.*'{device}'"):
+            xp.asarray(a, device=device, copy=False)
+    other = [d for d in xp.devices() if d != device]
+    for d in other:
+        with pytest.raises(ValueError, match=rf"copy=False.*'{device}'.*'{d}'"):
+            xp.asarray(x, device=d, copy=False)
+        moved = xp.asarray(x, device=d)
+        assert moved.device == d
+        np.testing.assert_array_equal(to_numpy(moved), a)
+
+
+def test_asarray_errors(device):
+    with pytest.raises(TypeError, match=r"ruda\.asarray: cannot make an array of str"):
+        xp.asarray("abc", device=device)
+    with pytest.raises(OverflowError, match=r"ruda\.asarray"):
+        xp.asarray([2**70], device=device)
+    with pytest.raises(TypeError, match=r"ruda\.asarray: dtype must be a ruda dtype"):
+        xp.asarray([1], dtype="not-a-dtype", device=device)
+    with pytest.raises(ValueError, match=r"unknown device 'nope'.*available devices: cpu"):
+        xp.asarray([1], device="nope")
+
+
+@given(data=st.data(), shape=shapes(0, 3, 0, 5))
+def test_empty_zeros_ones(device, data, shape):
+    dt = data.draw(st.none() | st.sampled_from(supported(device)), label="dtype")
+    want = default(device, "real floating") if dt is None else dt
+    for fn, ref in ((xp.zeros, np.zeros), (xp.ones, np.ones)):
+        res = fn(shape, dtype=dt, device=device)
+        assert res.device == device
+        assert_result(res, ref(shape, dtype=want), dtype=want)
+    e = xp.empty(shape, dtype=dt, device=device)
+    assert e.shape == shape and e.dtype == want and e.device == device
+    assert xp.zeros(shape[0] if shape else 3, dtype=dt, device=device).shape == ((shape[0],) if shape else (3,))
+
+
+@given(data=st.data(), seed=seeds, shape=shapes(0, 3, 0, 5))
+def test_full(device, data, seed, shape):
+    dt = data.draw(st.sampled_from(supported(device)), label="dtype")
+    value = PY[np.dtype(dt).kind](rand(np.random.default_rng(seed), (), dt, -100, 100).item())
+    res = xp.full(shape, value, dtype=dt, device=device)
+    assert_result(res, np.full(shape, value, dtype=dt), dtype=dt)
+    # default dtype from the Python type of the fill value
+    res = xp.full(shape, value, device=device)
+    want = {bool: np.dtype(bool), int: default(device, "integral"), float: default(device, "real floating"),
+            complex: default(device, "complex floating")}[type(value)]
+    assert_result(res, np.full(shape, value, dtype=want), dtype=want)
+
+
+def test_full_errors(device):
+    idt = supported(device, "signed integer")[0]
+    with pytest.raises(TypeError, match=r"ruda\.full: a float fill_value needs a floating dtype"):
+        xp.full((2,), 1.5, dtype=idt, device=device)
+    with pytest.raises(TypeError, match=r"ruda\.full: a complex fill_value needs a complex dtype"):
+        xp.full((2,), 1j, dtype=supported(device, "real floating")[0], device=device)
+    with pytest.raises(OverflowError, match=r"ruda\.full: fill_value 300 is out of range for int8"):
+        xp.full((2,), 300, dtype=xp.int8, device=device)
+    with pytest.raises(ValueError, match=r"ruda\.full: shape must not have negative sizes"):
+        xp.full((2, -1), 1, device=device)
+    with pytest.raises(TypeError, match=r"ruda\.full: fill_value must be a Python scalar"):
+        xp.full((2,), [1, 2], device=device)
+
+
+@given(data=st.data(), seed=seeds, shape=shapes(0, 3, 0, 4))
+def test_like_functions(device, data, seed, shape):
+    src = data.draw(st.sampled_from(supported(device)), label="source dtype")
+    dst = data.draw(st.none() | st.sampled_from(supported(device)), label="dtype")
+    a = rand(np.random.default_rng(seed), shape, src)
+    x = xp.asarray(a, device=device)
+    want = src if dst is None else dst
+    assert_result(xp.zeros_like(x, dtype=dst), np.zeros(shape, want), dtype=want)
+    assert_result(xp.ones_like(x, dtype=dst), np.ones(shape, want), dtype=want)
+    e = xp.empty_like(x, dtype=dst)
+    assert e.shape == shape and e.dtype == want and e.device == device
+    value = PY[np.dtype(want).kind](rand(np.random.default_rng(seed + 1), (), want, 1, 50).item())
+    assert_result(xp.full_like(x, value, dtype=dst), np.full(shape, value, want), dtype=want)
+    for d in xp.devices():
+        assert xp.zeros_like(x, device=d).device == d
+
+
+@given(data=st.data(), n=st.integers(0, 6), m=st.integers(0, 6) | st.none(), k=st.integers(-7, 7))
+def test_eye(device, data, n, m, k):
+    dt = data.draw(st.none() | st.sampled_from(supported(device)), label="dtype")
+    want = default(device, "real floating") if dt is None else dt
+    res = xp.eye(n, m, k=k, dtype=dt, device=device)
+    assert_result(res, np.eye(n, m, k=k, dtype=want), dtype=want)
+
+
+@given(data=st.data(), start=st.floats(-100, 100), stop=st.floats(-100, 100), num=st.integers(0, 40),
+       endpoint=st.booleans())
+def test_linspace(device, data, start, stop, num, endpoint):
+    dt = data.draw(st.none() | dtypes(device, "real floating"), label="dtype")
+    want = default(device, "real floating") if dt is None else dt
+    res = xp.linspace(start, stop, num, dtype=dt, device=device, endpoint=endpoint)
+    exp = np.linspace(start, stop, num, endpoint=endpoint, dtype=np.float64).astype(want)
+    assert_result(res, exp, dtype=want, atol=(2e-5 if want == np.float32 else 1e-12) * (abs(start) + abs(stop)))
+
+
+def test_linspace_complex_and_errors(device):
+    cdt = supported(device, "complex floating")
+    if cdt:
+        res = xp.linspace(1 + 2j, -3 + 0.5j, 7, device=device)
+        assert_result(res, np.linspace(1 + 2j, -3 + 0.5j, 7), dtype=default(device, "complex floating"))
+    with pytest.raises(TypeError, match=r"ruda\.linspace: complex bounds need a complex dtype"):
+        xp.linspace(0, 1j, 3, dtype=supported(device, "real floating")[0], device=device)
+    with pytest.raises(ValueError, match=r"ruda\.linspace: num must be non-negative"):
+        xp.linspace(0, 1, -1, device=device)
+
+
+@given(data=st.data(), seed=seeds, sizes=st.lists(st.integers(0, 5), min_size=0, max_size=3),
+       indexing=st.sampled_from(["xy", "ij"]))
+def test_meshgrid(device, data, seed, sizes, indexing):
+    dt = data.draw(st.sampled_from(supported(device)), label="dtype")
+    rng = np.random.default_rng(seed)
+    arrs = [rand(rng, (n,), dt) for n in sizes]
+    res = xp.meshgrid(*[xp.asarray(a, device=device) for a in arrs], indexing=indexing)
+    exp = np.meshgrid(*arrs, indexing=indexing)
+    assert isinstance(res, (tuple, list)) and len(res) == len(exp)
+    for r, e in zip(res, exp):
+        assert r.device == device
+        assert_result(r, e, dtype=dt, rtol=0, atol=0)
+
+
+def test_meshgrid_errors(device):
+    f = supported(device, "real floating")[0]
+    i = supported(device, "signed integer")[0]
+    a = xp.asarray(rand(np.random.default_rng(1), (3,), f), device=device)
+    b = xp.asarray(rand(np.random.default_rng(1), (2,), i), device=device)
+    with pytest.raises(ValueError, match=r"ruda\.meshgrid: arrays must share one dtype"):
+        xp.meshgrid(a, b)
+    with pytest.raises(ValueError, match=r"ruda\.meshgrid: indexing must be"):
+        xp.meshgrid(a, indexing="yx")
+    with pytest.raises(ValueError, match=r"ruda\.meshgrid: arrays\[0\] must be 1-D"):
+        xp.meshgrid(xp.reshape(a, (1, 3)))
+
+
+@given(data=st.data(), seed=seeds, shape=shapes(2, 4, 1, 5), k=st.integers(-5, 5))
+def test_tril_triu(device, data, seed, shape, k):
+    dt = data.draw(st.sampled_from(supported(device)), label="dtype")
+    a = rand(np.random.default_rng(seed), shape, dt)
+    x = xp.asarray(a, device=device)
+    assert_result(xp.tril(x, k=k), np.tril(a, k), dtype=dt, rtol=0, atol=0)
+    assert_result(xp.triu(x, k=k), np.triu(a, k), dtype=dt, rtol=0, atol=0)
+
+
+def test_tril_needs_2d(device):
+    x = xp.asarray(rand(np.random.default_rng(1), (3,), supported(device, "real floating")[0]), device=device)
+    with pytest.raises(ValueError, match=r"ruda\.tril: x must have at least 2 dimensions; got shape \(3,\)"):
+        xp.tril(x)
