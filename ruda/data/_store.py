@@ -234,8 +234,9 @@ class Store:
         return [np.frombuffer(data, f.dtype, int(offsets[j + 1] - offsets[j]) // f.dtype.itemsize,
                               int(offsets[j])).reshape(shapes[j]) for j in range(n)]
 
-    def _shapes(self, f, n, blob, nbytes, c):
-        """Validated (shapes as tuples, byte offsets) of a variable field's records."""
+    def _shapes(self, f, n, blob, nbytes, c, whole=True):
+        """Validated (shapes as tuples, byte offsets) of a variable field's first n records
+        (all records of the row when ``whole``), whose data blob has ``nbytes`` bytes."""
         nd = len(f.shape)
         if len(blob) != n * nd * 8:
             raise self.corrupt(f"chunk {c}: field {f.name!r} has a malformed shape table")
@@ -245,7 +246,7 @@ class Store:
                 np.prod(s.astype(np.float64), axis=1).sum() * f.dtype.itemsize > nbytes:
             raise self.corrupt(f"chunk {c}: field {f.name!r} has invalid shapes")
         offsets = np.concatenate(([0], np.cumsum(np.prod(s, axis=1) * f.dtype.itemsize)))
-        if offsets[-1] != nbytes:
+        if offsets[-1] != nbytes and (whole or offsets[-1] > nbytes):
             raise self.corrupt(f"chunk {c}: field {f.name!r} holds {nbytes} bytes; its shapes "
                                f"need {offsets[-1]}")
         return [tuple(r) for r in s.tolist()], offsets
@@ -262,7 +263,7 @@ class Store:
                     continue
                 nbytes = len(self._blob(sid, f"f{k}", c))
                 table = self._read(sid, f"s{k}", c, 0, n * len(f.shape) * 8)
-                shapes, offsets = self._shapes(f, n, table, nbytes, c)
+                shapes, offsets = self._shapes(f, n, table, nbytes, c, whole=False)
                 size = int(offsets[j + 1] - offsets[j])
                 data = self._read(sid, f"f{k}", c, int(offsets[j]), size)
                 out.append(np.frombuffer(data, f.dtype).reshape(shapes[j]).copy())
