@@ -133,7 +133,8 @@ def any(x, /, *, axis=None, keepdims=False):
     return _logical("any", x, axis, keepdims)
 
 
-def diff(x, /, *, axis=-1, n=1, prepend=None, append=None):
+def diff(x, /, n=1, *, axis=-1, prepend=None, append=None):
+    """n-th forward difference along axis; n may also be given positionally, as NumPy users write it."""
     v.array("diff", "x", x)
     if x.ndim == 0:
         raise ValueError("ruda.diff: x must have at least one dimension")
