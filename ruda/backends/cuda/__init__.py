@@ -186,8 +186,7 @@ class CudaBackend(Backend):
         if s is not None:
             return s
         with self._cp_device:
-            s = cupy.asarray(np.asarray(value, dtype=dtype))
-            cupy.cuda.get_current_stream().synchronize()
+            s = _exact_scalar(value, dtype)
         if value == value and (value or value.__class__ is int or value.__class__ is bool):
             if len(self._scalars) >= _SCALAR_CACHE_MAX:
                 self._scalars.clear()
@@ -196,6 +195,8 @@ class CudaBackend(Backend):
 
     def from_dlpack(self, obj, copy=None):
         with self._cp_device:
+            if copy:    # CuPy's exporter copies only to the host: import, then copy on the device
+                return cupy.from_dlpack(obj).copy()
             return cupy.from_dlpack(obj, copy=copy)
 
     def to_dlpack(self, a, stream=None, max_version=None, dl_device=None, copy=None):
@@ -233,6 +234,7 @@ if cupy is not None:
     import cupyx
 
     from ruda.backends.cuda import _fast, _ops
+    from ruda.backends.cuda._ops import _exact_scalar
 
     _ndarray = cupy.ndarray
     cupyx_empty_pinned = cupyx.empty_pinned

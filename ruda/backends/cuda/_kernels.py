@@ -5,15 +5,22 @@ Ufuncs as data: ``BINARY`` maps an op name to a C expression of ``x`` and ``y``;
 vectorized (16-byte loads and stores: 4 float32, 2 float64, 16 int8, ...),
 grid-stride loops unrolled ``UNROLL`` times for memory-level parallelism.
 
-Two-level cache: ``_MODULES`` (in-process, keyed by op/dtype/config) holds the
-loaded ``RawKernel`` objects; CuPy's RawModule keeps compiled binaries on disk
-(``CUPY_CACHE_DIR``, default ``~/.cupy/kernel_cache``), keyed by the hash of the
-source, the compile options, the NVRTC version and the device architecture.
+Compiled with NVRTC through CuPy's compiler with ``-ftz=false`` (IEEE subnormals,
+as NumPy; CuPy's RawModule always adds ``-ftz=true``).  Two-level cache:
+``_MODULES`` (in-process) holds loaded modules; binaries are kept on disk in
+``platformdirs.user_cache_dir("ruda")/cuda`` (or ``$RUDA_CUDA_CACHE``), named by
+the SHA-256 of source, options, architecture and NVRTC version.
 
 This module imports CuPy; it is only imported once CuPy imports.
 """
+import hashlib
+import os
+import tempfile
+
 import numpy as np
 import cupy
+from cupy.cuda import compiler as _compiler
+from cupy.cuda import function as _function
 
 # dtype -> (C type, unsigned C type used for integer arithmetic: wraps instead of signed overflow UB)
 CTYPES = {
@@ -218,17 +225,67 @@ def source(kind, name, dtype, config=None):
     raise ValueError(f"ruda.backends.cuda._kernels.source: unknown kind {kind!r}")
 
 
-_MODULES = {}   # (kind, name, dtype, config items, device id) -> cupy.RawModule
+_MODULES = {}   # (kind, name, dtype, config items, device id) -> loaded module
+OPTIONS = ("--std=c++17", "-ftz=false", "-prec-div=true", "-prec-sqrt=true", "-fmad=true")
+
+
+def cache_dir():
+    d = os.environ.get("RUDA_CUDA_CACHE")
+    if not d:
+        try:
+            import platformdirs
+            d = os.path.join(platformdirs.user_cache_dir("ruda"), "cuda")
+        except ImportError:
+            d = os.path.join(os.path.expanduser("~"), ".cache", "ruda", "cuda")
+    return d
+
+
+def _arch():
+    try:
+        return _compiler._get_arch()
+    except Exception:  # a CuPy without the private helper
+        return cupy.cuda.Device().compute_capability
+
+
+def compile_source(src, options=OPTIONS):
+    """Load CUDA C ``src`` as a module on the current device: in-process memo, then disk, then NVRTC."""
+    arch = _arch()
+    dev = cupy.cuda.runtime.getDevice()
+    key = (src, options, arch, dev)
+    m = _MODULES.get(key)
+    if m is not None:
+        return m
+    try:
+        nvrtc = cupy.cuda.nvrtc.getVersion()
+    except Exception:
+        nvrtc = None
+    digest = hashlib.sha256(repr((src, options, arch, nvrtc)).encode()).hexdigest()
+    path = os.path.join(cache_dir(), digest + ".bin")
+    binary = None
+    try:
+        with open(path, "rb") as f:
+            binary = f.read()
+    except OSError:
+        pass
+    if not binary:
+        binary, _ = _compiler.compile_using_nvrtc(src, options=options, arch=arch, cache_in_memory=True)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path))
+            with os.fdopen(fd, "wb") as f:
+                f.write(binary)
+            os.replace(tmp, path)
+        except OSError:
+            pass   # an unwritable cache only costs a recompile next time
+    m = _function.Module()
+    m.load(binary)
+    _MODULES[key] = m
+    return m
 
 
 def module(kind, name, dtype, config=None):
-    """The compiled RawModule of a kernel family (in-process memo over CuPy's on-disk cache)."""
-    key = (kind, name, dtype, tuple(sorted((config or {}).items())), cupy.cuda.runtime.getDevice())
-    m = _MODULES.get(key)
-    if m is None:
-        m = _MODULES[key] = cupy.RawModule(code=source(kind, name, dtype, config),
-                                           options=("--std=c++17",))
-    return m
+    """The compiled module of a kernel family."""
+    return compile_source(source(kind, name, dtype, config))
 
 
 def supports_binary(name, dtype):

@@ -27,13 +27,61 @@ def empty(shape, dtype):
     return cp.empty(shape, dtype=dtype)
 
 
+def _exact_scalar(value, dtype):
+    """A 0-d array holding exactly ``value`` (bit copy from the host: CuPy's fill turns -0.0 into
+    +0.0 with a memset, and passes Python ints to its kernels as int64)."""
+    s = cp.empty((), dtype=dtype)
+    s.set(np.asarray(value, dtype=dtype))   # synchronous for pageable host memory
+    return s
+
+
 def full(shape, fill_value, dtype):
-    if dtype.kind in "iu" and not isinstance(fill_value, bool) and not -2**63 <= fill_value < 2**63:
-        # CuPy passes Python ints to its fill kernel as int64: go through a typed NumPy scalar
-        out = cp.empty(shape, dtype=dtype)
-        out.fill(np.asarray(fill_value, dtype=dtype)[()])
-        return out
+    exact = (dtype.kind in "iu" and not isinstance(fill_value, bool) and not -2**63 <= fill_value < 2**63) \
+        or (dtype.kind in "fc" and fill_value == 0 and np.signbit(np.asarray(fill_value, dtype=dtype)).any())
+    if exact:
+        return cp.broadcast_to(_exact_scalar(fill_value, dtype), shape).copy()
     return cp.full(shape, fill_value, dtype=dtype)
+
+
+# NumPy's float floor_divide and remainder (npy_divmod), with the standard's results where exactly one
+# operand of floor_divide is infinite (inf // finite = signed inf, finite // inf = signed zero).
+_floor_divide_f = cp.ElementwiseKernel("T a, T b", "T out", """
+    if (b == 0) { out = a / b; }
+    else if ((isinf(a) && isfinite(b)) || (isfinite(a) && isinf(b))) { out = a / b; }
+    else {
+        T mod = fmod(a, b);
+        T div = (a - mod) / b;
+        if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
+        if (div != 0) {
+            T fd = floor(div);
+            if (div - fd > (T)0.5) fd += 1;
+            out = fd;
+        } else {
+            out = copysign((T)0, a / b);
+        }
+    }
+""", "ruda_floor_divide_f")
+
+_remainder_f = cp.ElementwiseKernel("T a, T b", "T out", """
+    T mod = fmod(a, b);
+    if (b == 0) { out = mod; }
+    else if (mod != 0) {
+        if ((b < 0) != (mod < 0)) mod += b;
+        out = mod;
+    } else { out = copysign((T)0, b); }
+""", "ruda_remainder_f")
+
+
+def floor_divide(x1, x2):
+    if x1.dtype.kind == "f":
+        return _floor_divide_f(x1, x2)
+    return cp.floor_divide(x1, x2)
+
+
+def remainder(x1, x2):
+    if x1.dtype.kind == "f":
+        return _remainder_f(x1, x2)
+    return cp.remainder(x1, x2)
 
 
 def eye(n_rows, n_cols, k, dtype):
