@@ -1,0 +1,134 @@
+"""The MPI engine (mpi4py): collectives on host NumPy arrays without copies.
+
+Also serves CuPy arrays when the MPI library is CUDA-aware (mpi4py reads
+``__cuda_array_interface__``); the stream is synchronized first since MPI does
+not know it.  Arrays arrive C-contiguous with the split/concat axis first.
+bfloat16, unknown to MPI, travels as uint16 and is reduced in float32.
+"""
+import numpy as np
+
+from ruda import _dtypes
+from ruda.distributed import _pool
+from ruda.distributed._pending import Pending, done
+
+_OPS = {"sum": "SUM", "mean": "SUM", "prod": "PROD", "min": "MIN", "max": "MAX"}
+_BOOL_OPS = {"min": "LAND", "max": "LOR"}
+
+
+class MpiEngine:
+    name = "mpi"
+
+    def __init__(self, comm, watchdog):
+        from mpi4py import MPI
+        self.MPI, self.comm, self.wd = MPI, comm, watchdog
+        self.size = comm.Get_size()
+
+    # helpers -----------------------------------------------------------
+    def empty(self, shape, dtype, like=None):
+        if like is None or isinstance(like, np.ndarray):
+            return _pool.empty(shape, dtype)
+        import cupy
+        return cupy.empty(shape, dtype)
+
+    @staticmethod
+    def _buf(a):
+        if a is None:
+            return None
+        if not isinstance(a, np.ndarray):
+            import cupy
+            cupy.cuda.get_current_stream().synchronize()
+        return a.view(np.uint16) if a.dtype == _dtypes.bfloat16 else a
+
+    def _op(self, op, dtype):
+        name = _BOOL_OPS[op] if dtype == _dtypes.bool else _OPS[op]
+        return getattr(self.MPI, name)
+
+    def _call(self, what, nb, blocking, nonblocking, args, finish):
+        """Run the blocking call under the watchdog, or start the non-blocking one."""
+        if nb:
+            req = nonblocking(*args)
+            return Pending(self.wd, what, wait=req.Wait, test=req.Test, finish=finish)
+        self.wd.arm(what)
+        try:
+            blocking(*args)
+        finally:
+            self.wd.disarm()
+        return done(finish())
+
+    def _reduction(self, a, op):
+        """(send buffer, MPI op, compute dtype, finish(out) -> result)."""
+        dt = a.dtype
+        if dt == _dtypes.bfloat16:
+            a = a.astype(np.float32)
+        w = self.size
+
+        def finish(out):
+            if out is None:
+                return None
+            if op == "mean":
+                out /= w
+            return out.astype(dt) if out.dtype != dt else out
+        return self._buf(a), self._op(op, a.dtype), a.dtype, finish
+
+    # collectives -------------------------------------------------------
+    def all_reduce(self, a, op, nb):
+        send, mop, cdt, finish = self._reduction(a, op)
+        out = self.empty(a.shape, cdt, a)
+        c = self.comm
+        return self._call("all_reduce", nb, c.Allreduce, c.Iallreduce,
+                          (send, self._buf(out), mop), lambda: finish(out))
+
+    def reduce(self, a, op, root, nb):
+        send, mop, cdt, finish = self._reduction(a, op)
+        out = self.empty(a.shape, cdt, a) if self.comm.Get_rank() == root else None
+        c = self.comm
+        return self._call("reduce", nb, c.Reduce, c.Ireduce,
+                          (send, self._buf(out), mop, root), lambda: finish(out))
+
+    def reduce_scatter(self, a, op, nb):
+        send, mop, cdt, finish = self._reduction(a, op)
+        out = self.empty((a.shape[0] // self.size,) + a.shape[1:], cdt, a)
+        c = self.comm
+        return self._call("reduce_scatter", nb, c.Reduce_scatter_block, c.Ireduce_scatter_block,
+                          (send, self._buf(out), mop), lambda: finish(out))
+
+    def broadcast(self, buf, root, nb):
+        c = self.comm
+        return self._call("broadcast", nb, c.Bcast, c.Ibcast, (self._buf(buf), root), lambda: buf)
+
+    def all_gather(self, a, nb):
+        out = self.empty((self.size * a.shape[0],) + a.shape[1:], a.dtype, a)
+        c = self.comm
+        return self._call("all_gather", nb, c.Allgather, c.Iallgather,
+                          (self._buf(a), self._buf(out)), lambda: out)
+
+    def gather(self, a, root, nb):
+        is_root = self.comm.Get_rank() == root
+        out = self.empty((self.size * a.shape[0],) + a.shape[1:], a.dtype, a) if is_root else None
+        c = self.comm
+        return self._call("gather", nb, c.Gather, c.Igather,
+                          (self._buf(a), self._buf(out), root), lambda: out)
+
+    def scatter(self, a, shape, dtype, root, nb, like=None):
+        out = self.empty(shape, dtype, like if a is None else a)
+        c = self.comm
+        return self._call("scatter", nb, c.Scatter, c.Iscatter,
+                          (self._buf(a), self._buf(out), root), lambda: out)
+
+    def all_to_all(self, a, nb):
+        out = self.empty(a.shape, a.dtype, a)
+        c = self.comm
+        return self._call("all_to_all", nb, c.Alltoall, c.Ialltoall,
+                          (self._buf(a), self._buf(out)), lambda: out)
+
+    def send(self, a, dst, tag, nb):
+        c = self.comm
+        return self._call("send", nb, c.Send, c.Isend, (self._buf(a), dst, tag), lambda: None)
+
+    def recv(self, out, src, tag, nb):
+        c = self.comm
+        return self._call("recv", nb, c.Recv, c.Irecv, (self._buf(out), src, tag), lambda: out)
+
+    def barrier(self, nb):
+        c = self.comm
+        return self._call("barrier", nb, c.Barrier, c.Ibarrier, (), lambda: None)

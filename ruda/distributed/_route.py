@@ -1,0 +1,108 @@
+"""Which engine serves an array, and the native buffers it gets.
+
+Layering: ruda.distributed uses the public ruda API, plus the native storage
+``x._data`` (a NumPy array on cpu, a CuPy array on cuda) so MPI and NCCL read
+and write it without copies; results are wrapped with ``ruda.Array._new``
+(zero-copy).  wgpu arrays have no native buffer MPI or NCCL can read: they are
+staged through the host (``x.to_device("cpu")`` and back), by design.
+Nothing else moves between devices.
+"""
+import numpy as np
+
+import ruda
+from ruda._array import Array
+from ruda._devices import CPU
+
+
+def engine_for(ctx, fn, dev):
+    if dev.kind != "cuda":
+        return ctx.mpi
+    if ctx.nccl is not None:
+        if dev.index != ctx.nccl.device_index:
+            raise ValueError(f"ruda.distributed.{fn}: this rank's NCCL communicator is on "
+                             f"'cuda:{ctx.nccl.device_index}'; got an array on '{dev}'")
+        return ctx.nccl
+    if ctx.backend != "mpi" and _nccl_everywhere(ctx):
+        return nccl_engine(ctx, fn, dev.index)
+    if cuda_aware(ctx):
+        return ctx.mpi
+    raise ValueError(f"ruda.distributed.{fn}: an array on '{dev}' needs NCCL (CuPy's "
+                     f"cupy.cuda.nccl) or a CUDA-aware MPI, and this job has neither "
+                     f"(backend={ctx.backend!r}); move it with x.to_device('cpu') first")
+
+
+def _nccl_available():
+    try:
+        from cupy.cuda import nccl
+        return bool(nccl.available)
+    except Exception:  # noqa: BLE001 - any import failure means no NCCL
+        return False
+
+
+def _nccl_everywhere(ctx):
+    ctx.wd.arm("NCCL availability check")
+    try:
+        return bool(ctx.comm.allreduce(_nccl_available(), op=ctx.MPI.LAND))
+    finally:
+        ctx.wd.disarm()
+
+
+def cuda_aware(ctx):
+    from ruda.distributed._state import env_flag
+    query = getattr(ctx.MPI, "Query_cuda_support", None)
+    return env_flag("RUDA_DIST_CUDA_AWARE_MPI") or bool(query and query())
+
+
+def nccl_engine(ctx, fn, device_index):
+    """Create this job's NCCL communicator (collective: every rank calls it)."""
+    from ruda.distributed import _nccl
+    if not _nccl_available():
+        raise ImportError(f"ruda.distributed.{fn}: backend 'nccl' needs CuPy with NCCL "
+                          f"(cupy.cuda.nccl) on every rank")
+    ctx.wd.arm("NCCL unique id broadcast")
+    try:
+        uid = ctx.comm.bcast(_nccl.unique_id() if ctx.rank == 0 else None, root=0)
+    finally:
+        ctx.wd.disarm()
+    ctx.nccl = _nccl.NcclEngine(uid, ctx.size, ctx.rank, device_index, ctx.wd)
+    return ctx.nccl
+
+
+def native(x):
+    """x's native storage, C-contiguous (wgpu: a host copy)."""
+    a = x.to_device(CPU)._data if x.device.kind == "wgpu" else x._data
+    return a if a.flags.c_contiguous else a.copy(order="C")
+
+
+def namespace(a):
+    if isinstance(a, np.ndarray):
+        return np
+    import cupy
+    return cupy
+
+
+def wrap(a, dev):
+    """A ruda Array on ``dev`` around native result ``a`` (None stays None)."""
+    if a is None:
+        return None
+    if dev.kind == "wgpu":
+        return Array._new(a, CPU).to_device(dev)
+    return Array._new(a, dev)
+
+
+def local_device(ctx, kind):
+    """This rank's device of ``kind`` for results that have no input array."""
+    if kind == "cuda":
+        from ruda.distributed._state import default_cuda_index
+        idx = ctx.nccl.device_index if ctx.nccl is not None else default_cuda_index(ctx)
+        return ruda.device(f"cuda:{idx}")
+    return ruda.device(kind)
+
+
+def like(dev):
+    """A zero-size native array marking which memory an engine should allocate in."""
+    if dev.kind == "cuda":
+        import cupy
+        with cupy.cuda.Device(dev.index):
+            return cupy.empty(0, np.uint8)
+    return None

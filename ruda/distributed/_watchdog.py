@@ -1,0 +1,69 @@
+"""Watchdog: a rank that dies or hangs makes the others fail instead of hanging.
+
+Every blocking call into MPI or NCCL is bracketed by ``arm(what)`` and
+``disarm()``, which only store a deadline (no syscall, so the fast path stays
+fast).  A daemon thread checks the deadline a few times per timeout; past it, it
+prints which call on which rank timed out, aborts the NCCL communicator if any
+and calls ``MPI_Abort`` on the world, which ends every rank of the job.
+
+The timeout covers waiting for the slowest rank to reach the same call.  It is
+``RUDA_DIST_TIMEOUT`` seconds (default 600), or ``init(timeout=...)``; 0 or a
+negative value disables the watchdog.
+"""
+import os
+import sys
+import threading
+import time
+
+DEFAULT_TIMEOUT = 600.0
+
+
+def timeout_from_env():
+    raw = os.environ.get("RUDA_DIST_TIMEOUT", "")
+    try:
+        return float(raw) if raw.strip() else DEFAULT_TIMEOUT
+    except ValueError:
+        raise ValueError(f"ruda.distributed.init: RUDA_DIST_TIMEOUT must be a number of "
+                         f"seconds; got {raw!r}") from None
+
+
+class Watchdog:
+    def __init__(self, timeout, rank, abort):
+        self.timeout = timeout
+        self.rank = rank
+        self._abort = abort          # callable(message) that ends the job
+        self._deadline = 0.0
+        self._what = ""
+        self._stop = threading.Event()
+        self._thread = None
+        if timeout > 0:
+            self._thread = threading.Thread(target=self._run, name="ruda-dist-watchdog",
+                                            daemon=True)
+            self._thread.start()
+
+    def arm(self, what):
+        self._what = what
+        self._deadline = time.monotonic() + self.timeout
+
+    def disarm(self):
+        self._deadline = 0.0
+
+    def stop(self):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _run(self):
+        poll = min(1.0, max(0.05, self.timeout / 20))
+        while not self._stop.wait(poll):
+            deadline = self._deadline
+            if deadline and time.monotonic() > deadline:
+                self._fire()
+                return
+
+    def _fire(self):
+        msg = (f"ruda.distributed: rank {self.rank}: {self._what} did not complete within "
+               f"{self.timeout:g} s (RUDA_DIST_TIMEOUT); another rank died, hung or did not "
+               f"call it; aborting the job")
+        print(msg, file=sys.stderr, flush=True)
+        self._abort(msg)

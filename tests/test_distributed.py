@@ -1,0 +1,151 @@
+"""ruda.distributed on 2 and 4 CPU ranks through the mpich wheel, against NumPy.
+
+One mpiexec launch per world size runs every collective for every dtype plus the
+cross-rank mismatch cases (tests/distributed_scripts/collectives.py); these tests
+check what each rank got.  Two more launches check that a dead or hung rank ends
+the job with an error within its timeout.
+"""
+import os
+import pickle
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("mpi4py")
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "distributed_scripts"))
+import cases as C  # noqa: E402
+
+SCRIPTS = os.path.join(os.path.dirname(__file__), "distributed_scripts")
+WORLDS = (2, 4)
+LAUNCH_TIMEOUT = 300
+
+
+def launch(n, script, *args, env=None, timeout=LAUNCH_TIMEOUT):
+    cmd = [sys.executable, "-m", "ruda.distributed.run", "-n", str(n),
+           os.path.join(SCRIPTS, script), *args]
+    e = {**os.environ, "RUDA_DIST_TIMEOUT": "60", **(env or {})}
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=e)
+
+
+@pytest.fixture(scope="module", params=WORLDS, ids=lambda w: f"world{w}")
+def ranks(request, tmp_path_factory):
+    w = request.param
+    out = tmp_path_factory.mktemp(f"dist{w}")
+    proc = launch(w, "collectives.py", str(out))
+    assert proc.returncode == 0, f"mpiexec failed:\n{proc.stdout}\n{proc.stderr}"
+    reports = [pickle.load(open(out / f"rank{r}.pkl", "rb")) for r in range(w)]
+    assert [d["world"] for d in reports] == [w] * w
+    return reports
+
+
+def _reduce(xs, op, dt):
+    stack = np.stack(xs)
+    if dt == C.np_dtype("bfloat16"):
+        return _reduce([x.astype(np.float32) for x in xs], op, np.dtype(np.float32)).astype(dt)
+    if op == "sum":
+        return np.sum(stack, axis=0, dtype=dt)
+    if op == "prod":
+        return np.prod(stack, axis=0, dtype=dt)
+    if op == "mean":
+        return (np.sum(stack, axis=0, dtype=dt) / len(xs)).astype(dt)
+    return (np.min if op == "min" else np.max)(stack, axis=0)
+
+
+def expected(fn, kw, case, name, w, r):
+    xs = [C.make(case, name, k) for k in range(w)]
+    dt = C.np_dtype(name)
+    root = kw.get("root", 0) % w
+    ax = kw.get("axis", 0)
+    if fn == "all_reduce":
+        return _reduce(xs, kw["op"], dt)
+    if fn == "reduce":
+        return _reduce(xs, kw["op"], dt) if r == root else None
+    if fn == "broadcast":
+        return xs[root]
+    if fn == "all_gather":
+        return np.concatenate(xs, axis=ax)
+    if fn == "gather":
+        return np.concatenate(xs, axis=ax) if r == root else None
+    if fn == "scatter":
+        return np.split(xs[root], w, axis=ax)[r]
+    if fn == "all_to_all":
+        return np.concatenate([np.split(xs[j], w, axis=ax)[r] for j in range(w)], axis=ax)
+    if fn == "reduce_scatter":
+        return np.split(_reduce(xs, kw["op"], dt), w, axis=ax)[r]
+    if fn == "ring":
+        return xs[(r - 1) % w]
+    raise AssertionError(fn)
+
+
+def _tol(name):
+    return {"float32": 1e-5, "complex64": 1e-5, "float64": 1e-12, "complex128": 1e-12,
+            "bfloat16": 2e-2}.get(name)
+
+
+def _compare(got, want, name):
+    if want is None:
+        assert got is None
+        return
+    assert got is not None
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    assert got.shape == want.shape
+    tol = _tol(name)
+    if tol is None:
+        np.testing.assert_array_equal(got, want)
+    else:
+        f = np.float32 if name == "bfloat16" else None
+        np.testing.assert_allclose(got.astype(f) if f else got, want.astype(f) if f else want,
+                                   rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("name", C.DTYPES)
+def test_collectives_match_numpy(ranks, name):
+    w = len(ranks)
+    for case, fn, kw in C.cases(name):
+        for r, rep in enumerate(ranks):
+            got = rep["results"][f"{case}|{name}"]
+            want = expected(fn, kw, case, name, w, r)
+            try:
+                _compare(got, want, name)
+            except AssertionError as e:
+                raise AssertionError(f"{case} on rank {r} of {w}: {e}") from None
+
+
+@pytest.mark.parametrize("key, exc, words", [
+    ("shape", "ValueError", "disagree on shape"),
+    ("dtype", "TypeError", "disagree on dtype"),
+    ("op", "ValueError", "disagree on op"),
+    ("root", "ValueError", "disagree on root"),
+    ("collective", "RuntimeError", "disagree on which collective"),
+    ("not-divisible", "ValueError", "must be divisible by the world size"),
+])
+def test_mismatch_raises_on_every_rank(ranks, key, exc, words):
+    for rep in ranks:
+        got = rep["errors"][key]
+        assert got is not None, f"rank {rep['rank']} did not raise for {key}"
+        assert got[0] == exc and words in got[1] and "ruda.distributed." in got[1], got
+
+
+def test_usable_after_mismatch(ranks):
+    w = len(ranks)
+    for rep in ranks:
+        np.testing.assert_array_equal(rep["after"], [sum(range(w))])
+
+
+@pytest.mark.parametrize("mode, check", [("exit", "1"), ("hang", "1"), ("hang", "0")])
+def test_dead_rank_fails_within_timeout(mode, check):
+    """check=0 skips the agreement check, so the watchdog fires inside the data transfer."""
+    t0 = time.monotonic()
+    env = {"RUDA_DIST_TIMEOUT": "3", "RUDA_DIST_CHECK": check}
+    proc = launch(2, "dead_rank.py", mode, env=env, timeout=120)
+    took = time.monotonic() - t0
+    assert proc.returncode != 0
+    assert "returned without rank 1" not in proc.stdout
+    assert took < 60, took
+    if mode == "hang":
+        what = "all_reduce (agreement check)" if check == "1" else "all_reduce"
+        assert f"rank 0: {what} did not complete within 3 s" in proc.stderr, proc.stderr[-2000:]
