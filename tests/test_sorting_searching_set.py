@@ -1,0 +1,194 @@
+"""Sorting (stable, descending), searching and set functions against NumPy on every device."""
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+import ruda as xp
+from conftest import to_numpy
+from strategies import assert_result, broadcastable_pair, default, dtypes, rand, seeds, shapes, supported
+
+REAL = ("integral", "real floating")
+
+
+def tied(rng, shape, dt):
+    """Random values with many ties (so stability matters)."""
+    k = np.dtype(dt).kind
+    v = rng.integers(0 if k == "u" else -4, 5, size=shape)
+    return (v * (0.75 if k == "f" else 1)).astype(dt)
+
+
+def index_dtype(device):
+    return default(device, "indexing")
+
+
+def stable_argsort(a, axis, descending):
+    if descending:
+        key = -(a.astype(np.float64) if a.dtype.kind in "iu" else a)
+        return np.argsort(key, axis=axis, kind="stable")
+    return np.argsort(a, axis=axis, kind="stable")
+
+
+@given(data=st.data(), seed=seeds, shape=shapes(1, 3, 0, 6), descending=st.booleans())
+def test_sort_argsort(device, data, seed, shape, descending):
+    dt = data.draw(dtypes(device, REAL), label="dtype")
+    a = tied(np.random.default_rng(seed), shape, dt)
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1), label="axis")
+    x = xp.asarray(a, device=device)
+    idx = stable_argsort(a, axis, descending)
+    res = xp.argsort(x, axis=axis, descending=descending, stable=True)
+    assert_result(res, idx, dtype=index_dtype(device))
+    s = xp.sort(x, axis=axis, descending=descending)
+    assert_result(s, np.take_along_axis(a, idx, axis=axis), dtype=dt, rtol=0, atol=0)
+    # stable=False must still sort (order of ties unspecified)
+    idx2 = to_numpy(xp.argsort(x, axis=axis, descending=descending, stable=False))
+    np.testing.assert_array_equal(np.take_along_axis(a, idx2, axis=axis), np.take_along_axis(a, idx, axis=axis))
+
+
+def test_sort_errors(device):
+    c = supported(device, "complex floating")
+    if c:
+        z = xp.asarray(np.asarray([1 + 1j, 2 - 1j], c[0]), device=device)
+        with pytest.raises(TypeError, match=r"ruda\.sort: x must have a real numeric dtype; got complex"):
+            xp.sort(z)
+    x = xp.asarray(rand(np.random.default_rng(1), (), supported(device, "real floating")[0]), device=device)
+    with pytest.raises(ValueError, match=r"ruda\.argsort: x must have at least one dimension"):
+        xp.argsort(x)
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+@given(data=st.data(), seed=seeds, shape=shapes(0, 3, 1, 5), keepdims=st.booleans(), use_axis=st.booleans())
+def test_argmax_argmin(device, name, data, seed, shape, keepdims, use_axis):
+    dt = data.draw(dtypes(device, REAL), label="dtype")
+    a = tied(np.random.default_rng(seed), shape, dt)           # ties: the first occurrence wins
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1), label="axis") if use_axis and shape else None
+    res = getattr(xp, name)(xp.asarray(a, device=device), axis=axis, keepdims=keepdims)
+    assert_result(res, getattr(np, name)(a, axis=axis, keepdims=keepdims), dtype=index_dtype(device))
+
+
+@given(data=st.data(), seed=seeds, shape=shapes(0, 3, 0, 5), keepdims=st.booleans())
+def test_count_nonzero(device, data, seed, shape, keepdims):
+    dt = data.draw(st.sampled_from(supported(device)), label="dtype")
+    rng = np.random.default_rng(seed)
+    a = rand(rng, shape, dt, 1, 9) * (rng.random(shape) < 0.5).astype(dt)
+    nd = len(shape)
+    axis = data.draw(st.none() | (st.lists(st.integers(0, nd - 1), unique=True, max_size=nd).map(tuple)
+                                  if nd else st.none()), label="axis")
+    res = xp.count_nonzero(xp.asarray(a, device=device), axis=axis, keepdims=keepdims)
+    exp = np.count_nonzero(a, axis=axis, keepdims=keepdims)
+    assert_result(res, np.asarray(exp), dtype=index_dtype(device))
+
+
+@given(data=st.data(), seed=seeds, shape=shapes(1, 3, 0, 5))
+def test_nonzero(device, data, seed, shape):
+    dt = data.draw(st.sampled_from(supported(device)), label="dtype")
+    rng = np.random.default_rng(seed)
+    a = rand(rng, shape, dt, 1, 9) * (rng.random(shape) < 0.5).astype(dt)
+    res = xp.nonzero(xp.asarray(a, device=device))
+    exp = np.nonzero(a)
+    assert isinstance(res, tuple) and len(res) == len(exp)
+    for r, e in zip(res, exp):
+        assert_result(r, e, dtype=index_dtype(device))
+
+
+def test_nonzero_0d_error(device):
+    x = xp.asarray(rand(np.random.default_rng(1), (), supported(device, "real floating")[0]), device=device)
+    with pytest.raises(ValueError, match=r"ruda\.nonzero: x must have at least one dimension"):
+        xp.nonzero(x)
+
+
+@given(data=st.data(), seed=seeds, n=st.integers(0, 12), vshape=shapes(0, 2, 0, 5),
+       side=st.sampled_from(["left", "right"]), use_sorter=st.booleans())
+def test_searchsorted(device, data, seed, n, vshape, side, use_sorter):
+    dt = data.draw(dtypes(device, REAL), label="dtype")
+    rng = np.random.default_rng(seed)
+    x1 = tied(rng, (n,), dt)
+    x2 = tied(rng, vshape, dt)
+    if use_sorter:
+        sorter = np.argsort(x1, kind="stable")
+        res = xp.searchsorted(xp.asarray(x1, device=device), xp.asarray(x2, device=device), side=side,
+                              sorter=xp.asarray(sorter, device=device))
+        exp = np.searchsorted(x1, x2, side=side, sorter=sorter)
+    else:
+        x1 = np.sort(x1)
+        res = xp.searchsorted(xp.asarray(x1, device=device), xp.asarray(x2, device=device), side=side)
+        exp = np.searchsorted(x1, x2, side=side)
+    assert_result(res, np.asarray(exp), dtype=index_dtype(device))
+
+
+def test_searchsorted_scalar_and_errors(device):
+    dt = supported(device, "real floating")[0]
+    x1 = np.sort(rand(np.random.default_rng(4), (8,), dt))
+    x = xp.asarray(x1, device=device)
+    assert_result(xp.searchsorted(x, 0.25), np.asarray(np.searchsorted(x1, 0.25)), dtype=index_dtype(device))
+    with pytest.raises(ValueError, match=r"ruda\.searchsorted: side must be 'left' or 'right'"):
+        xp.searchsorted(x, x, side="middle")
+    with pytest.raises(ValueError, match=r"ruda\.searchsorted: x1 must be 1-D; got shape \(2, 4\)"):
+        xp.searchsorted(xp.reshape(x, (2, 4)), x)
+
+
+@given(data=st.data(), seed=seeds, shp=broadcastable_pair())
+def test_where(device, data, seed, shp):
+    dt = data.draw(st.sampled_from(supported(device)), label="dtype")
+    rng = np.random.default_rng(seed)
+    cshape = data.draw(st.sampled_from([shp[0], shp[1], ()]), label="condition shape")
+    cond = rng.random(cshape) < 0.5
+    a, b = rand(rng, shp[0], dt), rand(rng, shp[1], dt)
+    res = xp.where(xp.asarray(cond, device=device), xp.asarray(a, device=device), xp.asarray(b, device=device))
+    assert_result(res, np.where(cond, a, b), dtype=dt, rtol=0, atol=0)
+
+
+def test_where_errors(device):
+    f = supported(device, "real floating")[0]
+    x = xp.asarray(rand(np.random.default_rng(1), (3,), f), device=device)
+    with pytest.raises(TypeError, match=r"ruda\.where: condition must have a bool dtype; got float"):
+        xp.where(x, x, x)
+    with pytest.raises(ValueError, match=r"ruda\.where: shapes .*\(3,\).*\(2,\).* cannot be broadcast"):
+        xp.where(x > 0, x, xp.asarray(rand(np.random.default_rng(2), (2,), f), device=device))
+
+
+@given(data=st.data(), seed=seeds, shape=shapes(0, 3, 0, 6))
+def test_unique(device, data, seed, shape):
+    dt = data.draw(dtypes(device, ("bool", "integral", "real floating")), label="dtype")
+    a = tied(np.random.default_rng(seed), shape, dt) if np.dtype(dt).kind != "b" else \
+        rand(np.random.default_rng(seed), shape, dt)
+    x = xp.asarray(a, device=device)
+    exp_vals, exp_idx, exp_inv, exp_counts = np.unique(a, return_index=True, return_inverse=True,
+                                                       return_counts=True)
+    idt = index_dtype(device)
+    # order of unique values is unspecified: compare after sorting, then check consistency
+    vals = xp.unique_values(x)
+    assert vals.dtype == dt
+    np.testing.assert_array_equal(np.sort(to_numpy(vals)), exp_vals)
+
+    ua = xp.unique_all(x)
+    v, i, inv, c = (to_numpy(t) for t in ua)
+    assert ua.values.dtype == dt and ua.indices.dtype == idt and ua.inverse_indices.dtype == idt
+    assert ua.counts.dtype == idt
+    order = np.argsort(v, kind="stable")
+    np.testing.assert_array_equal(v[order], exp_vals)
+    np.testing.assert_array_equal(c[order], exp_counts)
+    np.testing.assert_array_equal(i[order], exp_idx)                  # first occurrences
+    assert inv.shape == a.shape
+    np.testing.assert_array_equal(v[inv], a)
+
+    uc = xp.unique_counts(x)
+    order = np.argsort(to_numpy(uc.values), kind="stable")
+    np.testing.assert_array_equal(to_numpy(uc.values)[order], exp_vals)
+    np.testing.assert_array_equal(to_numpy(uc.counts)[order], exp_counts)
+    assert uc.counts.dtype == idt
+
+    ui = xp.unique_inverse(x)
+    assert ui.inverse_indices.shape == a.shape and ui.inverse_indices.dtype == idt
+    np.testing.assert_array_equal(to_numpy(ui.values)[to_numpy(ui.inverse_indices)], a)
+
+
+@given(data=st.data(), seed=seeds, s1=shapes(0, 3, 0, 5), n2=st.integers(0, 8), invert=st.booleans())
+def test_isin(device, data, seed, s1, n2, invert):
+    dt = data.draw(dtypes(device, REAL), label="dtype")
+    rng = np.random.default_rng(seed)
+    a, b = tied(rng, s1, dt), tied(rng, (n2,), dt)
+    res = xp.isin(xp.asarray(a, device=device), xp.asarray(b, device=device), invert=invert)
+    assert_result(res, np.isin(a, b, invert=invert), dtype=xp.bool)
+    s = b[0].item() if n2 else 1
+    res = xp.isin(xp.asarray(a, device=device), s)
+    assert_result(res, np.isin(a, np.asarray(s, dt)), dtype=xp.bool)
