@@ -1,0 +1,119 @@
+"""The fft extension against numpy.fft (complex128 oracle) on every device: n/s, axis/axes, norm,
+result dtypes (rfft of float32 is complex64, irfft of complex64 is float32, ...)."""
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+import ruda as xp
+from strategies import assert_result, default, dtypes, host64, rand, seeds, shapes, supported
+
+NORMS = st.sampled_from(["backward", "ortho", "forward"])
+COMPLEX_OF = {np.dtype("float32"): np.dtype("complex64"), np.dtype("float64"): np.dtype("complex128")}
+REAL_OF = {v: k for k, v in COMPLEX_OF.items()}
+
+# name: (input kind, output: "same" | "complex" | "real")
+ONE_D = {"fft": ("complex floating", "same"), "ifft": ("complex floating", "same"),
+         "rfft": ("real floating", "complex"), "irfft": ("complex floating", "real"),
+         "hfft": ("complex floating", "real"), "ihfft": ("real floating", "complex")}
+N_D = {"fftn": ("complex floating", "same"), "ifftn": ("complex floating", "same"),
+       "rfftn": ("real floating", "complex"), "irfftn": ("complex floating", "real")}
+
+
+def _out_dtype(dt, how):
+    dt = np.dtype(dt)
+    return dt if how == "same" else COMPLEX_OF[dt] if how == "complex" else REAL_OF[dt]
+
+
+def _check(res, exp, want, size):
+    single = want in (np.float32, np.complex64)
+    tol = (2e-5 if single else 1e-11) * max(1.0, np.log2(max(size, 2)))
+    scale = max(1.0, float(np.max(np.abs(exp), initial=0.0)))
+    assert_result(res, exp, dtype=want, rtol=tol, atol=tol * scale)
+
+
+@pytest.mark.parametrize("name", sorted(ONE_D))
+@given(data=st.data(), seed=seeds, shape=shapes(1, 3, 1, 6), norm=NORMS, use_n=st.booleans())
+def test_fft_1d(device, name, data, seed, shape, norm, use_n):
+    kind, how = ONE_D[name]
+    dt = data.draw(dtypes(device, kind), label="dtype")
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1), label="axis")
+    n = data.draw(st.integers(1, 8), label="n") if use_n else None
+    if name in ("irfft", "hfft") and n is None and shape[axis] < 2:
+        n = 2
+    a = rand(np.random.default_rng(seed), shape, dt, -1, 1)
+    res = getattr(xp.fft, name)(xp.asarray(a, device=device), n=n, axis=axis, norm=norm)
+    exp = getattr(np.fft, name)(host64(a), n=n, axis=axis, norm=norm)
+    _check(res, exp, _out_dtype(dt, how), exp.size)
+
+
+@pytest.mark.parametrize("name", sorted(N_D))
+@given(data=st.data(), seed=seeds, shape=shapes(1, 3, 2, 5), norm=NORMS, use_s=st.booleans())
+def test_fft_nd(device, name, data, seed, shape, norm, use_s):
+    kind, how = N_D[name]
+    dt = data.draw(dtypes(device, kind), label="dtype")
+    nd = len(shape)
+    axes = data.draw(st.none() | st.lists(st.integers(0, nd - 1), unique=True, min_size=1, max_size=nd)
+                     .map(tuple), label="axes")
+    s = None
+    if use_s:
+        k = nd if axes is None else len(axes)
+        s = tuple(data.draw(st.lists(st.integers(2, 6), min_size=k, max_size=k), label="s"))
+    a = rand(np.random.default_rng(seed), shape, dt, -1, 1)
+    res = getattr(xp.fft, name)(xp.asarray(a, device=device), s=s, axes=axes, norm=norm)
+    exp = getattr(np.fft, name)(host64(a), s=s, axes=axes, norm=norm)
+    _check(res, exp, _out_dtype(dt, how), exp.size)
+
+
+@given(data=st.data(), seed=seeds, shape=shapes(1, 3, 1, 6), norm=NORMS)
+def test_round_trips(device, data, seed, shape, norm):
+    dt = data.draw(dtypes(device, "real floating"), label="dtype")
+    a = rand(np.random.default_rng(seed), shape, dt, -1, 1)
+    x = xp.asarray(a, device=device)
+    n = shape[-1]
+    back = xp.fft.irfft(xp.fft.rfft(x, norm=norm), n=n, norm=norm)
+    _check(back, host64(a), np.dtype(dt), n)
+    c = xp.astype(x, COMPLEX_OF[np.dtype(dt)])
+    _check(xp.fft.ifftn(xp.fft.fftn(c, norm=norm), norm=norm), host64(a).astype(np.complex128),
+           COMPLEX_OF[np.dtype(dt)], a.size)
+
+
+@pytest.mark.parametrize("name", ["fftfreq", "rfftfreq"])
+@given(data=st.data(), n=st.integers(1, 20), d=st.floats(0.1, 10))
+def test_freq(device, name, data, n, d):
+    dt = data.draw(st.none() | dtypes(device, "real floating"), label="dtype")
+    want = default(device, "real floating") if dt is None else dt
+    res = getattr(xp.fft, name)(n, d=d, dtype=dt, device=device)
+    assert res.device == device
+    _check(res, getattr(np.fft, name)(n, d=d), np.dtype(want), n)
+
+
+@pytest.mark.parametrize("name", ["fftshift", "ifftshift"])
+@given(data=st.data(), seed=seeds, shape=shapes(1, 3, 1, 6))
+def test_shift(device, name, data, seed, shape):
+    dt = data.draw(st.sampled_from(supported(device, ("integral", "real floating", "complex floating"))),
+                   label="dtype")
+    a = rand(np.random.default_rng(seed), shape, dt)
+    nd = len(shape)
+    axes = data.draw(st.none() | st.integers(-nd, nd - 1) |
+                     st.lists(st.integers(0, nd - 1), unique=True, min_size=1, max_size=nd).map(tuple),
+                     label="axes")
+    res = getattr(xp.fft, name)(xp.asarray(a, device=device), axes=axes)
+    assert_result(res, getattr(np.fft, name)(a, axes=axes), dtype=dt, rtol=0, atol=0)
+
+
+def test_fft_errors(device):
+    f = supported(device, "real floating")[0]
+    x = xp.asarray(rand(np.random.default_rng(1), (4,), f), device=device)
+    with pytest.raises(TypeError, match=r"ruda\.fft\.fft: x must have a complex floating-point dtype; got float"):
+        xp.fft.fft(x)
+    c = xp.astype(x, COMPLEX_OF[np.dtype(f)])
+    with pytest.raises(TypeError, match=r"ruda\.fft\.rfft: x must have a real floating-point dtype; got complex"):
+        xp.fft.rfft(c)
+    with pytest.raises(ValueError, match=r"ruda\.fft\.ifft: norm must be one of"):
+        xp.fft.ifft(c, norm="unitary")
+    with pytest.raises(ValueError, match=r"ruda\.fft\.fft: n must be positive; got 0"):
+        xp.fft.fft(c, n=0)
+    with pytest.raises(ValueError, match=r"ruda\.fft\.fftn: s \(2,\) and axes \(0, 1\) differ in length"):
+        xp.fft.fftn(xp.reshape(c, (2, 2)), s=(2,), axes=(0, 1))
+    with pytest.raises(TypeError, match=r"ruda\.fft\.fftfreq: dtype must be a real floating dtype"):
+        xp.fft.fftfreq(4, dtype=supported(device, "signed integer")[0], device=device)
