@@ -1,0 +1,83 @@
+"""all_reduce of float32 arrays, 1 MB .. 256 MB: ruda.distributed vs raw mpi4py.
+
+    python -m ruda.distributed.run -n 2 bench/bench_distributed.py [--max-mb 256]
+
+Anchors, measured in the same run on the same buffers: raw ``comm.Allreduce`` into a
+preallocated output (the floor), and raw ``Allreduce`` into a fresh ``np.empty`` output
+(what returning a new array costs without ruda's pool).  Methods are interleaved,
+each timed as the median over rounds of a batch between barriers.  Prints
+ratios = anchor time / ruda time (>= 1 means ruda is as fast).
+"""
+import argparse
+import platform
+import statistics
+import time
+
+import numpy as np
+
+import ruda as xp
+import ruda.distributed as dist
+
+
+def timed(comm, fn, reps):
+    comm.Barrier()
+    t = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    comm.Barrier()
+    return (time.perf_counter() - t) / reps
+
+
+def bench_size(comm, mb, rounds):
+    n = mb * (1 << 20) // 4
+    host = np.random.default_rng(comm.rank).random(n, dtype=np.float32)
+    x = xp.asarray(host)
+    pre = np.empty_like(host)
+    methods = {
+        "ruda": lambda: dist.all_reduce(x),
+        "raw": lambda: comm.Allreduce(host, pre),
+        "raw_fresh": lambda: comm.Allreduce(host, np.empty_like(host)),
+    }
+    reps = max(2, 64 // mb)
+    for f in methods.values():      # warm up (pool, caches)
+        timed(comm, f, 2)
+    times = {k: [] for k in methods}
+    for _ in range(rounds):
+        for k, f in methods.items():
+            times[k].append(timed(comm, f, reps))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    check = np.asarray(dist.all_reduce(x))
+    comm.Allreduce(host, pre)
+    assert np.array_equal(check, pre), "ruda all_reduce differs from mpi4py Allreduce"
+    return med
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--max-mb", type=int, default=256)
+    p.add_argument("--rounds", type=int, default=7)
+    a = p.parse_args()
+    dist.init(backend="mpi")
+    from mpi4py import MPI
+    comm = MPI.COMM_WORLD
+    if comm.rank == 0:
+        print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {dist.world_size()} ranks, "
+              f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, "
+              f"NumPy {np.__version__}, mpi4py {MPI.Get_version()} / "
+              f"{MPI.Get_library_version().splitlines()[0].strip()}")
+        print("| size | ruda all_reduce | raw Allreduce | ratio raw/ruda | raw, fresh output | "
+              "ratio raw fresh/ruda |\n|---:|---:|---:|---:|---:|---:|")
+    mb = 1
+    while mb <= a.max_mb:
+        m = bench_size(comm, mb, a.rounds)
+        if comm.rank == 0:
+            gbs = mb / 1024 / m["ruda"]
+            print(f"| {mb} MB | {m['ruda'] * 1e3:.2f} ms ({gbs:.1f} GB/s) | {m['raw'] * 1e3:.2f} ms | "
+                  f"{m['raw'] / m['ruda']:.3f} | {m['raw_fresh'] * 1e3:.2f} ms | "
+                  f"{m['raw_fresh'] / m['ruda']:.3f} |", flush=True)
+        mb *= 4
+    dist.finalize()
+
+
+if __name__ == "__main__":
+    main()

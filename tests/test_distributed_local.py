@@ -1,0 +1,129 @@
+"""ruda.distributed in this process (world size 1, MPI singleton): argument errors,
+every collective and dtype against NumPy, handles, the pool and the launcher's command."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("mpi4py")
+
+import ruda as xp  # noqa: E402
+import ruda.distributed as dist  # noqa: E402
+from ruda.distributed import _pool, run  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "distributed_scripts"))
+import cases as C  # noqa: E402
+
+
+@pytest.fixture(scope="module", autouse=True)
+def world():
+    dist.init()
+    assert (dist.rank(), dist.world_size()) == (0, 1)
+
+
+def test_uninitialized_call_names_init():
+    code = "import ruda.distributed as d; d.all_reduce(None)"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "ruda.distributed.all_reduce: call ruda.distributed.init() first" in p.stderr
+
+
+@pytest.mark.parametrize("call, exc, words", [
+    (lambda: dist.all_reduce(np.ones(3)), TypeError, "all_reduce: x must be a ruda.Array; got ndarray"),
+    (lambda: dist.all_reduce(xp.ones(3), op="avg"), ValueError, "all_reduce: op must be one of"),
+    (lambda: dist.all_reduce(xp.ones(3, dtype=xp.bool), op="sum"), TypeError, "op='sum' needs a numeric dtype; got bool"),
+    (lambda: dist.all_reduce(xp.ones(3, dtype=xp.complex64), op="max"), TypeError, "op='max' needs a real numeric dtype; got complex64"),
+    (lambda: dist.reduce_scatter(xp.ones(3, dtype=xp.int32), op="mean"), TypeError, "reduce_scatter: op='mean' needs a floating-point dtype; got int32"),
+    (lambda: dist.reduce(xp.ones(3), root=1), ValueError, "reduce: root must be a rank in [0, 1); got 1"),
+    (lambda: dist.gather(xp.ones(3), root=0.0), TypeError, "gather: root must be an int rank; got float"),
+    (lambda: dist.all_gather(xp.ones((2, 3)), axis=2), ValueError, "all_gather: axis 2 is out of range for a 2-D array"),
+    (lambda: dist.scatter(xp.asarray(1.0)), ValueError, "scatter: x must have at least one dimension"),
+    (lambda: dist.send(xp.ones(2), 3), ValueError, "send: dst must be a rank in [0, 1); got 3"),
+    (lambda: dist.recv(-1), ValueError, "recv: src must be a rank in [0, 1); got -1"),
+    (lambda: dist.broadcast(None, root=0), ValueError, "broadcast: the root rank 0 passed no array"),
+])
+def test_bad_arguments(call, exc, words):
+    with pytest.raises(exc, match=None) as info:
+        call()
+    assert words in str(info.value) and "ruda.distributed." in str(info.value)
+
+
+def test_init_rejects_unknown_backend():
+    with pytest.raises(ValueError, match="backend must be None, 'mpi' or 'nccl'; got 'gloo'"):
+        dist.init(backend="gloo")
+
+
+@pytest.mark.parametrize("name", C.DTYPES)
+def test_world_one_matches_numpy(name):
+    a = C.make("local", name, 0)
+    x = xp.asarray(a)
+    outs = [dist.all_reduce(x, op=op) for op in C.valid_ops(name)]
+    outs += [dist.reduce(x, op=C.valid_ops(name)[0]), dist.broadcast(x),
+             dist.all_to_all(x, axis=1), dist.scatter(x, axis=1)]
+    if name != "bool":
+        outs.append(dist.reduce_scatter(x, op="sum"))
+    for y in outs:
+        assert y.dtype == x.dtype and y.shape == a.shape and y.device == x.device
+        f = np.float32 if name == "bfloat16" else None
+        np.testing.assert_array_equal(np.asarray(y).astype(f) if f else np.asarray(y),
+                                      a.astype(f) if f else a)
+    g = dist.all_gather(x, axis=1)
+    np.testing.assert_array_equal(np.asarray(g).view(np.uint8), a.view(np.uint8))
+
+
+def test_results_are_new_arrays():
+    a = np.arange(6.0)
+    x = xp.asarray(a)
+    for y in (dist.all_reduce(x), dist.broadcast(x), dist.all_gather(x), dist.scatter(x)):
+        assert not np.shares_memory(np.asarray(y), a)
+
+
+def test_async_handles_and_p2p_to_self():
+    x = xp.asarray(np.arange(8, dtype=np.int16).reshape(2, 4))
+    work = dist.all_gather(x, axis=1, async_op=True)
+    assert isinstance(work, dist.Work)
+    np.testing.assert_array_equal(np.asarray(work.wait()), np.asarray(x))
+    assert work.is_completed()
+    r = dist.recv(0, async_op=True)
+    s = dist.send(x, 0, async_op=True)
+    y = r.wait()
+    s.wait()
+    assert y.dtype == xp.int16
+    np.testing.assert_array_equal(np.asarray(y), np.asarray(x))
+    assert dist.barrier(async_op=True).wait() is None
+
+
+@pytest.mark.skipif("wgpu" not in [d.kind for d in xp.devices()], reason="no wgpu device")
+def test_wgpu_arrays_are_staged_and_come_back_on_wgpu():
+    x = xp.asarray(np.arange(4, dtype=np.float32), device="wgpu")
+    y = dist.all_reduce(x, op="max")
+    assert y.device == x.device
+    np.testing.assert_array_equal(np.asarray(y.to_device("cpu")), np.arange(4, dtype=np.float32))
+
+
+def test_pool_reuses_only_free_blocks():
+    a = _pool.empty((1 << 18,), np.float32)
+    b = _pool.empty((1 << 18,), np.float32)
+    assert not np.shares_memory(a, b)
+    base = id(a.base)
+    del a
+    c = _pool.empty((1 << 18,), np.float32)
+    assert id(c.base) == base and not np.shares_memory(b, c)
+
+
+def test_launcher_command_passes_hosts_and_hostfile(tmp_path):
+    fake = tmp_path / "mpiexec"
+    fake.write_text("#!/bin/sh\necho 'HYDRA build details'\n")
+    fake.chmod(0o755)
+    cmd = run.command(4, "train.py", ["--lr", "0.1"], hosts="a,b", hostfile="hf",
+                      mpiexec=str(fake))
+    assert cmd == [str(fake), "-n", "4", "-hosts", "a,b", "-f", "hf", sys.executable,
+                   "train.py", "--lr", "0.1"]
+
+
+def test_launcher_finds_mpiexec_from_env(monkeypatch):
+    monkeypatch.setenv("RUDA_MPIEXEC", "/opt/mpi/bin/mpiexec")
+    assert run.find_mpiexec() == "/opt/mpi/bin/mpiexec"
+    monkeypatch.delenv("RUDA_MPIEXEC")
+    assert os.path.basename(run.find_mpiexec()) in ("mpiexec", "mpirun")
