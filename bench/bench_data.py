@@ -1,11 +1,14 @@
 """Benchmark of ruda.data against h5py and a NumPy memmap, measured in the same run.
 
-    python bench/bench_data.py [--records 200000] [--dir /tmp] [--random 50000]
+    python bench/bench_data.py [--records 200000] [--random 50000] [--repeat 1] [--dir /tmp]
 
 Records: a (3, 32, 32) uint8 image and an int64 label.  Prints ingestion (MB/s),
-sequential batched reads (batch 256, GB/s), random single-record reads (records/s)
-for each store, the ratio of ruda to each anchor, and the issue's targets.  Files are
-read right after they are written (warm OS page cache) in all three stores alike.
+sequential batched reads (batch 256, GB/s; a first pass, which for ruda.data includes
+checking every chunk's CRC-32, and a second pass over the same open dataset), random
+single-record reads (records/s) for each store, the ratio of ruda to each anchor, and the
+issue's targets.  Files are read right after they are written (warm OS page cache) in all
+three stores alike.  With --repeat, each figure is the best of the repeats (the machine may
+be shared).
 """
 import argparse
 import os
@@ -23,7 +26,8 @@ import ruda.data as rd
 
 BATCH = 256
 WRITE_BATCH = 8192
-TARGETS = {"ingest MB/s": 300, "sequential GB/s": 1.0, "random records/s": 50_000}
+COLUMNS = ("ingest MB/s", "seq GB/s", "seq again GB/s", "random records/s")
+TARGETS = {0: 300, 1: 1.0, 3: 50_000}
 
 
 def _data(n):
@@ -59,7 +63,7 @@ def bench_ruda(path, images, labels, order):
 
     t_write = _timed(write)
     ds = rd.Dataset.open(path)
-    out = t_write, _timed(seq), _timed(rand)
+    out = t_write, _timed(seq), _timed(seq), _timed(rand)
     _check(ds[int(order[0])]["image"], images[order[0]])
     ds.close()
     return out
@@ -88,7 +92,7 @@ def bench_h5py(path, images, labels, order):
         def rand():
             for i in order:
                 im[i], lb[i]
-        return t_write, _timed(seq), _timed(rand)
+        return t_write, _timed(seq), _timed(seq), _timed(rand)
 
 
 def bench_memmap(folder, images, labels, order):
@@ -113,7 +117,7 @@ def bench_memmap(folder, images, labels, order):
     def rand():
         for i in order:
             np.array(im[i]), np.array(lb[i])
-    return t_write, _timed(seq), _timed(rand)
+    return t_write, _timed(seq), _timed(seq), _timed(rand)
 
 
 def _check(got, want):
@@ -140,32 +144,36 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=200_000)
     ap.add_argument("--random", type=int, default=50_000, help="random single-record reads")
+    ap.add_argument("--repeat", type=int, default=1, help="runs; each figure is the best")
     ap.add_argument("--dir", default=None, help="folder for the files (default: a temp folder)")
     args = ap.parse_args(argv)
     images, labels = _data(args.records)
     order = np.random.default_rng(1).integers(0, args.records, args.random)
     nbytes = images.nbytes + labels.nbytes
-    folder = tempfile.mkdtemp(prefix="bench_data_", dir=args.dir)
-    try:
-        rows = {"ruda.data": bench_ruda(os.path.join(folder, "d.ruda"), images, labels, order),
-                "h5py": bench_h5py(os.path.join(folder, "d.h5"), images, labels, order),
-                "memmap": bench_memmap(folder, images, labels, order)}
-    finally:
-        shutil.rmtree(folder)
+    amounts = (nbytes / 1e6, nbytes / 1e9, nbytes / 1e9, args.random)
+    figures = {}
+    for _ in range(args.repeat):
+        folder = tempfile.mkdtemp(prefix="bench_data_", dir=args.dir)
+        try:
+            runs = {"ruda.data": bench_ruda(os.path.join(folder, "d.ruda"), images, labels, order),
+                    "h5py": bench_h5py(os.path.join(folder, "d.h5"), images, labels, order),
+                    "memmap": bench_memmap(folder, images, labels, order)}
+        finally:
+            shutil.rmtree(folder)
+        for k, times in runs.items():
+            rates = [a / t for a, t in zip(amounts, times)]
+            figures[k] = [max(a, b) for a, b in zip(figures.get(k, rates), rates)]
     print(f"ruda.data benchmark, {time.strftime('%Y-%m-%d')}: {args.records} records of "
-          f"{nbytes / args.records:.0f} bytes ({nbytes / 1e6:.0f} MB); {_versions()}")
-    figures = {k: (nbytes / w / 1e6, nbytes / s / 1e9, args.random / r)
-               for k, (w, s, r) in rows.items()}
-    print(f"{'store':<11}{'ingest MB/s':>13}{'sequential GB/s':>17}{'random records/s':>18}")
+          f"{nbytes / args.records:.0f} bytes ({nbytes / 1e6:.0f} MB), best of {args.repeat}; "
+          f"{_versions()}; load average {os.getloadavg()[0]:.1f}")
+    print(f"{'store':<13}" + "".join(f"{c:>18}" for c in COLUMNS))
     for k, f in figures.items():
-        print(f"{k:<11}{f[0]:>13.0f}{f[1]:>17.2f}{f[2]:>18.0f}")
+        print(f"{k:<13}" + "".join(f"{v:>18.0f}" if v >= 100 else f"{v:>18.2f}" for v in f))
     ours = figures["ruda.data"]
     for k in ("h5py", "memmap"):
-        print(f"{'ratio/' + k:<11}" + "".join(f"{a / b:>{w}.2f}" for a, b, w in
-                                              zip(ours, figures[k], (13, 17, 18))))
-    ok = [ours[j] >= t for j, t in enumerate(TARGETS.values())]
-    print("targets:   " + ", ".join(f"{name} >= {t}: {'met' if g else 'NOT met'}"
-                                    for (name, t), g in zip(TARGETS.items(), ok)))
+        print(f"{'ratio/' + k:<13}" + "".join(f"{a / b:>18.2f}" for a, b in zip(ours, figures[k])))
+    print("targets: " + ", ".join(f"{COLUMNS[j]} >= {t}: {'met' if ours[j] >= t else 'NOT met'}"
+                                  for j, t in TARGETS.items()))
     return 0
 
 

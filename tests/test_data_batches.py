@@ -8,7 +8,7 @@ import ruda as xp
 import ruda.data as rd
 from ruda.data._cli import main as cli
 from conftest import to_numpy
-from test_data import SCHEMA, assert_batch, filled, make
+from test_data import SCHEMA, assert_batch, filled, make, needs
 
 
 def labels(batches):
@@ -49,6 +49,7 @@ def test_shards_are_disjoint_and_complete(tmp_path, shuffle, world):
 
 
 def test_batches_on_device(tmp_path, device):
+    needs(device, "uint8", "int64", "int32")
     ds, data = filled(tmp_path, 30)
     for j, b in enumerate(ds.batches(7, device=device)):
         assert b["image"].device == device and b["tokens"][0].device == device

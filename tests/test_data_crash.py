@@ -19,7 +19,8 @@ import numpy as np
 import ruda.data as rd
 sys.path.insert(0, {tests!r})
 from test_data_crash import records
-path, how, size, pause, stop = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+path, how = sys.argv[1], sys.argv[2]
+size, pause, stop = int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
 ds = rd.Dataset.open(path, "a")
 n = len(ds)
 while n < stop:
@@ -38,7 +39,8 @@ while n < stop:
 def records(start, n):
     """Records start..start+n-1, each a function of its index."""
     idx = np.arange(start, start + n)
-    return {"image": ((idx[:, None] * 7 + np.arange(48)) % 256).astype(np.uint8).reshape(n, 3, 4, 4),
+    image = (idx[:, None] * 7 + np.arange(48)) % 256
+    return {"image": image.astype(np.uint8).reshape(n, 3, 4, 4),
             "label": idx.astype(np.int64),
             "tokens": [np.arange(i % 5, dtype=np.int32) + i for i in range(start, start + n)]}
 
@@ -94,7 +96,8 @@ def test_readers_see_commits_while_a_writer_appends(tmp_path):
                 assert n % 20 == 0                       # whole calls only
                 last = reader[n - 1]
                 assert int(to_numpy(last["label"])) == n - 1
-                np.testing.assert_array_equal(to_numpy(last["image"]), records(n - 1, 1)["image"][0])
+                np.testing.assert_array_equal(to_numpy(last["image"]),
+                                              records(n - 1, 1)["image"][0])
                 check(reader, n)
                 got = sorted(sum((to_numpy(b["label"]).tolist()
                                   for b in reader.batches(64, shuffle=True, seed=n)), []))

@@ -146,7 +146,8 @@ class Dataset:
 
     def __repr__(self):
         fields = ", ".join(f"{f.name}: {f.describe()}" for f in self.fields)
-        return f"Dataset({self.path!r}, split={self.split_name!r}, {len(self)} records, {{{fields}}})"
+        return (f"Dataset({self.path!r}, split={self.split_name!r}, {len(self)} records, "
+                f"{{{fields}}})")
 
     # reading -------------------------------------------------------------------------------
     def __getitem__(self, key):

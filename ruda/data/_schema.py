@@ -50,12 +50,14 @@ def _dtype(fn, name, dt):
             return dt
     except TypeError:
         pass
-    raise ValueError(f"{fn}: field {name!r}: expected a dtype among {', '.join(DTYPES)}; got {dt!r}")
+    raise ValueError(f"{fn}: field {name!r}: expected a dtype among {', '.join(DTYPES)}; "
+                     f"got {dt!r}")
 
 
 def _shape(fn, name, shape):
-    if not isinstance(shape, tuple | list) or not all(
-            d is None or (isinstance(d, int) and not isinstance(d, bool) and d >= 0) for d in shape):
+    def ok(d):
+        return d is None or (isinstance(d, int) and not isinstance(d, bool) and d >= 0)
+    if not isinstance(shape, tuple | list) or not all(map(ok, shape)):
         raise ValueError(f"{fn}: field {name!r}: expected a shape as a tuple of non-negative ints "
                          f"or None; got {shape!r}")
     return tuple(shape)
@@ -130,7 +132,8 @@ def _value(fn, f, value, batched):
 
 
 def _fmt(shape):
-    return "(" + ", ".join("None" if d is None else str(d) for d in shape) + (",)" if len(shape) == 1 else ")")
+    dims = ", ".join("None" if d is None else str(d) for d in shape)
+    return f"({dims},)" if len(shape) == 1 else f"({dims})"
 
 
 def _names(fn, fields, given, what):

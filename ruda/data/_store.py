@@ -373,7 +373,8 @@ def _read_meta(path, conn):
     fields = _schema.from_json(meta.get("schema", ""), path)
     records = meta.get("chunk_records", "")
     if not records.isdigit() or not 1 <= int(records) <= MAX_CHUNK_RECORDS:
-        raise DatasetError(f"ruda.data: {path}: invalid chunk_records {records!r} in its meta table")
+        raise DatasetError(f"ruda.data: {path}: invalid chunk_records {records!r} in its meta "
+                           f"table")
     return fields, int(records)
 
 
