@@ -289,6 +289,10 @@ def test_matmul_wgsl_candidates_and_source():
         mm.MatmulParams(64, 64, 16, 3, 4, 1)
     with pytest.raises(ValueError):
         mm.MatmulParams(64, 64, 16, 4, 4, 3)
+    with pytest.raises(ValueError):
+        mm.MatmulParams(64, 64, 16, 2, 4, 4, svec=4)
+    s4 = mm.MatmulParams(128, 128, 8, 8, 8, 4, svec=4)
+    assert s4 in cands and s4.name.endswith("_s4") and "array<vec4<f32>, 256>" in mm.generate(s4)
 
 
 def _wgpu_device():
@@ -345,7 +349,8 @@ def _mm_run(gpu, p, A, B, timestamp_writes=None):
 
 _SOME = [mm.MatmulParams(16, 16, 16, 1, 1, 1), mm.MatmulParams(32, 32, 16, 2, 2, 1),
          mm.MatmulParams(64, 64, 16, 4, 4, 4), mm.MatmulParams(128, 64, 16, 8, 4, 4),
-         mm.MatmulParams(64, 64, 16, 4, 4, 2)]
+         mm.MatmulParams(64, 64, 16, 4, 4, 2), mm.MatmulParams(64, 64, 16, 4, 4, 4, svec=4),
+         mm.MatmulParams(128, 128, 8, 8, 8, 1, svec=4)]
 
 
 @pytest.mark.parametrize("mnk", [(64, 96, 80), (33, 47, 29), (1, 1, 1), (130, 20, 4)])
@@ -367,7 +372,7 @@ def test_matmul_wgsl_matches_numpy(gpu, mnk, rng):
 def test_matmul_wgsl_batched_broadcast(gpu, rng):
     A = rng.standard_normal((3, 20, 36)).astype(np.float32)
     B = rng.standard_normal((36, 44)).astype(np.float32)           # shared by the batch
-    for p in (_SOME[1], _SOME[2]):
+    for p in (_SOME[1], _SOME[2], _SOME[5], _SOME[6]):
         C = _mm_run(gpu, p, A, B)
         assert C.shape == (3, 20, 44)
         assert tune.compare(C, A.astype(np.float64) @ B, 1e-5, 0) is None
@@ -380,7 +385,8 @@ def test_matmul_wgsl_f16(gpu, rng):
     A = rng.standard_normal((40, 64)).astype(np.float16)
     B = rng.standard_normal((64, 24)).astype(np.float16)
     ref = A.astype(np.float64) @ B.astype(np.float64)
-    for p in (mm.MatmulParams(16, 16, 16, 1, 1, 1, "f16"), mm.MatmulParams(32, 32, 16, 2, 2, 4, "f16")):
+    for p in (mm.MatmulParams(16, 16, 16, 1, 1, 1, "f16"), mm.MatmulParams(32, 32, 16, 2, 2, 4, "f16"),
+              mm.MatmulParams(64, 64, 16, 4, 4, 4, "f16", svec=4)):
         C = _mm_run(gpu, p, A, B)
         assert C.dtype == np.float16 and tune.compare(C, ref, 2e-3, 0) is None, p.name
 
@@ -394,7 +400,7 @@ def test_tuner_picks_a_correct_wgsl_matmul(gpu, cache_path, rng):
         timer = tune.WgpuTimestampTimer(dev)
     else:
         timer = tune.HostTimer(sync=lambda: dev.queue.on_submitted_work_done_sync())
-    cands = [tune.Candidate(p.name, p.as_dict()) for p in _SOME[:3]]
+    cands = [tune.Candidate(p.name, p.as_dict()) for p in (_SOME[0], _SOME[2], _SOME[5])]
     # a deliberately broken candidate (drops the last k-tile) must be rejected
     broken = mm.MatmulParams(32, 32, 16, 2, 2, 1)
 

@@ -3,15 +3,18 @@
 ``C[b] = A[b] @ B[b]`` for row-major ``A`` (M x K), ``B`` (K x N), ``C`` (M x N), in a batch of
 ``batch`` matrices (batch strides may be 0 to broadcast an operand).  Each workgroup computes
 a ``tm x tn`` tile of ``C``, staging ``tk``-deep slices of ``A`` and ``B`` in workgroup memory;
-each invocation accumulates an ``rm x rn`` register block (rows ``ty + i*tm/rm``, columns
-``tx + j*tn/rn``: neighbouring invocations touch neighbouring addresses).  Global loads of
+each invocation accumulates an ``rm x rn`` register block.  ``svec=1``: rows ``ty + i*tm/rm``,
+columns ``tx + j*tn/rn``, scalar workgroup-memory reads; ``svec=4`` (rm, rn multiples of 4):
+workgroup tiles held as ``vec4``, rows ``4*(ty + p*tm/rm) + e`` and column vectors
+``tx + q*tn/rn``, so one ``vec4`` read feeds 4 rows or columns (4x fewer shared loads per
+FMA; neighbouring invocations still read neighbouring vectors).  Global loads of
 ``A`` (along K) and ``B`` (along N) are ``vec``-wide (1, 2 or 4).  Edges are guarded, so any
 M, N, K work; ``vec > 1`` needs K, N, the leading dimensions, offsets and batch strides of A
 and B to be multiples of ``vec`` (see :func:`applicable`).
 
 Interface for the wgpu backend (kernel wiring) and the tuner:
 
-``MatmulParams(tm, tn, tk, rm, rn, vec, dtype="f32", acc=None)``
+``MatmulParams(tm, tn, tk, rm, rn, vec, dtype="f32", acc=None, svec=1)``
     one candidate; ``dtype`` "f32" or "f16" (storage of A, B, C; f16 needs the device
     feature ``"shader-f16"``), ``acc`` the accumulation type (default "f32").
     ``.name`` (stable id, used as the tuning candidate name), ``.workgroup_size``,
@@ -51,6 +54,7 @@ class MatmulParams:
     vec: int = 1
     dtype: str = "f32"
     acc: str = None
+    svec: int = 1
 
     def __post_init__(self):
         if self.acc is None:
@@ -69,12 +73,14 @@ class MatmulParams:
             raise ValueError(f"matmul_wgsl: tm/rm and tn/rn must divide: {self}")
         if self.tk % self.vec or self.tn % self.vec:
             raise ValueError(f"matmul_wgsl: vec must divide tk and tn: {self}")
+        if self.svec not in (1, 4) or self.svec == 4 and (self.rm % 4 or self.rn % 4):
+            raise ValueError(f"matmul_wgsl: svec must be 1, or 4 with rm and rn multiples of 4: {self}")
 
     @property
     def name(self):
         acc = "" if self.acc == _ACC_DEFAULT else f"_acc{self.acc}"
         return (f"mm_{self.dtype}{acc}_t{self.tm}x{self.tn}x{self.tk}_r{self.rm}x{self.rn}"
-                f"_v{self.vec}")
+                f"_v{self.vec}" + ("_s4" if self.svec == 4 else ""))
 
     @property
     def workgroup_size(self):
@@ -138,16 +144,17 @@ def generate(p):
     p.check()
     T, A_ = p.dtype, p.acc
     v = p.vec
+    s4 = p.svec == 4
     VT = T if v == 1 else f"vec{v}<{T}>"
     wx, wy, _ = p.workgroup_size
     nthreads = wx * wy
-    sm, sn = p.tm // p.rm, p.tn // p.rn              # row / column stride of a register block
     a_vecs = p.tm * p.tk // v                         # vector loads per A tile
     b_vecs = p.tk * p.tn // v
     kv_a = p.tk // v                                  # vectors per A tile row (along k)
     nv_b = p.tn // v                                  # vectors per B tile row (along n)
     conv = (lambda e: e) if A_ == T else (lambda e: f"{A_}({e})")
     zero = _lit(0, A_)
+    S = f"vec4<{A_}>" if s4 else A_                   # workgroup-memory element
     L = []
     w = L.append
     if "f16" in (T, A_):
@@ -159,8 +166,9 @@ def generate(p):
     w(f"@group(0) @binding(1) var<storage, read> A: array<{VT}>;")
     w(f"@group(0) @binding(2) var<storage, read> B: array<{VT}>;")
     w(f"@group(0) @binding(3) var<storage, read_write> C: array<{T}>;")
-    w(f"var<workgroup> As: array<{A_}, {p.tk * p.tm}>;   // [k][m]")
-    w(f"var<workgroup> Bs: array<{A_}, {p.tk * p.tn}>;   // [k][n]")
+    q = 4 if s4 else 1
+    w(f"var<workgroup> As: array<{S}, {p.tk * p.tm // q}>;   // [k][m]")
+    w(f"var<workgroup> Bs: array<{S}, {p.tk * p.tn // q}>;   // [k][n]")
     w(f"@compute @workgroup_size({wx}, {wy}, 1)")
     w("fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {")
     w("  let tx = lid.x;")
@@ -175,11 +183,23 @@ def generate(p):
     w("  let base_a = P.off_a + bz * P.stride_a;")
     w("  let base_b = P.off_b + bz * P.stride_b;")
     w("  let base_c = P.off_c + bz * P.stride_c;")
-    for i in range(p.rm):
-        for j in range(p.rn):
-            w(f"  var c{i}_{j}: {A_} = {zero};")
+    if s4:
+        # accumulators: rows 4*(ty + ip*wy) + e (ip < rm/4), column vectors tx + jq*wx (jq < rn/4)
+        for i in range(p.rm):
+            for jq in range(p.rn // 4):
+                w(f"  var c{i}_{jq}: vec4<{A_}> = vec4<{A_}>({zero});")
+    else:
+        for i in range(p.rm):
+            for j in range(p.rn):
+                w(f"  var c{i}_{j}: {A_} = {zero};")
+
+    def store_smem(arr, flat, value):
+        if s4:
+            return f"{arr}[({flat}) / 4u][({flat}) % 4u] = {value};"
+        return f"{arr}[{flat}] = {value};"
+
     w(f"  for (var k0: u32 = 0u; k0 < K; k0 = k0 + {p.tk}u) {{")
-    # --- stage A: tm x tk, vectors along k
+    # --- stage A: tm x tk, vectors along k, stored transposed ([k][m])
     for it in range(-(-a_vecs // nthreads)):
         guard = (it + 1) * nthreads > a_vecs
         ind = "    "
@@ -198,11 +218,11 @@ def generate(p):
         w(f"{ind}  }}")
         for e in range(v):
             comp = "x" if v == 1 else f"x[{e}]"
-            w(f"{ind}  As[(kk + {e}u) * {p.tm}u + r] = {conv(comp)};")
+            w(f"{ind}  " + store_smem("As", f"(kk + {e}u) * {p.tm}u + r", conv(comp)))
         if guard:
             w(f"{ind}  }}")
         w(f"{ind}}}")
-    # --- stage B: tk x tn, vectors along n
+    # --- stage B: tk x tn, vectors along n ([k][n])
     for it in range(-(-b_vecs // nthreads)):
         guard = (it + 1) * nthreads > b_vecs
         ind = "    "
@@ -219,40 +239,68 @@ def generate(p):
         idx = "base_b + gk * P.ldb + gn"
         w(f"{ind}    x = B[{idx if v == 1 else f'({idx}) / {v}u'}];")
         w(f"{ind}  }}")
-        for e in range(v):
-            comp = "x" if v == 1 else f"x[{e}]"
-            w(f"{ind}  Bs[kk * {p.tn}u + nn + {e}u] = {conv(comp)};")
+        if s4 and v == 4:
+            w(f"{ind}  Bs[(kk * {p.tn}u + nn) / 4u] = {conv('x') if A_ == T else f'vec4<{A_}>(x)'};")
+        else:
+            for e in range(v):
+                comp = "x" if v == 1 else f"x[{e}]"
+                w(f"{ind}  " + store_smem("Bs", f"kk * {p.tn}u + nn + {e}u", conv(comp)))
         if guard:
             w(f"{ind}  }}")
         w(f"{ind}}}")
     w("    workgroupBarrier();")
     w(f"    for (var kk: u32 = 0u; kk < {p.tk}u; kk = kk + 1u) {{")
-    w(f"      let ao = kk * {p.tm}u + ty;")
-    w(f"      let bo = kk * {p.tn}u + tx;")
-    for i in range(p.rm):
-        w(f"      let a{i} = As[ao + {i * sm}u];")
-    for j in range(p.rn):
-        w(f"      let b{j} = Bs[bo + {j * sn}u];")
-    for i in range(p.rm):
+    if s4:
+        w(f"      let ao = kk * {p.tm // 4}u + ty;")
+        w(f"      let bo = kk * {p.tn // 4}u + tx;")
+        for ip in range(p.rm // 4):
+            w(f"      let a{ip} = As[ao + {ip * wy}u];")
+        for jq in range(p.rn // 4):
+            w(f"      let b{jq} = Bs[bo + {jq * wx}u];")
+        for i in range(p.rm):
+            ip, e = divmod(i, 4)
+            w(f"      let s{i} = vec4<{A_}>(a{ip}[{e}]);")
+            for jq in range(p.rn // 4):
+                w(f"      c{i}_{jq} = fma(s{i}, b{jq}, c{i}_{jq});")
+    else:
+        sm, sn = p.tm // p.rm, p.tn // p.rn
+        w(f"      let ao = kk * {p.tm}u + ty;")
+        w(f"      let bo = kk * {p.tn}u + tx;")
+        for i in range(p.rm):
+            w(f"      let a{i} = As[ao + {i * sm}u];")
         for j in range(p.rn):
-            w(f"      c{i}_{j} = fma(a{i}, b{j}, c{i}_{j});")
+            w(f"      let b{j} = Bs[bo + {j * sn}u];")
+        for i in range(p.rm):
+            for j in range(p.rn):
+                w(f"      c{i}_{j} = fma(a{i}, b{j}, c{i}_{j});")
     w("    }")
     w("    workgroupBarrier();")
     w("  }")
     out = (lambda e: e) if A_ == T else (lambda e: f"{T}({e})")
     for i in range(p.rm):
-        w(f"  {{ let gm = m0 + ty + {i * sm}u;")
+        if s4:
+            ip, e = divmod(i, 4)
+            w(f"  {{ let gm = m0 + 4u * (ty + {ip * wy}u) + {e}u;")
+        else:
+            w(f"  {{ let gm = m0 + ty + {i * (p.tm // p.rm)}u;")
         w("    if (gm < M) {")
         w("      let row = base_c + gm * P.ldc;")
-        for j in range(p.rn):
-            w(f"      {{ let gn = n0 + tx + {j * sn}u; if (gn < N) {{ C[row + gn] = {out(f'c{i}_{j}')}; }} }}")
+        if s4:
+            for jq in range(p.rn // 4):
+                for e2 in range(4):
+                    w(f"      {{ let gn = n0 + 4u * (tx + {jq * wx}u) + {e2}u; "
+                      f"if (gn < N) {{ C[row + gn] = {out(f'c{i}_{jq}[{e2}]')}; }} }}")
+        else:
+            sn = p.tn // p.rn
+            for j in range(p.rn):
+                w(f"      {{ let gn = n0 + tx + {j * sn}u; if (gn < N) {{ C[row + gn] = {out(f'c{i}_{j}')}; }} }}")
         w("    }")
         w("  }")
     w("}")
     return "\n".join(L) + "\n"
 
 
-# (tm, tn, tk, rm, rn, vec): the first is the reference
+# (tm, tn, tk, rm, rn, vec, svec): the first is the reference
 _SHAPES = (
     (16, 16, 16, 1, 1, 1),
     (32, 32, 16, 2, 2, 1),
@@ -266,14 +314,20 @@ _SHAPES = (
     (128, 128, 16, 8, 8, 4),
     (64, 64, 16, 4, 4, 2),
     (128, 128, 16, 8, 8, 2),
+    (64, 64, 16, 4, 4, 4, 4),
+    (128, 64, 16, 8, 4, 4, 4),
+    (64, 128, 16, 4, 8, 4, 4),
+    (128, 128, 8, 8, 8, 4, 4),
+    (128, 128, 16, 8, 8, 4, 4),
+    (128, 128, 8, 8, 8, 1, 4),
 )
 
 
 def candidates(dtype="f32", *, max_shared_bytes=16384, max_invocations=256, acc=None):
     """Candidates for ``dtype`` that fit the device limits (reference first)."""
     out = []
-    for tm, tn, tk, rm, rn, vec in _SHAPES:
-        p = MatmulParams(tm, tn, tk, rm, rn, vec, dtype, acc)
+    for tm, tn, tk, rm, rn, vec, *sv in _SHAPES:
+        p = MatmulParams(tm, tn, tk, rm, rn, vec, dtype, acc, sv[0] if sv else 1)
         if p.shared_bytes <= max_shared_bytes and p.invocations <= max_invocations:
             out.append(p)
     return out
