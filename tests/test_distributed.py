@@ -149,3 +149,17 @@ def test_dead_rank_fails_within_timeout(mode, check):
     if mode == "hang":
         what = "all_reduce (agreement check)" if check == "1" else "all_reduce"
         assert f"rank 0: {what} did not complete within 3 s" in proc.stderr, proc.stderr[-2000:]
+
+
+def test_data_parallel_example_matches_single_process(tmp_path):
+    import json
+    cmd = [sys.executable, "-m", "ruda.distributed.run", "-n", "4",
+           os.path.join(os.path.dirname(__file__), "..", "examples", "data_parallel.py"),
+           "--epochs", "2", "--path", str(tmp_path / "dp.ruda")]
+    env = {**os.environ, "RUDA_DIST_TIMEOUT": "120"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=LAUNCH_TIMEOUT, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["world"] == 4
+    assert report["max_abs_diff_vs_single"] < 1e-5
+    assert report["accuracy"] > 0.85 and abs(report["accuracy"] - report["single_process_accuracy"]) < 0.01
