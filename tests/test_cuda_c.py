@@ -1,0 +1,289 @@
+"""The CUDA C renderer of the kernel IR (ruda.runtime.cuda_c).
+
+Rendering is tested everywhere; compiling and running (against NumPy on fresh random
+inputs) where a cuda device exists.
+"""
+import numpy as np
+import pytest
+
+from ruda._devices import unavailable
+from ruda.runtime import cuda_c, ir
+
+CUDA_REASON = unavailable("cuda")
+needs_cuda = pytest.mark.skipif(CUDA_REASON is not None, reason=f"no cuda device: {CUDA_REASON}")
+
+NP = {"bool": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
+      "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "f32": np.float32,
+      "f64": np.float64, "c64": np.complex64, "c128": np.complex128}
+REAL = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64"]
+
+
+def unary_kernel(name, dt, ndim=1):
+    x = ir.load(0, dt)
+    v = ir.op(name, x)
+    return ir.Kernel(f"u_{name}_{dt}", (ir.Arg("x", dt, ndim), ir.Arg("out", v.dtype, ndim, True)), (),
+                     ndim, ir.Map((ir.Store(1, ir.Strided(), v),)))
+
+
+def binary_kernel(name, dt, ndim=1):
+    v = ir.op(name, ir.load(0, dt), ir.load(1, dt))
+    return ir.Kernel(f"b_{name}_{dt}", (ir.Arg("x", dt, ndim), ir.Arg("y", dt, ndim),
+                                        ir.Arg("out", v.dtype, ndim, True)), (),
+                     ndim, ir.Map((ir.Store(2, ir.Strided(), v),)))
+
+
+def cast_kernel(src, dst):
+    return ir.Kernel(f"cast_{src}_{dst}", (ir.Arg("x", src, 1), ir.Arg("out", dst, 1, True)), (), 1,
+                     ir.Map((ir.Store(1, ir.Strided(), ir.cast(ir.load(0, src), dst)),)))
+
+
+# ----------------------------------------------------------------- rendering (everywhere)
+def test_every_op_renders_or_says_why():
+    must = {dt: set(FLOAT_UNARY) | set(FLOAT_BINARY) | {"real", "imag", "conj"} for dt in ("f32", "f64")}
+    for dt in REAL[:8]:
+        must[dt] = set(INT_BINARY) | {"neg", "abs", "square", "invert", "sign", "shl", "shr", "pow", "div",
+                                      "ne", "le", "gt", "ge", "isnan", "isinf", "isfinite", "signbit"}
+    for dt in ("c64", "c128"):
+        must[dt] = {"add", "sub", "mul", "div", "neg", "conj", "real", "imag", "abs", "eq", "ne", "exp", "log",
+                    "sqrt", "square", "reciprocal", "isnan", "isinf", "isfinite"}
+    must["bool"] = {"and", "or", "xor", "not", "eq", "ne"}
+    rendered = 0
+    for name, (arity, _) in ir.OPS.items():
+        if name == "complex":
+            continue
+        for dt in NP:
+            k = unary_kernel(name, dt) if arity == 1 else binary_kernel(name, dt)
+            try:
+                p = cuda_c.CudaCRenderer().render(k)
+            except cuda_c.RenderError as e:
+                assert name in str(e) and dt in str(e), str(e)
+                assert name not in must[dt], f"{name} on {dt} must render: {e}"
+                continue
+            assert p.name in p.source and p.kind == "map"
+            rendered += 1
+    assert rendered > 400
+
+
+def test_literals_are_exact():
+    assert cuda_c.literal(-0.0, "f64") == "__longlong_as_double((long long)0x8000000000000000ULL)"
+    assert cuda_c.literal(1.5, "f32") == "__uint_as_float(0x3fc00000u)"
+    assert cuda_c.literal(-129, "i8") == "((signed char)127)"        # wraps like NumPy
+    assert cuda_c.literal(-2**63, "i64") == "(-9223372036854775807LL - 1LL)"
+    assert cuda_c.literal(2**64 - 1, "u64") == "18446744073709551615ULL"
+
+
+def test_f16_is_refused_with_a_reason():
+    with pytest.raises(cuda_c.RenderError, match="f16"):
+        cuda_c.CudaCRenderer().render(unary_kernel("neg", "f16"))
+
+
+# ----------------------------------------------------------------- running (cuda)
+if CUDA_REASON is None:
+    import cupy
+    from ruda.backends.cuda import _ir
+
+
+def rand(rng, dt, shape):
+    t = np.dtype(NP[dt])
+    if t.kind == "b":
+        return rng.random(shape) < 0.5
+    if t.kind in "iu":
+        info = np.iinfo(t)
+        return rng.integers(max(info.min, -100), min(info.max, 100), size=shape, endpoint=True).astype(t)
+    if t.kind == "c":
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(t)
+    return (rng.standard_normal(shape) * 3).astype(t)
+
+
+def run_map(kernel, shape, *host):
+    arrays = [cupy.asarray(h) for h in host]
+    out_dt = kernel.args[-1].dtype
+    out = cupy.empty(shape, NP[out_dt])
+    _ir.launch(kernel, shape, arrays + [out])
+    return cupy.asnumpy(out)
+
+
+FLOAT_UNARY = {"neg": np.negative, "abs": np.abs, "square": np.square, "reciprocal": np.reciprocal,
+               "sign": np.sign, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "round": np.round,
+               "sqrt": np.sqrt, "exp": np.exp, "expm1": np.expm1, "log": np.log, "log1p": np.log1p,
+               "log2": np.log2, "log10": np.log10, "sin": np.sin, "cos": np.cos, "tan": np.tan,
+               "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh,
+               "tanh": np.tanh, "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
+               "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite, "signbit": np.signbit}
+FLOAT_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+                "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power, "max": np.maximum,
+                "min": np.minimum, "atan2": np.arctan2, "hypot": np.hypot, "copysign": np.copysign,
+                "nextafter": np.nextafter, "logaddexp": np.logaddexp, "eq": np.equal, "ne": np.not_equal,
+                "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal}
+INT_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "floordiv": np.floor_divide,
+              "mod": np.remainder, "max": np.maximum, "min": np.minimum, "and": np.bitwise_and,
+              "or": np.bitwise_or, "xor": np.bitwise_xor, "lt": np.less, "eq": np.equal}
+SPECIALS = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -2.5, np.inf, -np.inf, np.nan, 1e-40, 3.0, 7.5])
+
+
+@needs_cuda
+@pytest.mark.parametrize("dt", ["f32", "f64"])
+def test_float_unary_ops_match_numpy(rng, dt):
+    x = np.concatenate([rand(rng, dt, (500,)), SPECIALS.astype(NP[dt])])
+    with np.errstate(all="ignore"):
+        for name, ref in FLOAT_UNARY.items():
+            got = run_map(unary_kernel(name, dt), x.shape, x)
+            want = ref(x)
+            tol = 1e-5 if dt == "f32" else 1e-13
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol / 10, equal_nan=True, err_msg=f"{name} {dt}")
+
+
+@needs_cuda
+@pytest.mark.parametrize("dt", ["f32", "f64"])
+def test_float_binary_ops_match_numpy(rng, dt):
+    s = SPECIALS.astype(NP[dt])
+    x = np.concatenate([rand(rng, dt, (400,)), np.repeat(s, s.size)])
+    y = np.concatenate([rand(rng, dt, (400,)), np.tile(s, s.size)])
+    with np.errstate(all="ignore"):
+        for name, ref in FLOAT_BINARY.items():
+            got = run_map(binary_kernel(name, dt), x.shape, x, y)
+            want = ref(x, y)
+            tol = 1e-5 if dt == "f32" else 1e-13
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol / 10, equal_nan=True, err_msg=f"{name} {dt}")
+            if name in ("floordiv", "mod", "copysign", "add", "mul"):
+                ok = np.isnan(want) | (np.signbit(got) == np.signbit(want))
+                assert ok.all(), f"{name} {dt}: sign of zero differs at {np.flatnonzero(~ok)[:5]}"
+
+
+@needs_cuda
+@pytest.mark.parametrize("dt", REAL[:8])
+def test_integer_ops_wrap_like_numpy(rng, dt):
+    info = np.iinfo(NP[dt])
+    x = rng.integers(info.min, info.max, size=600, endpoint=True, dtype=NP[dt])
+    y = rng.integers(info.min, info.max, size=600, endpoint=True, dtype=NP[dt])
+    y[:50] = 0
+    y[50:60] = -1 if info.min < 0 else 1
+    x[60:70] = info.min
+    with np.errstate(all="ignore"):
+        for name, ref in INT_BINARY.items():
+            got = run_map(binary_kernel(name, dt), x.shape, x, y)
+            want = ref(x, y)
+            if name in ("floordiv", "mod"):   # NumPy: division by zero gives 0
+                want = np.where(y == 0, 0, want)
+            np.testing.assert_array_equal(got, want, err_msg=f"{name} {dt}")
+        for name, ref in {"neg": np.negative, "abs": np.abs, "square": np.square, "invert": np.invert,
+                          "sign": np.sign}.items():
+            np.testing.assert_array_equal(run_map(unary_kernel(name, dt), x.shape, x), ref(x),
+                                          err_msg=f"{name} {dt}")
+        bits = np.iinfo(NP[dt]).bits
+        sh = rng.integers(0, bits + 3, size=600).astype(NP[dt])
+        np.testing.assert_array_equal(run_map(binary_kernel("shl", dt), x.shape, x, sh),
+                                      np.where(sh >= bits, 0, np.left_shift(x, np.minimum(sh, bits - 1))))
+        small = rng.integers(0, 6, size=600).astype(NP[dt])
+        np.testing.assert_array_equal(run_map(binary_kernel("pow", dt), x.shape, x, small), np.power(x, small))
+
+
+@needs_cuda
+def test_casts_and_complex(rng):
+    f = np.concatenate([rand(rng, "f64", (300,)), [-0.0, 0.0, 2.9, -2.9, 127.5]])
+    for dst in ("i8", "i32", "u8", "i64", "bool", "f32", "c128"):
+        np.testing.assert_array_equal(run_map(cast_kernel("f64", dst), f.shape, f), f.astype(NP[dst]),
+                                      err_msg=dst)
+    b = rng.random(50) < 0.5
+    np.testing.assert_array_equal(run_map(cast_kernel("bool", "f32"), b.shape, b), b.astype(np.float32))
+    np.testing.assert_array_equal(run_map(cast_kernel("bool", "c64"), b.shape, b), b.astype(np.complex64))
+    for dt in ("c64", "c128"):
+        x, y = rand(rng, dt, (300,)), rand(rng, dt, (300,))
+        tol = 1e-5 if dt == "c64" else 1e-13
+        for name, ref in {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}.items():
+            np.testing.assert_allclose(run_map(binary_kernel(name, dt), x.shape, x, y), ref(x, y), rtol=tol)
+        for name, ref in {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "abs": np.abs, "conj": np.conj,
+                          "real": np.real, "imag": np.imag, "square": np.square, "reciprocal": np.reciprocal}.items():
+            np.testing.assert_allclose(run_map(unary_kernel(name, dt), x.shape, x), ref(x), rtol=tol,
+                                       err_msg=f"{name} {dt}")
+
+
+@needs_cuda
+def test_broadcast_views_params_and_select(rng):
+    # out[i, j] = where(x[i, j] > p0, x[i, j] * y[j], p1) with y broadcast over rows, x a transposed view
+    x = ir.load(0, "f32")
+    y = ir.load(1, "f32")
+    v = ir.select(ir.op("gt", x, ir.Param(0, "f32")), ir.op("mul", x, y), ir.Param(1, "f32"))
+    k = ir.Kernel("bcast", (ir.Arg("x", "f32", 2), ir.Arg("y", "f32", 2), ir.Arg("out", "f32", 2, True)),
+                  ("f32", "f32"), 2, ir.Map((ir.Store(2, ir.Strided(), v),)))
+    hx = rand(rng, "f32", (37, 29))
+    hy = rand(rng, "f32", (37,))
+    cx = cupy.asarray(hx).T                          # (29, 37), strides (1, 29)
+    cy = cupy.broadcast_to(cupy.asarray(hy), (29, 37))   # stride 0 over rows
+    out = cupy.empty((29, 37), np.float32)
+    _ir.launch(k, (29, 37), [cx, cy, out], params=(0.25, -7.0))
+    want = np.where(hx.T > np.float32(0.25), hx.T * hy, np.float32(-7.0))
+    np.testing.assert_array_equal(cupy.asnumpy(out), want)
+
+
+def reduce_kernel(op, dt, out_dt, split=False, with_index=False):
+    args = [ir.Arg("x", dt, 2), ir.Arg("out", out_dt, 0 if split else 1, True)]
+    if with_index:
+        args.append(ir.Arg("idx", "i64", 0 if split else 1, True))
+    return ir.Kernel(f"red_{op}_{dt}_{split}", tuple(args), (), 2,
+                     ir.Reduce(op, ir.load(0, dt), 1, 1, 2 if with_index else None, split))
+
+
+@needs_cuda
+@pytest.mark.parametrize("dt", ["f32", "f64", "i32", "u8", "i64"])
+def test_reductions_match_numpy(rng, dt):
+    h = rand(rng, dt, (13, 3001))
+    c = cupy.asarray(h)
+    for op, ref in {"sum": np.sum, "max": np.max, "min": np.min, "prod": None}.items():
+        if ref is None:
+            continue
+        out = cupy.empty(13, NP[dt])
+        _ir.launch(reduce_kernel(op, dt, dt), h.shape, [c, out])
+        want = ref(h, axis=1).astype(NP[dt]) if op != "sum" else h.sum(axis=1, dtype=NP[dt])
+        tol = 1e-4 if dt == "f32" else 1e-12
+        np.testing.assert_allclose(cupy.asnumpy(out), want, rtol=tol, err_msg=f"{op} {dt}")
+    # split: 4 partials per row, combined on the host here
+    out = cupy.empty(13 * 4, NP[dt])
+    _ir.launch(reduce_kernel("max", dt, dt, split=True), h.shape, [c, out],
+               extras={"nsplit": 4, "chunk": -(-3001 // 4)})
+    np.testing.assert_array_equal(cupy.asnumpy(out).reshape(13, 4).max(axis=1), h.max(axis=1))
+
+
+@needs_cuda
+def test_argmax_first_nan_and_first_extreme(rng):
+    h = rand(rng, "f64", (7, 1000))
+    h[1, 500] = h[1, 700] = 1e9
+    h[2, 300] = np.nan
+    h[2, 900] = np.nan
+    c = cupy.asarray(h)
+    for op, ref in (("argmax", np.argmax), ("argmin", np.argmin)):
+        val, idx = cupy.empty(7, np.float64), cupy.empty(7, np.int64)
+        _ir.launch(reduce_kernel(op, "f64", "f64", with_index=True), h.shape, [c, val, idx])
+        np.testing.assert_array_equal(cupy.asnumpy(idx), ref(h, axis=1), err_msg=op)
+
+
+@needs_cuda
+@pytest.mark.parametrize("exclusive", [False, True])
+def test_scan_matches_numpy(rng, exclusive):
+    h = rand(rng, "i32", (5, 1000))
+    k = ir.Kernel(f"scan_{exclusive}", (ir.Arg("x", "i32", 2), ir.Arg("out", "i64", 2, True)), (), 2,
+                  ir.Scan("add", ir.cast(ir.load(0, "i32"), "i64"), 1, exclusive))
+    out = cupy.empty((5, 1000), np.int64)
+    _ir.launch(k, h.shape, [cupy.asarray(h), out])
+    want = np.cumsum(h, axis=1, dtype=np.int64)
+    if exclusive:
+        want = np.concatenate([np.zeros((5, 1), np.int64), want[:, :-1]], axis=1)
+    np.testing.assert_array_equal(cupy.asnumpy(out), want)
+
+
+@needs_cuda
+def test_fold_matmul(rng):
+    kv = ir.Var("k")
+    a = ir.Load(0, ir.Strided((ir.Coord(0), kv)), "f64")
+    b = ir.Load(1, ir.Strided((kv, ir.Coord(1))), "f64")
+    dot = ir.Fold("add", kv, ir.const(0, "i32"), ir.Size(2), ir.op("mul", a, b), ir.const(0.0, "f64"), "f64")
+    # iteration space (M, N, K): the Map stores over (i, j); K is only a size (coordinate 2 unused)
+    k = ir.Kernel("mm", (ir.Arg("a", "f64", 2), ir.Arg("b", "f64", 2), ir.Arg("out", "f64", 3, True)), (), 3,
+                  ir.Map((ir.Store(2, ir.Strided(), dot, when=ir.op("eq", ir.Coord(2), ir.const(0, "i32"))),)))
+    ha, hb = rand(rng, "f64", (17, 23)), rand(rng, "f64", (23, 11))
+    out = cupy.zeros((17, 11, 1), np.float64)
+    ob = out.reshape(17, 11, 1)
+    # give out a third (broadcast) dimension of size 23 with stride 0: stored once per (i, j) via `when`
+    view = cupy.lib.stride_tricks.as_strided(ob, (17, 11, 23), (ob.strides[0], ob.strides[1], 0))
+    _ir.launch(k, (17, 11, 23), [cupy.asarray(ha), cupy.asarray(hb), view])
+    np.testing.assert_allclose(cupy.asnumpy(out)[:, :, 0], ha @ hb, rtol=1e-12)
