@@ -60,6 +60,13 @@ def test_missing_things_are_skipped_not_fatal(tmp_path):
         assert any(n.startswith(f"ruda:{kind}") for n in names)
 
 
+def test_budget_skips_the_rest(tmp_path):
+    report, text = _run(tmp_path, "--only", "latency", "--devices", "cpu", "--refs", "numpy",
+                        "--budget", "0")
+    rows = report["results"]
+    assert rows and all("budget" in r["skipped"] for r in rows[2:])
+
+
 def test_list_and_bad_group(tmp_path):
     out = io.StringIO()
     assert bench.main(["--list", "--quick"], out=out) == 0

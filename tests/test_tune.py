@@ -189,10 +189,24 @@ def test_modes(cache_path, monkeypatch):
 
 def test_budget_limits_rounds(cache_path):
     cands, build, _ = _family(X, GOOD)
-    tuner = tune.Tuner(FP, FakeTimer({"ref": 1, "slow": 1, "fast": 1}), budget=0.0, min_rounds=2,
-                       max_rounds=50)
+    tuner = tune.Tuner(FP, FakeTimer({"ref": 1, "slow": 1, "fast": 1}), budget=1e9, min_rounds=2,
+                       max_rounds=2)
     tuner.choose("rowsum", "float32", X.shape, cands, build)
     assert tuner.last_report["rounds"] == 2
+    tuner = tune.Tuner(FP, FakeTimer({"ref": 1, "slow": 1, "fast": 1}), budget=0.0, min_rounds=3,
+                       max_rounds=50)
+    tuner.choose("rowsum", "float64", X.shape, cands, build)
+    assert tuner.last_report["rounds"] == 1          # past 3x the budget: stop after one round
+
+
+def test_far_slower_candidates_dropped_after_first_call(cache_path):
+    cands, build, _ = _family(X, GOOD)
+    timer = FakeTimer({"ref": 2.0, "slow": 100.0, "fast": 1.0})
+    tuner = tune.Tuner(FP, timer, budget=1e9)
+    assert tuner.choose("rowsum", "float32", X.shape, cands, build).name == "fast"
+    rep = tuner.last_report
+    assert set(rep["median_s"]) == {"ref", "fast"} and rep["slow_first_call_s"] == {"slow": 100.0}
+    assert timer.calls.count("slow") == 1
 
 
 def test_host_timer_real_clock(cache_path):
@@ -204,8 +218,9 @@ def test_host_timer_real_clock(cache_path):
     cands, build, _ = _family(x, impls)
     tuner = tune.Tuner(FP, timer, budget=0.5)
     assert tuner.choose("rowsum", "float64", x.shape, cands, build).name == "ref"
-    med = tuner.last_report["median_s"]
-    assert med["ref"] < med["loop"] and syncs
+    rep = tuner.last_report
+    loop = rep["median_s"].get("loop", rep["slow_first_call_s"].get("loop"))
+    assert rep["median_s"]["ref"] < loop and syncs
 
 
 def test_compare_rules():

@@ -65,6 +65,8 @@ def parser():
                    help="seconds per sample (default 0.05; quick 0.01)")
     p.add_argument("--max-call", type=float, default=10.0,
                    help="a single call slower than this is measured once (default 10 s)")
+    p.add_argument("--budget", type=float, default=None,
+                   help="stop starting new cases after this many seconds (the rest are listed as skipped)")
     p.add_argument("--json", default=None, help="where to write results (default ruda-bench-<UTC>.json)")
     p.add_argument("--no-json", action="store_true", help="do not write JSON")
     p.add_argument("--list", action="store_true", help="list the cases and contestants, run nothing")
@@ -161,6 +163,12 @@ def run(args, out=sys.stdout):
     t_start = time.perf_counter()
     for case in all_cases:
         present = [c for c in contestants if case.allows(c)]
+        if args.budget is not None and time.perf_counter() - t_start > args.budget:
+            for c in present:
+                results.append({"group": case.group, "op": case.op, "size": case.size,
+                                "dtype": case.dtype, "contestant": c.name,
+                                "skipped": f"--budget {args.budget:g} s spent"})
+            continue
         if case.group != current:
             current = case.group
             cols = [c.name for c in present]

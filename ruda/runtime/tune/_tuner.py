@@ -242,6 +242,7 @@ class Tuner:
             self._memo[key] = choice
             self.cache.put(key, {"choice": choice.name, "params": dict(choice.params),
                                  "median_s": report["median_s"], "rejected": report["rejected"],
+                                 "slow_first_call_s": report["slow_first_call_s"],
                                  "rounds": report["rounds"]})
             return choice
 
@@ -284,10 +285,16 @@ class Tuner:
             return timer.measure(fns[name], number)
 
         # calibrate: enough calls per sample that each sample lasts >= min_sample_s
-        number = {}
+        number, first = {}, {}
         for name in live:
-            t1 = measure(name, 1)
+            t1 = first[name] = measure(name, 1)
             number[name] = max(1, min(self.max_number, math.ceil(self.min_sample_s / max(t1, 1e-9))))
+        if first:   # far slower on the first timed call: not worth the budget
+            fastest = min(first.values())
+            slow = {n: first[n] for n in live if first[n] > 4 * fastest and n != ref_name}
+            live = [n for n in live if n not in slow]
+        else:
+            slow = {}
         samples = {n: [] for n in live}
         rounds = 0
         while live:
@@ -297,17 +304,21 @@ class Tuner:
             rounds += 1
             if rounds >= self.max_rounds:
                 break
+            elapsed = time.perf_counter() - t_start
+            if elapsed > 3 * budget:                  # hard stop, even before min_rounds
+                break
             if rounds >= self.min_rounds:
-                if time.perf_counter() - t_start > budget:
+                if elapsed > budget:
                     break
                 best = min(float(np.median(samples[n])) for n in live)
                 # drop candidates clearly slower than the best (keeps the budget for close ones)
                 live = [n for n in live if float(np.median(samples[n])) <= 1.5 * best]
                 if len(live) == 1:
                     break
-        med = {n: float(np.median(s)) for n, s in samples.items()}
+        med = {n: float(np.median(s)) for n, s in samples.items() if s}
         choice = min(med, key=lambda n: (med[n], order.index(n)))
         return {"choice": choice, "median_s": med, "rejected": rejected, "rounds": rounds,
+                "slow_first_call_s": slow,
                 "seconds": time.perf_counter() - t_start}
 
 
