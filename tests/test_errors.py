@@ -43,11 +43,9 @@ def test_unary_category_error(device, name):
             getattr(xp, name)(_arr(device, dt))
 
 
-@pytest.mark.parametrize("name", sorted(BINARY))
+@pytest.mark.parametrize("name", sorted(n for n in BINARY if n not in ("equal", "not_equal")))  # all dtypes
 def test_binary_category_error(device, name):
     kinds = BINARY[name][0]
-    if kinds == ("bool", "integral", "real floating", "complex floating"):
-        pytest.skip("accepts every dtype")
     for dt in _bad_dtypes(device, kinds):
         x = _arr(device, dt)
         with pytest.raises(TypeError, match=rf"ruda\.{name}: x[12] must have a .* dtype; got {dt.name}"):
