@@ -38,6 +38,7 @@ def test_host_group(tmp_path):
         assert r["ruda"] == "ruda:cpu" and r["reference"] == "numpy"
         assert math.isfinite(r["ratio"]) and r["ratio"] > 0
         assert r["target"] == 2.0 and r["ok"] == (r["ratio_min"] <= 2.0)
+    assert report["complete"] is True
     meta = report["meta"]
     assert meta["versions"]["numpy"] and meta["cpu"] and "ruda:cpu" in meta["contestants"]
 

@@ -124,7 +124,9 @@ def _ratio_name(r, f):
     return f"{r.name.split(':', 1)[1]}/{f.name}"
 
 
-def run(args, out=sys.stdout):
+def run(args, out=sys.stdout, save=None):
+    """Run the selected cases; ``save(report)`` (if given) is called after every case, so a run
+    that is interrupted still leaves its results so far."""
     quick = args.quick
     groups = [g.strip() for g in args.only.split(",")] if args.only else list(GROUPS)
     for g in groups:
@@ -248,6 +250,8 @@ def run(args, out=sys.stdout):
                 line += f" {'-':>12s}"
         p(line)
         del entries
+        if save is not None:
+            save({"meta": meta, "results": results, "ratios": ratios, "complete": False})
     p(f"\n{len(results)} measurements in {time.perf_counter() - t_start:.1f} s")
     reasons = {}
     for r in results:
@@ -263,7 +267,7 @@ def run(args, out=sys.stdout):
         p(f"host targets: {sum(1 for r in ratios if r['ok'])} met, {len(misses)} missed"
           + "".join(f"\n  MISS {m['op']} {m['size']}: {m['ratio']:.2f}x (min {m['ratio_min']:.2f}x) "
                     f"> {m['target']:g}x" for m in misses))
-    return {"meta": meta, "results": results, "ratios": ratios}
+    return {"meta": meta, "results": results, "ratios": ratios, "complete": True}
 
 
 def _synced(fn, sync):
@@ -281,10 +285,18 @@ def _json_default(o):
 
 def main(argv=None, out=sys.stdout):
     args = parser().parse_args(argv)
-    report = run(args, out=out)
+    path = None
     if not args.no_json and not args.list:
         path = args.json or f"ruda-bench-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json"
-        with open(path, "w", encoding="utf-8") as f:
+
+    def save(report):
+        tmp = f"{path}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
             json.dump(report, f, indent=1, default=_json_default)
+        os.replace(tmp, path)
+
+    report = run(args, out=out, save=save if path else None)
+    if path:
+        save(report)
         print(f"wrote {path}", file=out)
     return 0
