@@ -34,7 +34,7 @@ _INT_MIN_V = {"i8": -128, "i16": -32768, "i32": -2147483648, "i64": -92233720368
               "u8": 0, "u16": 0, "u32": 0, "u64": 0}
 _F32_BUILTIN = {"exp", "log", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
                 "tanh", "asinh", "acosh", "atanh", "log2"}
-_F32_ACCURATE = {"sin", "cos", "log2"}
+_F32_ACCURATE = {"log2"}
 _LIB_F64 = {"exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "asin", "acos",
             "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh"}
 
@@ -512,6 +512,8 @@ class _Render:
             return f"{self.need('hypot_' + S)}({x}, {y})"
         if name == "logaddexp":
             return f"{self.need('logaddexp_' + S)}({x}, {y})"
+        if name in ("pow", "atan2", "logaddexp") and S == "f32" and self.r.f64:
+            return f"f32({self.fop(name, [f'f64({x})', f'f64({y})'], 'f64')})"
         if name == "pow":
             return f"{self.need('fpow_' + S)}({x}, {y})"
         if name == "atan2":
@@ -558,6 +560,10 @@ class _Render:
             return f"({h}({x}.x) && {h}({x}.y))"
         if name == "abs":
             return f"{self.need('hypot_' + r)}({x}.x, {x}.y)"
+        if name in ("round", "floor", "ceil", "trunc"):
+            return f"{name}({x})"
+        if name == "mul":
+            return f"{T}({x}.x * {y}.x - {x}.y * {y}.y, {x}.x * {y}.y + {x}.y * {y}.x)"
         fn = self.complex_helper(name, dt)
         return f"{fn}({', '.join(a)})"
 
@@ -624,6 +630,20 @@ class _Render:
             }
             args = f"a: {T}, b: {T}" if name == "pow" else f"a: {T}"
             src = f"fn {fn}({args}) -> {T} {{ {bodies[name]} }}"
+        elif name in ("asin", "acos", "atan", "asinh", "acosh", "atanh"):
+            lg, sq, mul = (self.complex_helper(n, dt) for n in ("log", "sqrt", "mul"))
+            one = f"{T}({o}, {z})"
+            bodies = {
+                # asin z = -i log(iz + sqrt(1 - z^2)); acos z = -i log(z + i sqrt(1 - z^2))
+                "asin": f"let w = {lg}({T}(-a.y, a.x) + {sq}({one} - {mul}(a, a))); return {T}(w.y, -w.x);",
+                "acos": f"let s = {sq}({one} - {mul}(a, a)); let w = {lg}(a + {T}(-s.y, s.x)); return {T}(w.y, -w.x);",
+                # atan z = i/2 (log(1 - iz) - log(1 + iz))
+                "atan": f"let iz = {T}(-a.y, a.x); let w = {lg}({one} - iz) - {lg}({one} + iz); return {T}(-w.y * {literal(0.5, r)}, w.x * {literal(0.5, r)});",
+                "asinh": f"return {lg}(a + {sq}({mul}(a, a) + {one}));",
+                "acosh": f"return {lg}(a + {mul}({sq}(a + {one}), {sq}(a - {one})));",
+                "atanh": f"return ({lg}({one} + a) - {lg}({one} - a)) * {literal(0.5, r)};",
+            }
+            src = f"fn {fn}(a: {T}) -> {T} {{ {bodies[name]} }}"
         if src is None:
             raise RenderError(f"wgsl: op {name!r} is not defined for {dt}")
         self.helpers[fn] = src

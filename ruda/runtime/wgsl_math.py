@@ -36,6 +36,28 @@ def _fact(n):
     return out
 
 
+
+def _two_over_pi_chunks(n=72):
+    """2/pi in n chunks of 24 bits (exact integers), computed with Python integers (Machin)."""
+    bits = 24 * n + 64
+    one = 1 << (bits + 8)
+
+    def arctan_inv(k):
+        total, term, kk, sign, i = 0, one // k, k * k, 1, 1
+        while term:
+            total += sign * (term // i)
+            term //= kk
+            sign = -sign
+            i += 2
+        return total
+    pi = 4 * (4 * arctan_inv(5) - arctan_inv(239))          # pi * 2^(bits+8)
+    two_over_pi = (2 * one * one) // pi                        # (2/pi) * 2^(bits+8)
+    frac = two_over_pi >> 8                                    # (2/pi) * 2^bits, 2/pi < 1
+    return [(frac >> (bits - 24 * (i + 1))) & 0xFFFFFF for i in range(n)]
+
+
+_IPIO2 = _two_over_pi_chunks()
+
 _EXP_POLY = _taylor_horner("r", [1.0 / _fact(i) for i in range(0, 15)])
 _EXPM1_POLY = _taylor_horner("x", [1.0 / _fact(i) for i in range(1, 17)])   # expm1(x)/x
 _SIN_POLY = _taylor_horner("z", [(-1) ** i / _fact(2 * i + 1) for i in range(0, 11)])  # sin(r)/r
@@ -119,8 +141,8 @@ HELPERS = {
   let fe = f64(e);
   return fe * {_F64_CONSTS['LN2_HI']}lf + (f - (hfsq - (s * (hfsq + R) + fe * {_F64_CONSTS['LN2_LO']}lf)));
 }}"""),
-    "log1p_f64": (("log_f64", "nan_f64", "inf_f64"), f"""fn log1p_f64(x: f64) -> f64 {{
-  if (x != x) {{ return x; }}
+    "log1p_f64": (("log_f64", "nan_f64", "inf_f64", "isnan_f64"), f"""fn log1p_f64(x: f64) -> f64 {{
+  if (isnan_f64(x)) {{ return x; }}
   if (x < -1.0lf) {{ return nan_f64(); }}
   if (x == -1.0lf) {{ return -inf_f64(); }}
   if (abs(x) < 0.2928932188134524lf) {{
@@ -135,18 +157,54 @@ HELPERS = {
   if (u == inf_f64()) {{ return u; }}
   return log_f64(u) + (x - (u - 1.0lf)) / u;
 }}"""),
-    "log2_f64": (("log_f64",), """fn log2_f64(x: f64) -> f64 {
+    "log2_f64": (("log_f64", "inf_f64"), """fn log2_f64(x: f64) -> f64 {
   let b = bitcast<u64>(x);
-  if (x > 0.0lf && (b & 0x000ffffffffffffflu) == 0lu) { return f64(i32(u32(b >> 52u) & 0x7ffu) - 1023); }
+  if (x > 0.0lf && x < inf_f64() && (b & 0x000ffffffffffffflu) == 0lu) { return f64(i32(u32(b >> 52u) & 0x7ffu) - 1023); }
   return log_f64(x) * 1.44269504088896340736lf;
 }"""),
     "log10_f64": (("log_f64",), "fn log10_f64(x: f64) -> f64 { return log_f64(x) * 0.434294481903251827651lf; }"),
-    "trig_f64": (("nan_f64", "isfin_f64"), f"""fn trig_f64(x: f64) -> vec3<f64> {{
-  // (sin x, cos x, quadrant) via Cody-Waite reduction by pi/2
+    "rem_pio2_big": (("scalbn_f64",), f"""var<private> IPIO2: array<f64, {len(_IPIO2)}> = array<f64, {len(_IPIO2)}>({', '.join(f'{v}.0lf' for v in _IPIO2)});
+fn rem_pio2_big(x: f64) -> vec2<f64> {{
+  // Payne-Hanek: x = q * pi/2 + r for huge |x|, from 24-bit chunks of 2/pi; returns (r, q mod 4)
+  let b = bitcast<u64>(abs(x));
+  let e = i32(u32(b >> 52u) & 0x7ffu) - 1075;
+  let mant = (b & 0x000ffffffffffffflu) | 0x0010000000000000lu;
+  var m: array<f64, 3>;
+  m[0] = f64(u32(mant >> 48u));
+  m[1] = f64(u32(mant >> 24u) & 0xffffffu);
+  m[2] = f64(u32(mant) & 0xffffffu);
+  var ip = 0.0lf; var fp = 0.0lf;
+  for (var i: i32 = 0; i < {len(_IPIO2)}; i = i + 1) {{
+    for (var j: i32 = 0; j < 3; j = j + 1) {{
+      let k = e + 48 - 24 * j - 24 * (i + 1);
+      if (k >= 2 || k < -130) {{ continue; }}
+      let t = scalbn_f64(m[j] * IPIO2[i], k);
+      let ti = floor(t);
+      ip = ip + (ti - 4.0lf * floor(ti * 0.25lf));
+      fp = fp + (t - ti);
+    }}
+  }}
+  let fi = floor(fp);
+  var q = ip + fi;
+  var f = fp - fi;
+  if (f > 0.5lf) {{ f = f - 1.0lf; q = q + 1.0lf; }}
+  q = q - 4.0lf * floor(q * 0.25lf);
+  var r = f * 1.57079632679489655800lf + f * 6.12323399573676603587e-17lf;
+  if (x < 0.0lf) {{ r = -r; q = 4.0lf - q; }}
+  return vec2<f64>(r, q);
+}}"""),
+    "trig_f64": (("nan_f64", "isfin_f64", "rem_pio2_big"), f"""fn trig_f64(x: f64) -> vec3<f64> {{
+  // (sin x, cos x, quadrant) via Cody-Waite reduction by pi/2 (Payne-Hanek above 2^19)
   if (!isfin_f64(x)) {{ return vec3<f64>(nan_f64(), nan_f64(), 0.0lf); }}
-  let k = round(x * {_F64_CONSTS['INV_PIO2']}lf);
-  let r = ((x - k * {_F64_CONSTS['PIO2_1']}lf) - k * {_F64_CONSTS['PIO2_2']}lf) - k * {_F64_CONSTS['PIO2_3']}lf;
-  let rr = r - k * {_F64_CONSTS['PIO2_3T']}lf;
+  var k = round(x * {_F64_CONSTS['INV_PIO2']}lf);
+  var rr: f64;
+  if (abs(x) < 524288.0lf) {{
+    let r = ((x - k * {_F64_CONSTS['PIO2_1']}lf) - k * {_F64_CONSTS['PIO2_2']}lf) - k * {_F64_CONSTS['PIO2_3']}lf;
+    rr = r - k * {_F64_CONSTS['PIO2_3T']}lf;
+  }} else {{
+    let big = rem_pio2_big(x);
+    rr = big.x; k = big.y;
+  }}
   let z = rr * rr;
   let s = rr * {_SIN_POLY};
   let c = {_COS_POLY};
@@ -197,8 +255,8 @@ HELPERS = {
   return r;
 }"""),
     "asin_f64": (("atan2_f64",), "fn asin_f64(x: f64) -> f64 { if (abs(x) > 1.0lf) { return (x - x) / (x - x); } return atan2_f64(x, sqrt((1.0lf - x) * (1.0lf + x))); }"),
-    "acos_f64": (("atan_f64", "nan_f64"), """fn acos_f64(x: f64) -> f64 {
-  if (abs(x) > 1.0lf || x != x) { return nan_f64(); }
+    "acos_f64": (("atan_f64", "nan_f64", "isnan_f64"), """fn acos_f64(x: f64) -> f64 {
+  if (abs(x) > 1.0lf  || isnan_f64(x)) { return nan_f64(); }
   if (x == -1.0lf) { return 3.14159265358979311600lf; }
   return 2.0lf * atan_f64(sqrt((1.0lf - x) / (1.0lf + x)));
 }"""),
@@ -239,16 +297,16 @@ HELPERS = {
   if (x < 0.0lf) { return -r; }
   return r;
 }"""),
-    "acosh_f64": (("log1p_f64", "log_f64", "nan_f64"), """fn acosh_f64(x: f64) -> f64 {
-  if (x < 1.0lf || x != x) { return nan_f64(); }
+    "acosh_f64": (("log1p_f64", "log_f64", "nan_f64", "isnan_f64"), """fn acosh_f64(x: f64) -> f64 {
+  if (x < 1.0lf  || isnan_f64(x)) { return nan_f64(); }
   if (x > 268435456.0lf) { return log_f64(x) + 6.93147180559945286227e-01lf; }
   if (x > 2.0lf) { return log_f64(2.0lf * x - 1.0lf / (x + sqrt(x * x - 1.0lf))); }
   let t = x - 1.0lf;
   return log1p_f64(t + sqrt(2.0lf * t + t * t));
 }"""),
-    "atanh_f64": (("log1p_f64", "nan_f64"), """fn atanh_f64(x: f64) -> f64 {
+    "atanh_f64": (("log1p_f64", "nan_f64", "isnan_f64"), """fn atanh_f64(x: f64) -> f64 {
   let a = abs(x);
-  if (a > 1.0lf || x != x) { return nan_f64(); }
+  if (a > 1.0lf  || isnan_f64(x)) { return nan_f64(); }
   var r: f64;
   if (a < 0.5lf) { let t = a + a; r = 0.5lf * log1p_f64(t + t * a / (1.0lf - a)); }
   else { r = 0.5lf * log1p_f64((a + a) / (1.0lf - a)); }
@@ -276,20 +334,29 @@ HELPERS = {
 
 # Generic per-float-type helpers; instantiate with T/S/Z ("f32", "f", "0.0f") via ``generic``.
 _GENERIC = {
-    "divmod": (("isnan", "copysign"), """fn divmod_{S}(a: {T}, b: {T}) -> vec2<{T}> {
+    "fmod": (("isnan", "isinf", "nan"), """fn fmod_{S}(a: {T}, b: {T}) -> {T} {
+  if (isnan_{S}(a) || isnan_{S}(b) || isinf_{S}(a) || b == {Z}) { return nan_{S}(); }
+  if (isinf_{S}(b)) { return a; }
+  var md = a - b * trunc(a / b);
+  if (abs(md) >= abs(b)) { md = {Z} * a; }
+  return md;
+}"""),
+    "divmod": (("fmod", "copysign", "isnan", "isinf"), """fn divmod_{S}(a: {T}, b: {T}) -> vec2<{T}> {
   // NumPy's npy_divmod: (floor_divide, remainder)
-  if (b == {Z}) { return vec2<{T}>(a / b, (a - a) / (b - b) + (a * {Z})); }
-  var mod = a - b * trunc(a / b);
-  if (abs(mod) >= abs(b)) { mod = {Z}; }
-  var div = (a - mod) / b;
-  if (mod != {Z}) {
-    if ((b < {Z}) != (mod < {Z})) { mod = mod + b; div = div - {O}; }
-  } else { mod = copysign_{S}({Z}, b); }
+  var md = fmod_{S}(a, b);
+  if (b == {Z}) { return vec2<{T}>(a / b, md); }
+  // the standard's special case (NumPy differs): one infinite operand gives a / b
+  let one_inf = (isinf_{S}(a) != isinf_{S}(b)) && !isnan_{S}(a) && !isnan_{S}(b);
+  if (isnan_{S}(md)) { return vec2<{T}>(select(md, a / b, one_inf), md); }
+  var div = (a - md) / b;
+  if (md != {Z}) {
+    if ((b < {Z}) != (md < {Z})) { md = md + b; div = div - {O}; }
+  } else { md = copysign_{S}({Z}, b); }
   var fd: {T};
   if (div != {Z}) { fd = floor(div); if (div - fd > {H}) { fd = fd + {O}; } }
   else { fd = copysign_{S}({Z}, a / b); }
-  if (isnan_{S}(a) || isnan_{S}(b)) { return vec2<{T}>(a + b, a + b); }
-  return vec2<{T}>(fd, mod);
+  if (one_inf) { fd = a / b; }
+  return vec2<{T}>(fd, md);
 }"""),
     "fmax": (("isnan",), "fn fmax_{S}(a: {T}, b: {T}) -> {T} { if (isnan_{S}(a) || a > b) { return a; } return b; }"),
     "fmin": (("isnan",), "fn fmin_{S}(a: {T}, b: {T}) -> {T} { if (isnan_{S}(a) || a < b) { return a; } return b; }"),
@@ -320,6 +387,10 @@ _GENERIC = {
     if (y > {Z}) { if (yodd) { return x; } return {Z}; }
     if (yodd) { return {O} / x; }
     return inf_{S}();
+  }
+  if (isinf_{S}(x) && x < {Z}) {
+    if (y > {Z}) { if (yodd) { return x; } return -x; }
+    if (yodd) { return -{Z}; } return {Z};
   }
   var ax = x;
   var sgn = {O};

@@ -13,6 +13,7 @@ from ruda import _dtypes
 from ruda.backends import Backend
 from ruda.backends.wgpu import _device
 from ruda.backends.wgpu._array import HOST_STORAGE, IR, WArray, contiguous_strides
+from ruda.backends.wgpu._fft import FftOps
 from ruda.backends.wgpu._ops import Ops
 
 _contexts = {}
@@ -22,7 +23,7 @@ def _enabled():
     return os.environ.get("RUDA_WGPU", "0") not in ("0", "", "no", "false")
 
 
-class WgpuBackend(Ops, Backend):
+class WgpuBackend(FftOps, Ops, Backend):
     kind = "wgpu"
     fallbacks = {}
     _unavailable = None

@@ -113,6 +113,7 @@ class Context:
         self.arena = np.zeros(ARENA_BYTES // 4, np.uint32)
         self.arena_used = 0
         self.pool = {}
+        self.live = {}
         self._pending_free = []
         self.staging = {}
         self.enc = None
@@ -154,8 +155,14 @@ class Context:
                 buf = self.device.create_buffer(size=size, usage=self.usage)
             except Exception:
                 self.flush()
+                for bufs in self.pool.values():
+                    for b in bufs:
+                        self.live.pop(id(b), None)
                 self.pool.clear()
                 buf = self.device.create_buffer(size=size, usage=self.usage)
+            # every buffer stays reachable from the context, so the cyclic GC never finalizes
+            # (releases) a GPUBuffer that a dying Storage is about to return to the pool
+            self.live[id(buf)] = buf
         return Storage(self, buf, nbytes)
 
     def _recycle(self):

@@ -824,11 +824,15 @@ class Ops:
 
     # ================================================================== indexing (basic; advanced in _index.py)
     def getitem(self, x, key):
+        if not isinstance(key, tuple):
+            key = (key,)
         if all(k is None or k is Ellipsis or isinstance(k, (int, slice)) for k in key):
             return basic_index(x, key)
         return self._advanced_getitem(x, key)
 
     def setitem(self, x, key, value):
+        if not isinstance(key, tuple):
+            key = (key,)
         if all(k is None or k is Ellipsis or isinstance(k, (int, slice)) for k in key):
             dst = basic_index(x, key)
             if value.dtype != x.dtype:
