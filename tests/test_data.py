@@ -276,3 +276,16 @@ def test_open_and_create_errors(tmp_path):
         reader.append({k: v[0] for k, v in make(1).items()})
     fresh = rd.Dataset.create(tmp_path / "d.ruda", {"x": ("int8", ())}, overwrite=True)
     assert len(fresh) == 0 and fresh.schema == {"x": (xp.int8, ())}
+
+
+def test_a_reader_in_the_same_process_sees_new_records(tmp_path):
+    ds, data = filled(tmp_path, 10)
+    reader = rd.Dataset.open(tmp_path / "d.ruda")
+    assert int(to_numpy(reader[9]["label"])) == 9          # holds the tail row open
+    more = make(3, seed=4, start=10)
+    for i in range(3):                                       # merged into the tail row
+        ds.append({k: v[i] for k, v in more.items()})
+    rec = reader[12]                                         # past the known end: looks again
+    assert int(to_numpy(rec["label"])) == 12
+    np.testing.assert_array_equal(to_numpy(rec["tokens"]), more["tokens"][2])
+    assert len(reader) == 13 and to_numpy(reader[:]["label"]).tolist() == list(range(13))

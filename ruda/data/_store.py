@@ -133,6 +133,8 @@ class Store:
         path = os.fspath(path)
         if not os.path.isfile(path):
             raise FileNotFoundError(f"ruda.data: no dataset file at {path!r}")
+        if writable and not os.access(path, os.W_OK):
+            raise PermissionError(f"ruda.data: {path!r} is read-only; open it with mode 'r'")
         with guard(path):
             conn = _connect(path, writable, threads)
             try:
