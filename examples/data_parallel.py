@@ -74,7 +74,8 @@ def accuracy(params, ds):
     return float(xp.mean(xp.astype((z > 0) == (host["y"] > 0.5), xp.float32)))
 
 
-def main(argv=None):
+def main(argv=None, finalize=True):
+    """Run the example; returns rank 0's report (None on other ranks)."""
     a = argparse.ArgumentParser()
     a.add_argument("--samples", type=int, default=2048)
     a.add_argument("--per-rank", type=int, default=32, help="batch size on each rank")
@@ -93,18 +94,21 @@ def main(argv=None):
     ds = ruda.data.Dataset.open(path)
     device = dist.device()
     params = train(ds, args.epochs, args.per_rank, args.lr, rank, world, device)
+    report = None
     if rank == 0:
         got = params.to_device("cpu")
         ref = train_single(ds, args.epochs, args.per_rank, args.lr, world)
-        diff = float(xp.max(xp.abs(got - ref)))
-        print(json.dumps({"world": world, "device": str(device), "accuracy": accuracy(got, ds),
-                          "single_process_accuracy": accuracy(ref, ds),
-                          "max_abs_diff_vs_single": diff}), flush=True)
+        report = {"world": world, "device": str(device), "accuracy": accuracy(got, ds),
+                  "single_process_accuracy": accuracy(ref, ds),
+                  "max_abs_diff_vs_single": float(xp.max(xp.abs(got - ref)))}
+        print(json.dumps(report), flush=True)
     ds.close()
     dist.barrier()
     if rank == 0 and args.path is None:
         os.remove(path)
-    dist.finalize()
+    if finalize:
+        dist.finalize()
+    return report
 
 
 if __name__ == "__main__":

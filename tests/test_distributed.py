@@ -42,75 +42,15 @@ def ranks(request, tmp_path_factory):
     return reports
 
 
-def _reduce(xs, op, dt):
-    stack = np.stack(xs)
-    if dt == C.np_dtype("bfloat16"):
-        return _reduce([x.astype(np.float32) for x in xs], op, np.dtype(np.float32)).astype(dt)
-    if op == "sum":
-        return np.sum(stack, axis=0, dtype=dt)
-    if op == "prod":
-        return np.prod(stack, axis=0, dtype=dt)
-    if op == "mean":
-        return (np.sum(stack, axis=0, dtype=dt) / len(xs)).astype(dt)
-    return (np.min if op == "min" else np.max)(stack, axis=0)
-
-
-def expected(fn, kw, case, name, w, r):
-    xs = [C.make(case, name, k) for k in range(w)]
-    dt = C.np_dtype(name)
-    root = kw.get("root", 0) % w
-    ax = kw.get("axis", 0)
-    if fn == "all_reduce":
-        return _reduce(xs, kw["op"], dt)
-    if fn == "reduce":
-        return _reduce(xs, kw["op"], dt) if r == root else None
-    if fn == "broadcast":
-        return xs[root]
-    if fn == "all_gather":
-        return np.concatenate(xs, axis=ax)
-    if fn == "gather":
-        return np.concatenate(xs, axis=ax) if r == root else None
-    if fn == "scatter":
-        return np.split(xs[root], w, axis=ax)[r]
-    if fn == "all_to_all":
-        return np.concatenate([np.split(xs[j], w, axis=ax)[r] for j in range(w)], axis=ax)
-    if fn == "reduce_scatter":
-        return np.split(_reduce(xs, kw["op"], dt), w, axis=ax)[r]
-    if fn == "ring":
-        return xs[(r - 1) % w]
-    raise AssertionError(fn)
-
-
-def _tol(name):
-    return {"float32": 1e-5, "complex64": 1e-5, "float64": 1e-12, "complex128": 1e-12,
-            "bfloat16": 2e-2}.get(name)
-
-
-def _compare(got, want, name):
-    if want is None:
-        assert got is None
-        return
-    assert got is not None
-    assert got.dtype == want.dtype, (got.dtype, want.dtype)
-    assert got.shape == want.shape
-    tol = _tol(name)
-    if tol is None:
-        np.testing.assert_array_equal(got, want)
-    else:
-        f = np.float32 if name == "bfloat16" else None
-        np.testing.assert_allclose(got.astype(f) if f else got, want.astype(f) if f else want,
-                                   rtol=tol, atol=tol)
-
-
 @pytest.mark.parametrize("name", C.DTYPES)
 def test_collectives_match_numpy(ranks, name):
     w = len(ranks)
     for case, fn, kw in C.cases(name):
         for r, rep in enumerate(ranks):
             got = rep["results"][f"{case}|{name}"]
-            want = expected(fn, kw, case, name, w, r)
+            want = C.expected(fn, kw, case, name, w, r)
             try:
-                _compare(got, want, name)
+                C.compare(got, want, name)
             except AssertionError as e:
                 raise AssertionError(f"{case} on rank {r} of {w}: {e}") from None
 

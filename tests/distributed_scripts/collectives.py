@@ -17,9 +17,9 @@ import ruda as xp  # noqa: E402
 import ruda.distributed as dist  # noqa: E402
 
 
-def run_case(fn, kw, name, r, w):
+def run_case(fn, kw, name, r, w, device=None):
     kw = dict(kw)
-    x = xp.asarray(C.make(kw.pop("case"), name, r))
+    x = xp.asarray(C.make(kw.pop("case"), name, r), device=device)
     if kw.pop("none", False) and r != kw["root"]:
         x = None
     if "root" in kw:
@@ -33,11 +33,22 @@ def run_case(fn, kw, name, r, w):
     return out.wait() if kw.get("async_op") else out
 
 
-def to_host(y):
+def to_host(y, device="cpu"):
     if y is None:
         return None
-    assert y.device == xp.device("cpu"), y.device
-    return np.asarray(y).copy()
+    assert y.device == xp.device(device), (y.device, device)
+    return np.asarray(y.to_device("cpu")).copy()
+
+
+def run_all(device="cpu", dtypes=C.DTYPES):
+    """{case|dtype: host copy of this rank's result (None where it gets none)}."""
+    r, w = dist.rank(), dist.world_size()
+    results = {}
+    for name in dtypes:
+        for case, fn, kw in C.cases(name):
+            y = run_case(fn, dict(kw, case=case), name, r, w, device)
+            results[f"{case}|{name}"] = to_host(y, device)
+    return results
 
 
 def mismatch_cases(r):
@@ -65,10 +76,7 @@ def main():
     out_dir = sys.argv[1]
     dist.init(backend="mpi")
     r, w = dist.rank(), dist.world_size()
-    results = {}
-    for name in C.DTYPES:
-        for case, fn, kw in C.cases(name):
-            results[f"{case}|{name}"] = to_host(run_case(fn, dict(kw, case=case), name, r, w))
+    results = run_all()
     errors = mismatch_cases(r)
     after = to_host(dist.all_reduce(xp.asarray([float(r)])))
     with open(os.path.join(out_dir, f"rank{r}.pkl"), "wb") as f:
