@@ -289,3 +289,14 @@ def test_a_reader_in_the_same_process_sees_new_records(tmp_path):
     assert int(to_numpy(rec["label"])) == 12
     np.testing.assert_array_equal(to_numpy(rec["tokens"]), more["tokens"][2])
     assert len(reader) == 13 and to_numpy(reader[:]["label"]).tolist() == list(range(13))
+
+
+def test_variable_records_with_empty_and_long_axes(tmp_path):
+    ds = rd.Dataset.create(tmp_path / "d.ruda", {"m": ("int8", (None, None))})
+    shapes = [(0, 10 ** 6), (10 ** 6, 0), (3, 2), (0, 0)]
+    values = [np.arange(np.prod(s), dtype=np.int8).reshape(s) for s in shapes]
+    ds.extend({"m": values})
+    for i, v in enumerate(values):
+        got = to_numpy(ds[i]["m"])
+        assert got.shape == v.shape and np.array_equal(got, v)
+    assert [to_numpy(x).shape for x in ds[:]["m"]] == shapes

@@ -29,7 +29,11 @@ class Dataset:
     Every ``append``/``extend`` is one transaction in a WAL journal with ``synchronous=NORMAL``:
     once the call returns, its records survive a crash of the process (kill -9) and the file
     opens; an OS crash or power loss may lose the last calls, never corrupt the file.  Readers
-    in other processes keep working while a writer appends and see each committed call.
+    in other processes keep working while a writer appends and see each committed call
+    (``len(ds)``, an index past the known end, a new ``batches`` call, or a single-record read
+    a second after the last look).  Every chunk row is checked against its CRC-32 the first
+    time it is read, so a corrupted file raises DatasetError rather than returning wrong
+    values.  A shard folder reads its ``*.ruda`` files (present when opened) in name order.
     Reads go to the default device unless ``device=`` says otherwise; variable-shape fields
     come back in batches as lists of arrays.
     """

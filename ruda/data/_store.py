@@ -181,7 +181,8 @@ class Store:
         try:
             yield
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            if self.conn.in_transaction:      # SQLite may have rolled back already
+                self.conn.execute("ROLLBACK")
             raise
         self.conn.execute("COMMIT")
 
@@ -244,7 +245,7 @@ class Store:
             raise self.corrupt(f"chunk {c}: field {f.name!r} has a malformed shape table")
         s = np.frombuffer(blob, "<i8").reshape(n, nd)
         fixed = np.array([-1 if d is None else d for d in f.shape], np.int64)
-        if (s < 0).any() or (s > nbytes).any() or ((fixed >= 0) & (s != fixed)).any() or \
+        if (s < 0).any() or ((fixed >= 0) & (s != fixed)).any() or \
                 np.prod(s.astype(np.float64), axis=1).sum() * f.dtype.itemsize > nbytes:
             raise self.corrupt(f"chunk {c}: field {f.name!r} has invalid shapes")
         offsets = np.concatenate(([0], np.cumsum(np.prod(s, axis=1) * f.dtype.itemsize)))
