@@ -3,8 +3,12 @@
 Imported only once CuPy imports.  Every function receives validated native
 (``cupy.ndarray``) arrays and plain Python parameters (see ruda/backends/__init__.py).
 """
+import math
+
 import cupy as cp
 import numpy as np
+
+from ruda.backends.cuda import _numba
 
 
 def getitem(x, key):
@@ -118,7 +122,12 @@ def reshape(x, shape, copy=None):
 
 
 def repeat(x, repeats, axis=None):
-    """numpy.repeat, also for repeats given as a device array (CuPy accepts only ints and lists)."""
+    """numpy.repeat, also for repeats given as a device array (CuPy accepts only ints and lists).
+
+    With Numba, one scatter kernel (``_numba.repeat_rows``) writes each input row to its
+    output rows; without it (or if Numba's CUDA target fails to start), a gather through
+    cumsum/searchsorted/take.  Both read the output length back (one scalar), as nonzero does.
+    """
     if not isinstance(repeats, cp.ndarray):
         return cp.repeat(x, repeats, axis=axis)
     if axis is None:
@@ -130,10 +139,25 @@ def repeat(x, repeats, axis=None):
         reps = cp.broadcast_to(reps, (n,))
     if reps.shape[0] != n:
         raise ValueError(f"repeats has {reps.shape[0]} entries for an axis of length {n}")
-    if bool((reps < 0).any()):
+    if n and bool((reps < 0).any()):
         raise ValueError("repeats must be non-negative")
     ends = cp.cumsum(reps)
-    total = int(ends[-1]) if n else 0        # the output size: one scalar read back, as for nonzero
+    total = int(ends[-1]) if n else 0
+    if _numba.disabled is None and _numba.available() and not _numba._simulator():
+        moved = cp.moveaxis(x, axis, 0)
+        m = math.prod(moved.shape[1:])
+        rows = cp.ascontiguousarray(moved).reshape(n, m)
+        out = cp.empty((total, m), x.dtype)
+        if n and m and total:
+            reps_c = cp.ascontiguousarray(reps)
+            try:
+                grid, block = _numba.repeat_grid(n, m)
+                _numba.launch("repeat_rows", grid, block, rows, ends - reps_c, reps_c, out,
+                              stream_ptr=cp.cuda.get_current_stream().ptr)
+            except Exception as e:   # Numba's CUDA target unusable here: keep the CuPy path
+                _numba.disabled = f"{type(e).__name__}: {e}"
+                return repeat(x, repeats, axis=axis)
+        return cp.moveaxis(out.reshape((total,) + moved.shape[1:]), 0, axis)
     idx = cp.searchsorted(ends, cp.arange(total, dtype=cp.int64), side="right")
     return cp.take(x, idx, axis=axis)
 
