@@ -294,7 +294,7 @@ def test_matmul_wgsl_candidates_and_source():
         assert mm.MatmulParams.from_dict(json.loads(json.dumps(c.as_dict()))) == c
     assert all(c.invocations <= 64 for c in mm.candidates(max_invocations=64))
     h = mm.candidates("f16")[3]
-    assert h.dtype == "f16" and "enable f16;" in mm.generate(h) and "f32(x[0])" in mm.generate(h)
+    assert h.dtype == "f16" and "enable f16;" in mm.generate(h) and "f32(ra0[0])" in mm.generate(h)
     assert len(mm.pack_params(3, 4, 5)) == 64
     v4 = mm.MatmulParams(64, 64, 16, 4, 4, 4)
     assert mm.applicable(v4, 64, 96, 80) and not mm.applicable(v4, 64, 95, 80)
@@ -308,6 +308,8 @@ def test_matmul_wgsl_candidates_and_source():
         mm.MatmulParams(64, 64, 16, 2, 4, 4, svec=4)
     s4 = mm.MatmulParams(128, 128, 8, 8, 8, 4, svec=4)
     assert s4 in cands and s4.name.endswith("_s4") and "array<vec4<f32>, 256>" in mm.generate(s4)
+    pf = mm.MatmulParams(128, 128, 8, 8, 8, 4, svec=4, pf=True)
+    assert pf in cands and pf.name.endswith("_s4_pf") and "k0 + 8u" in mm.generate(pf)
 
 
 def _wgpu_device():
@@ -365,7 +367,8 @@ def _mm_run(gpu, p, A, B, timestamp_writes=None):
 _SOME = [mm.MatmulParams(16, 16, 16, 1, 1, 1), mm.MatmulParams(32, 32, 16, 2, 2, 1),
          mm.MatmulParams(64, 64, 16, 4, 4, 4), mm.MatmulParams(128, 64, 16, 8, 4, 4),
          mm.MatmulParams(64, 64, 16, 4, 4, 2), mm.MatmulParams(64, 64, 16, 4, 4, 4, svec=4),
-         mm.MatmulParams(128, 128, 8, 8, 8, 1, svec=4)]
+         mm.MatmulParams(128, 128, 8, 8, 8, 1, svec=4),
+         mm.MatmulParams(128, 128, 8, 8, 8, 4, svec=4, pf=True)]
 
 
 @pytest.mark.parametrize("mnk", [(64, 96, 80), (33, 47, 29), (1, 1, 1), (130, 20, 4)])
@@ -387,7 +390,7 @@ def test_matmul_wgsl_matches_numpy(gpu, mnk, rng):
 def test_matmul_wgsl_batched_broadcast(gpu, rng):
     A = rng.standard_normal((3, 20, 36)).astype(np.float32)
     B = rng.standard_normal((36, 44)).astype(np.float32)           # shared by the batch
-    for p in (_SOME[1], _SOME[2], _SOME[5], _SOME[6]):
+    for p in (_SOME[1], _SOME[2], _SOME[5], _SOME[6], _SOME[7]):
         C = _mm_run(gpu, p, A, B)
         assert C.shape == (3, 20, 44)
         assert tune.compare(C, A.astype(np.float64) @ B, 1e-5, 0) is None
@@ -401,7 +404,7 @@ def test_matmul_wgsl_f16(gpu, rng):
     B = rng.standard_normal((64, 24)).astype(np.float16)
     ref = A.astype(np.float64) @ B.astype(np.float64)
     for p in (mm.MatmulParams(16, 16, 16, 1, 1, 1, "f16"), mm.MatmulParams(32, 32, 16, 2, 2, 4, "f16"),
-              mm.MatmulParams(64, 64, 16, 4, 4, 4, "f16", svec=4)):
+              mm.MatmulParams(64, 64, 16, 4, 4, 4, "f16", svec=4, pf=True)):
         C = _mm_run(gpu, p, A, B)
         assert C.dtype == np.float16 and tune.compare(C, ref, 2e-3, 0) is None, p.name
 

@@ -7,14 +7,15 @@ each invocation accumulates an ``rm x rn`` register block.  ``svec=1``: rows ``t
 columns ``tx + j*tn/rn``, scalar workgroup-memory reads; ``svec=4`` (rm, rn multiples of 4):
 workgroup tiles held as ``vec4``, rows ``4*(ty + p*tm/rm) + e`` and column vectors
 ``tx + q*tn/rn``, so one ``vec4`` read feeds 4 rows or columns (4x fewer shared loads per
-FMA; neighbouring invocations still read neighbouring vectors).  Global loads of
+FMA; neighbouring invocations still read neighbouring vectors).  ``pf=True`` prefetches the
+next tile's global loads into registers before computing the current tile (latency hiding).  Global loads of
 ``A`` (along K) and ``B`` (along N) are ``vec``-wide (1, 2 or 4).  Edges are guarded, so any
 M, N, K work; ``vec > 1`` needs K, N, the leading dimensions, offsets and batch strides of A
 and B to be multiples of ``vec`` (see :func:`applicable`).
 
 Interface for the wgpu backend (kernel wiring) and the tuner:
 
-``MatmulParams(tm, tn, tk, rm, rn, vec, dtype="f32", acc=None, svec=1)``
+``MatmulParams(tm, tn, tk, rm, rn, vec, dtype="f32", acc=None, svec=1, pf=False)``
     one candidate; ``dtype`` "f32" or "f16" (storage of A, B, C; f16 needs the device
     feature ``"shader-f16"``), ``acc`` the accumulation type (default "f32").
     ``.name`` (stable id, used as the tuning candidate name), ``.workgroup_size``,
@@ -55,6 +56,7 @@ class MatmulParams:
     dtype: str = "f32"
     acc: str = None
     svec: int = 1
+    pf: bool = False
 
     def __post_init__(self):
         if self.acc is None:
@@ -80,7 +82,7 @@ class MatmulParams:
     def name(self):
         acc = "" if self.acc == _ACC_DEFAULT else f"_acc{self.acc}"
         return (f"mm_{self.dtype}{acc}_t{self.tm}x{self.tn}x{self.tk}_r{self.rm}x{self.rn}"
-                f"_v{self.vec}" + ("_s4" if self.svec == 4 else ""))
+                f"_v{self.vec}" + ("_s4" if self.svec == 4 else "") + ("_pf" if self.pf else ""))
 
     @property
     def workgroup_size(self):
@@ -198,57 +200,68 @@ def generate(p):
             return f"{arr}[({flat}) / 4u][({flat}) % 4u] = {value};"
         return f"{arr}[{flat}] = {value};"
 
-    w(f"  for (var k0: u32 = 0u; k0 < K; k0 = k0 + {p.tk}u) {{")
-    # --- stage A: tm x tk, vectors along k, stored transposed ([k][m])
-    for it in range(-(-a_vecs // nthreads)):
-        guard = (it + 1) * nthreads > a_vecs
-        ind = "    "
-        w(f"{ind}{{")
-        w(f"{ind}  let l = tid + {it * nthreads}u;")
-        if guard:
-            w(f"{ind}  if (l < {a_vecs}u) {{")
-        w(f"{ind}  let r = l / {kv_a}u;")
-        w(f"{ind}  let kk = (l % {kv_a}u) * {v}u;")
-        w(f"{ind}  let gm = m0 + r;")
-        w(f"{ind}  let gk = k0 + kk;")
-        w(f"{ind}  var x: {VT} = {VT}({_lit(0, T)});")
-        w(f"{ind}  if (gm < M && gk < K) {{")
-        idx = "base_a + gm * P.lda + gk"
-        w(f"{ind}    x = A[{idx if v == 1 else f'({idx}) / {v}u'}];")
-        w(f"{ind}  }}")
-        for e in range(v):
-            comp = "x" if v == 1 else f"x[{e}]"
-            w(f"{ind}  " + store_smem("As", f"(kk + {e}u) * {p.tm}u + r", conv(comp)))
-        if guard:
-            w(f"{ind}  }}")
-        w(f"{ind}}}")
-    # --- stage B: tk x tn, vectors along n ([k][n])
-    for it in range(-(-b_vecs // nthreads)):
-        guard = (it + 1) * nthreads > b_vecs
-        ind = "    "
-        w(f"{ind}{{")
-        w(f"{ind}  let l = tid + {it * nthreads}u;")
-        if guard:
-            w(f"{ind}  if (l < {b_vecs}u) {{")
-        w(f"{ind}  let kk = l / {nv_b}u;")
-        w(f"{ind}  let nn = (l % {nv_b}u) * {v}u;")
-        w(f"{ind}  let gk = k0 + kk;")
-        w(f"{ind}  let gn = n0 + nn;")
-        w(f"{ind}  var x: {VT} = {VT}({_lit(0, T)});")
-        w(f"{ind}  if (gk < K && gn < N) {{")
-        idx = "base_b + gk * P.ldb + gn"
-        w(f"{ind}    x = B[{idx if v == 1 else f'({idx}) / {v}u'}];")
-        w(f"{ind}  }}")
-        if s4 and v == 4:
-            w(f"{ind}  Bs[(kk * {p.tn}u + nn) / 4u] = {conv('x') if A_ == T else f'vec4<{A_}>(x)'};")
-        else:
+    n_a = -(-a_vecs // nthreads)                      # A / B vectors staged per invocation
+    n_b = -(-b_vecs // nthreads)
+    zv = f"{VT}({_lit(0, T)})"
+    for it in range(n_a):
+        w(f"  var ra{it}: {VT};")
+    for it in range(n_b):
+        w(f"  var rb{it}: {VT};")
+
+    def load(kbase):
+        """Global -> registers ra*/rb* for the tile starting at k = kbase (edges give 0)."""
+        for it in range(n_a):            # A: tm x tk, vectors along k
+            lim = f"l < {a_vecs}u && " if (it + 1) * nthreads > a_vecs else ""
+            idx = "base_a + gm * P.lda + gk"
+            w(f"    {{ let l = tid + {it * nthreads}u; let gm = m0 + l / {kv_a}u; "
+              f"let gk = {kbase} + (l % {kv_a}u) * {v}u;")
+            w(f"      ra{it} = {zv}; if ({lim}gm < M && gk < K) "
+              f"{{ ra{it} = A[{idx if v == 1 else f'({idx}) / {v}u'}]; }} }}")
+        for it in range(n_b):            # B: tk x tn, vectors along n
+            lim = f"l < {b_vecs}u && " if (it + 1) * nthreads > b_vecs else ""
+            idx = "base_b + gk * P.ldb + gn"
+            w(f"    {{ let l = tid + {it * nthreads}u; let gk = {kbase} + l / {nv_b}u; "
+              f"let gn = n0 + (l % {nv_b}u) * {v}u;")
+            w(f"      rb{it} = {zv}; if ({lim}gk < K && gn < N) "
+              f"{{ rb{it} = B[{idx if v == 1 else f'({idx}) / {v}u'}]; }} }}")
+
+    def store():
+        """Registers -> workgroup tiles (A transposed to [k][m], B as [k][n])."""
+        for it in range(n_a):
+            guard = (it + 1) * nthreads > a_vecs
+            w(f"    {{ let l = tid + {it * nthreads}u;" + (f" if (l < {a_vecs}u) {{" if guard else ""))
+            w(f"      let r = l / {kv_a}u; let kk = (l % {kv_a}u) * {v}u;")
             for e in range(v):
-                comp = "x" if v == 1 else f"x[{e}]"
-                w(f"{ind}  " + store_smem("Bs", f"kk * {p.tn}u + nn + {e}u", conv(comp)))
-        if guard:
-            w(f"{ind}  }}")
-        w(f"{ind}}}")
-    w("    workgroupBarrier();")
+                comp = f"ra{it}" if v == 1 else f"ra{it}[{e}]"
+                w("      " + store_smem("As", f"(kk + {e}u) * {p.tm}u + r", conv(comp)))
+            w("    }" + (" }" if guard else ""))
+        for it in range(n_b):
+            guard = (it + 1) * nthreads > b_vecs
+            w(f"    {{ let l = tid + {it * nthreads}u;" + (f" if (l < {b_vecs}u) {{" if guard else ""))
+            w(f"      let kk = l / {nv_b}u; let nn = (l % {nv_b}u) * {v}u;")
+            if s4 and v == 4:
+                val = f"rb{it}" if A_ == T else f"vec4<{A_}>(rb{it})"
+                w(f"      Bs[(kk * {p.tn}u + nn) / 4u] = {val};")
+            else:
+                for e in range(v):
+                    comp = f"rb{it}" if v == 1 else f"rb{it}[{e}]"
+                    w("      " + store_smem("Bs", f"kk * {p.tn}u + nn + {e}u", conv(comp)))
+            w("    }" + (" }" if guard else ""))
+
+    if p.pf:
+        load("0u")
+    w(f"  for (var k0: u32 = 0u; k0 < K; k0 = k0 + {p.tk}u) {{")
+    if not p.pf:
+        load("k0")
+    store()
+    if p.pf:          # next tile's global loads are in flight while this tile is computed
+        w("    workgroupBarrier();")
+        load(f"k0 + {p.tk}u")
+        b_marker = True
+    else:
+        b_marker = False
+    if not b_marker:
+        w("    workgroupBarrier();")
     w(f"    for (var kk: u32 = 0u; kk < {p.tk}u; kk = kk + 1u) {{")
     if s4:
         w(f"      let ao = kk * {p.tm // 4}u + ty;")
@@ -300,7 +313,7 @@ def generate(p):
     return "\n".join(L) + "\n"
 
 
-# (tm, tn, tk, rm, rn, vec, svec): the first is the reference
+# (tm, tn, tk, rm, rn, vec[, svec[, pf]]): the first is the reference
 _SHAPES = (
     (16, 16, 16, 1, 1, 1),
     (32, 32, 16, 2, 2, 1),
@@ -320,14 +333,19 @@ _SHAPES = (
     (128, 128, 8, 8, 8, 4, 4),
     (128, 128, 16, 8, 8, 4, 4),
     (128, 128, 8, 8, 8, 1, 4),
+    (64, 64, 16, 4, 4, 4, 4, True),
+    (64, 128, 16, 4, 8, 4, 4, True),
+    (128, 128, 8, 8, 8, 4, 4, True),
+    (128, 128, 16, 8, 8, 4, 4, True),
 )
 
 
 def candidates(dtype="f32", *, max_shared_bytes=16384, max_invocations=256, acc=None):
     """Candidates for ``dtype`` that fit the device limits (reference first)."""
     out = []
-    for tm, tn, tk, rm, rn, vec, *sv in _SHAPES:
-        p = MatmulParams(tm, tn, tk, rm, rn, vec, dtype, acc, sv[0] if sv else 1)
+    for tm, tn, tk, rm, rn, vec, *more in _SHAPES:
+        svec, pf = (list(more) + [1, False][len(more):])[:2]
+        p = MatmulParams(tm, tn, tk, rm, rn, vec, dtype, acc, svec, pf)
         if p.shared_bytes <= max_shared_bytes and p.invocations <= max_invocations:
             out.append(p)
     return out
