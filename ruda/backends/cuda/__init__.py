@@ -187,6 +187,7 @@ class CudaBackend(Backend):
             return s
         with self._cp_device:
             s = _exact_scalar(value, dtype)
+            cupy.cuda.get_current_stream().synchronize()   # cached: usable from any stream afterwards
         if value == value and (value or value.__class__ is int or value.__class__ is bool):
             if len(self._scalars) >= _SCALAR_CACHE_MAX:
                 self._scalars.clear()

@@ -40,8 +40,10 @@ def _exact_scalar(value, dtype):
 
 
 def full(shape, fill_value, dtype):
-    exact = (dtype.kind in "iu" and not isinstance(fill_value, bool) and not -2**63 <= fill_value < 2**63) \
-        or (dtype.kind in "fc" and fill_value == 0 and np.signbit(np.asarray(fill_value, dtype=dtype)).any())
+    exact = dtype.kind in "iu" and not isinstance(fill_value, bool) and not -2**63 <= fill_value < 2**63
+    if dtype.kind in "fc" and fill_value == 0:
+        h = np.asarray(fill_value, dtype=dtype)
+        exact = bool(np.signbit(h.real) or np.signbit(h.imag))
     if exact:
         return cp.broadcast_to(_exact_scalar(fill_value, dtype), shape).copy()
     return cp.full(shape, fill_value, dtype=dtype)
