@@ -127,3 +127,16 @@ def test_launcher_finds_mpiexec_from_env(monkeypatch):
     assert run.find_mpiexec() == "/opt/mpi/bin/mpiexec"
     monkeypatch.delenv("RUDA_MPIEXEC")
     assert os.path.basename(run.find_mpiexec()) in ("mpiexec", "mpirun")
+
+
+def test_nccl_backend_without_cupy_raises_import_error():
+    try:
+        from cupy.cuda import nccl  # noqa: F401
+        pytest.skip("CuPy with NCCL is installed here")
+    except Exception:  # noqa: BLE001
+        pass
+    code = ("import ruda.distributed as d\ntry:\n    d.init(backend='nccl')\nexcept ImportError as e:\n"
+            "    print('ERR', e)\nprint('INIT', d.is_initialized())")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "ERR ruda.distributed.init: backend 'nccl' needs CuPy with NCCL" in p.stdout
+    assert "INIT False" in p.stdout

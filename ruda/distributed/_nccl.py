@@ -6,9 +6,12 @@ over MPI.  Data movement runs on raw bytes (NCCL_UINT8), so every dtype moves;
 reductions use NCCL's types: bool as uint8 (max = or, min = and), int16/uint16
 widened to 32 bits, complex sum/mean on the (re, im) pairs, complex prod by an
 all-gather and a local product; mean is NCCL_AVG (NCCL >= 2.10).
+A send to oneself is kept as a device copy for the matching recv.
 Blocking calls wait for the stream under the watchdog, so a dead peer aborts
 instead of hanging; non-blocking calls record an event that ``wait()`` waits on.
 """
+import collections
+
 import numpy as np
 
 from ruda import _dtypes
@@ -39,6 +42,7 @@ class NcclEngine:
         self.cupy, self.nccl, self.wd = cupy, nccl, watchdog
         self.size, self.rank, self.device_index = size, rank, device_index
         self.has_avg = nccl.get_version() >= 21000
+        self._self_queue = collections.deque()
         watchdog.arm("NCCL communicator creation")
         try:
             with cupy.cuda.Device(device_index):
@@ -204,9 +208,15 @@ class NcclEngine:
         return lambda s: self.comm.recv(ptr, nbytes, _UINT8, peer, s)
 
     def send(self, a, dst, tag, nb):
+        if dst == self.rank:            # NCCL has no unmatched send to self: keep a copy
+            with self.cupy.cuda.Device(self.device_index):
+                self._self_queue.append(a.copy())
+            return done(None)
         return self._run("send", nb, self._group([self._send(a.data.ptr, a.nbytes, dst)]),
                          lambda: None)
 
     def recv(self, out, src, tag, nb):
+        if src == self.rank:
+            return done(self._self_queue.popleft())
         return self._run("recv", nb, self._group([self._recv(out.data.ptr, out.nbytes, src)]),
                          lambda: out)

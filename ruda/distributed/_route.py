@@ -56,7 +56,7 @@ def cuda_aware(ctx):
 def nccl_engine(ctx, fn, device_index):
     """Create this job's NCCL communicator (collective: every rank calls it)."""
     from ruda.distributed import _nccl
-    if not _nccl_available():
+    if not _nccl_everywhere(ctx):
         raise ImportError(f"ruda.distributed.{fn}: backend 'nccl' needs CuPy with NCCL "
                           f"(cupy.cuda.nccl) on every rank")
     ctx.wd.arm("NCCL unique id broadcast")
@@ -64,6 +64,9 @@ def nccl_engine(ctx, fn, device_index):
         uid = ctx.comm.bcast(_nccl.unique_id() if ctx.rank == 0 else None, root=0)
     finally:
         ctx.wd.disarm()
+    if device_index is None:
+        from ruda.distributed._state import default_cuda_index
+        device_index = default_cuda_index(ctx)
     ctx.nccl = _nccl.NcclEngine(uid, ctx.size, ctx.rank, device_index, ctx.wd)
     return ctx.nccl
 

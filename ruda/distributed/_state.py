@@ -59,10 +59,15 @@ def init(backend=None, *, timeout=None):
         raise ImportError(f"ruda.distributed.init: needs mpi4py and an MPI library "
                           f"(pip install 'ruda[mpi]'): {e}") from None
     t = _watchdog.timeout_from_env() if timeout is None else float(timeout)
-    _ctx = Context(backend, t)
+    ctx = Context(backend, t)
     if backend == "nccl":
         from ruda.distributed import _route
-        _route.nccl_engine(_ctx, "init", default_cuda_index(_ctx))
+        try:
+            _route.nccl_engine(ctx, "init", None)
+        except BaseException:
+            ctx.close()
+            raise
+    _ctx = ctx
 
 
 def default_cuda_index(ctx):

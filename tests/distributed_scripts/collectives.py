@@ -25,12 +25,26 @@ def run_case(fn, kw, name, r, w, device=None):
     if "root" in kw:
         kw["root"] %= w
     if fn == "ring":
+        return ring(x, r, w)
+    out = getattr(dist, fn)(x, **kw)
+    return out.wait() if kw.get("async_op") else out
+
+
+def ring(x, r, w):
+    """Send to the next rank, receive from the previous one.  MPI: a non-blocking send, then
+    recv.  NCCL (cuda), whose sends may wait for their recv on the same stream: blocking,
+    even ranks sending first."""
+    if x.device.kind != "cuda" or w == 1:
         work = dist.send(x, (r + 1) % w, async_op=True)
         y = dist.recv((r - 1) % w)
         work.wait()
         return y
-    out = getattr(dist, fn)(x, **kw)
-    return out.wait() if kw.get("async_op") else out
+    if r % 2 == 0:
+        dist.send(x, (r + 1) % w)
+        return dist.recv((r - 1) % w)
+    y = dist.recv((r - 1) % w)
+    dist.send(x, (r + 1) % w)
+    return y
 
 
 def to_host(y, device="cpu"):
