@@ -141,8 +141,10 @@ def main(argv=None):
     grid, block, n64 = _fast._config(1, 4, 0)
     empty = cupy.empty
 
+    f32 = np.dtype("float32")
+
     def raw():
-        out = empty((1,), np.float32)
+        out = empty((1,), f32)
         kern(grid, block, (sa, sb, out, n64))
         return out
 

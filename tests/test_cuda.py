@@ -176,8 +176,9 @@ def test_fast_binary_integer_wraparound_and_float_specials():
     for name in ("add", "subtract", "multiply", "divide"):
         got = host(getattr(ruda, name)(xf, ruda.asarray(f[::-1].copy(), device="cuda")))
         want = _np_op(name, f, f[::-1])
-        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
-        np.testing.assert_array_equal(got, want)
+        finite_sign = ~np.isnan(want)        # the sign of a NaN is not specified (x86 and CUDA differ)
+        np.testing.assert_array_equal(np.signbit(got)[finite_sign], np.signbit(want)[finite_sign], err_msg=name)
+        np.testing.assert_array_equal(got, want, err_msg=name)
 
 
 @needs_cuda
