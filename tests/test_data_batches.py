@@ -11,6 +11,10 @@ from conftest import to_numpy
 from test_data import SCHEMA, assert_batch, filled, make, needs
 
 
+def prefetchers():
+    return sum(t.name == "ruda.data prefetch" for t in threading.enumerate())
+
+
 def labels(batches):
     return [to_numpy(b["label"]).tolist() for b in batches]
 
@@ -58,7 +62,6 @@ def test_batches_on_device(tmp_path, device):
 
 def test_batches_snapshot_and_early_stop(tmp_path):
     ds, data = filled(tmp_path, 40)
-    before = threading.active_count()
     it = ds.batches(5)
     first = next(it)
     ds.extend({k: v[:3] for k, v in make(3, start=40).items()})
@@ -66,8 +69,9 @@ def test_batches_snapshot_and_early_stop(tmp_path):
     assert sum(len(b["tokens"]) for b in [first] + rest) == 40      # records present at the call
     it = ds.batches(5)
     next(it)
+    assert prefetchers() == 1
     it.close()
-    assert threading.active_count() == before
+    assert prefetchers() == 0
     assert len(list(ds.batches(5))) == 9
 
 

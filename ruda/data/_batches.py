@@ -44,8 +44,11 @@ def iterate(ds, batch_size, shuffle, seed, drop_last, device, shard, prefetch):
 
 
 def _convert(ds, host_batches, device):
-    for host in host_batches:
-        yield ds._arrays(host, device)
+    try:
+        for host in host_batches:
+            yield ds._arrays(host, device)
+    finally:
+        host_batches.close()          # stops the prefetch thread now, not at garbage collection
 
 
 def _prefetched(reader, batches, depth):
