@@ -109,7 +109,15 @@ def getitem(self, key, /):
         raise IndexError(f"ruda: __getitem__: {e}") from None
 
 
+_SCALAR_KINDS = {int: "iufc", float: "fc"}   # Python scalar -> array kinds that store it as is
+
+
 def setitem(self, key, value, /):
+    data = self._data
+    if data.shape and _simple(key) and data.dtype.kind in _SCALAR_KINDS.get(value.__class__, "") \
+            and (key.__class__ is slice or -data.shape[0] <= key < data.shape[0]):
+        backend = self._device._backend
+        return backend.setitem(data, (key,), backend.scalar(value, data.dtype))
     k = normalize_key("__setitem__", self, key)
     dev, dt = self._device, self._data.dtype
     if value.__class__ is Array:

@@ -69,5 +69,6 @@ def where(condition, x1, x2, /):
     dev, a, b = ew.operands("where", x1, x2, "all")
     if condition._device is not dev:
         v.same_device("where", condition, x1 if x1.__class__ is Array else x2)
-    v.broadcast_shapes("where", condition.shape, a.shape, b.shape)
+    if not condition._data.shape == a.shape == b.shape:
+        v.broadcast_shapes("where", condition.shape, a.shape, b.shape)
     return Array._new(dev.backend.where(condition._data, a, b), dev)

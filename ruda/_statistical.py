@@ -20,12 +20,23 @@ def _nonempty(fn, x, ax):
                          f"(the reduction has no identity)")
 
 
+_ACC = {}   # (device, dtype) -> accumulation dtype for dtype=None
+
+
 def accumulation_dtype(fn, x, dtype):
     """The standard's result dtype of sum/prod/cumulative_*: integers widen to the default."""
     dev = x._device
     if dtype is not None:
         return v.dtype(fn, dtype, dev)
-    dt = x.dtype
+    key = (dev, x._data.dtype)
+    acc = _ACC.get(key)
+    if acc is None:
+        acc = _ACC[key] = _default_accumulation(x)
+    return acc
+
+
+def _default_accumulation(x):
+    dev, dt = x._device, x._data.dtype
     default_int = v.default_dtype(dev, "integral")
     if dt.kind == "b":
         return default_int

@@ -43,6 +43,8 @@ def device_or_default(dev):
 
 def dtype(fn, dt, dev, arg="dtype"):
     """A dtype argument, checked to be a ruda dtype the device supports."""
+    if isinstance(dt, np.dtype) and dt in dev.backend._dtype_set:
+        return dt
     if not _dtypes.is_dtype(dt):
         if isinstance(dt, type) and issubclass(dt, np.generic) or isinstance(dt, str):
             try:
@@ -75,10 +77,13 @@ def axis(fn, ax, ndim, arg="axis"):
     return ax % ndim if ndim else 0
 
 
+_ALL_AXES = [tuple(range(n)) for n in range(65)]
+
+
 def axes(fn, ax, ndim, arg="axis"):
-    """Normalize None / int / tuple of ints to a sorted tuple of unique axes."""
+    """Normalize None / int / tuple of ints to a tuple of unique non-negative axes."""
     if ax is None:
-        return tuple(range(ndim))
+        return _ALL_AXES[ndim]
     if isinstance(ax, tuple | list):
         out = tuple(axis(fn, a, ndim, arg) for a in ax)
         if len(set(out)) != len(out):

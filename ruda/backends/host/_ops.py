@@ -1,4 +1,6 @@
 """Host implementations of ops that array-api-compat does not provide as ruda needs them."""
+import math
+
 import numpy as np
 
 
@@ -23,7 +25,14 @@ def empty(shape, dtype):
 
 
 def full(shape, fill_value, dtype):
+    if _positive_zero(fill_value):
+        return np.zeros(shape, dtype=dtype)   # calloc'd: lazily zeroed pages
     return np.full(shape, fill_value, dtype=dtype)
+
+
+def _positive_zero(v):
+    parts = (v.real, v.imag) if isinstance(v, complex) else (v,)
+    return all(p == 0 and math.copysign(1.0, p) > 0 for p in parts)
 
 
 def eye(n_rows, n_cols, k, dtype):
@@ -83,3 +92,29 @@ def expm1(x):
 def vecdot(x1, x2, axis=-1):
     """np.vecdot is a ufunc: spelled out here so the ufunc fast path keeps the axis keyword."""
     return np.vecdot(x1, x2, axis=axis)
+
+
+# Reductions and views straight to NumPy: the frontend passes normalized axes and concrete dtypes,
+# so array-api-compat's argument handling is not needed on these hot paths.
+def sum(x, axis, dtype, keepdims=False):
+    return np.sum(x, axis=axis, dtype=dtype, keepdims=keepdims)
+
+
+def prod(x, axis, dtype, keepdims=False):
+    return np.prod(x, axis=axis, dtype=dtype, keepdims=keepdims)
+
+
+def max(x, axis, keepdims=False):
+    return np.max(x, axis=axis, keepdims=keepdims)
+
+
+def min(x, axis, keepdims=False):
+    return np.min(x, axis=axis, keepdims=keepdims)
+
+
+def permute_dims(x, axes):
+    return x.transpose(axes)
+
+
+def matmul(x1, x2):
+    return np.matmul(x1, x2)
