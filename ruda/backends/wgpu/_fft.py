@@ -94,9 +94,55 @@ def _swap(norm):
     return {"backward": "forward", "forward": "backward"}.get(norm, norm)
 
 
-def _pass_kernel(cdt, sdt, odt, nb, kind, conj, premul, postmul):
-    """One Stockham pass (see the module docstring); flags shape its first loads / last store."""
-    key = ("fftpass", cdt, sdt, odt, nb, kind, conj, premul, postmul)
+def _cmul_const(v, w, cdt):
+    """v * w for a Python complex constant w (exact for 1, -1, +-i)."""
+    for exact in (1, -1, 1j, -1j):
+        if abs(w - exact) < 1e-12:
+            if exact == 1:
+                return v
+            if exact == -1:
+                return ir.op("neg", v)
+            return ir.op("mul", v, ir.Const(exact, cdt))     # (0, +-1): exact in the product
+    return ir.op("mul", v, ir.Const(w, cdt))
+
+
+def _dft_exprs(vals, sign, cdt):
+    """The DFT (``exp(sign 2 pi i q p / r)``) of the IR values ``vals``, as a small FFT network
+    built at kernel-construction time (Cooley-Tukey on the smallest prime factor)."""
+    r = len(vals)
+    if r == 1:
+        return list(vals)
+    f = _factor(r)[0]
+    if f == r:          # prime: direct
+        out = []
+        for p in range(r):
+            acc = vals[0]
+            for q in range(1, r):
+                acc = ir.op("add", acc, _cmul_const(vals[q], cmath_exp(sign * 2 * math.pi * q * p / r), cdt))
+            out.append(acc)
+        return out
+    g = r // f
+    subs = [_dft_exprs(vals[j::f], sign, cdt) for j in range(f)]
+    out = [None] * r
+    for p in range(g):
+        col = [_cmul_const(subs[j][p], cmath_exp(sign * 2 * math.pi * j * p / r), cdt) for j in range(f)]
+        res = _dft_exprs(col, sign, cdt)
+        for u in range(f):
+            out[p + g * u] = res[u]
+    return out
+
+
+def cmath_exp(theta):
+    return complex(math.cos(theta), math.sin(theta))
+
+
+def _pass_kernel(cdt, sdt, odt, nb, r, sign, kind, conj, premul, postmul):
+    """One Stockham pass of radix ``r`` (see the module docstring) as butterflies: iteration
+    point ``u = m' + Mo k`` (k < L) loads the r inputs ``in[m' + Mo q + Mo r k]``, multiplies
+    them by the twiddles ``w_{L r}^(q k)`` (table index ``q k (N / L r)``, no modulo), runs an
+    r-point DFT network and stores output ``k + L p`` for every p < r.  Flags shape the first
+    pass's loads (source kind, conj, chirp premultiply) and the last pass's stores."""
+    key = ("fftpass", cdt, sdt, odt, nb, r, sign, kind, conj, premul, postmul)
     k = _KF.get(key)
     if k is not None:
         return k
@@ -111,49 +157,59 @@ def _pass_kernel(cdt, sdt, odt, nb, kind, conj, premul, postmul):
     a_pre = 2 if premul else None
     a_post = (3 if premul else 2) if postmul else None
     a_out = len(args) - 1
-    P = [ir.Param(i, I) for i in range(9)]
-    L, Mo, R, M, LR, TS, nvalid, nlog, nout = P
-    scale = ir.Param(9, rdt)
+    Mo, M, ML, TS, nvalid, nlog, nout = [ir.Param(i, I) for i in range(7)]
+    scale = ir.Param(7, rdt)
     zero_i = ir.Const(0, I)
     zero_c = ir.Const(0, cdt)
     op = ir.op
     c = [ir.Coord(d) for d in range(nd)]
-    j = c[nb]
-    mp = op("mod", j, Mo)
-    kp = op("floordiv", j, Mo)
-    q = ir.Var("q")
-    pos = op("add", op("add", mp, op("mul", Mo, q)), op("mul", M, op("mod", kp, L)))
+    bc = tuple(c[:nb])
+    u = c[nb]
+    mp = op("mod", u, Mo)
+    kk = op("floordiv", u, Mo)
+    base = op("add", mp, op("mul", M, kk))
 
     def load_at(p):
-        v = ir.Load(0, ir.Strided(tuple(c[:nb]) + (p,)), sdt)
-        return ir.cast(v, cdt)
+        return ir.cast(ir.Load(0, ir.Strided(bc + (p,)), sdt), cdt)
 
-    if kind == "h":         # Hermitian extension of the first n//2+1 values
-        mh = op("add", op("floordiv", nlog, ir.Const(2, I)), ir.Const(1, I))
-        lo = op("lt", pos, mh)
-        qi = ir.select(lo, pos, op("sub", nlog, pos))
-        valid = op("and", op("lt", qi, nvalid), op("ge", qi, zero_i))
-        v = ir.select(valid, load_at(ir.select(valid, qi, zero_i)), zero_c)
-        v = ir.select(lo, v, op("conj", v))
-    else:                   # complex, or real cast to complex; zero past the valid input
-        valid = op("lt", pos, nvalid)
-        v = ir.select(valid, load_at(ir.select(valid, pos, zero_i)), zero_c)
-    if conj:
-        v = op("conj", v)
-    if premul:
-        inb = op("lt", pos, nlog)
-        w = ir.Load(a_pre, ir.Flat(ir.select(inb, pos, zero_i)), cdt)
-        v = ir.select(inb, op("mul", v, w), zero_c)
-    t = op("mod", op("mul", q, kp), LR)
-    tw = ir.Load(1, ir.Flat(op("mul", t, TS)), cdt)
-    acc = ir.Fold("add", q, zero_i, R, op("mul", v, tw), zero_c, cdt)
-    inside = op("lt", j, nout)
-    if postmul:
-        acc = op("mul", acc, ir.Load(a_post, ir.Flat(ir.select(inside, j, zero_i)), cdt))
-    val = op("mul", acc, ir.cast(scale, cdt))
-    val = ir.cast(val, odt)
-    store = ir.Store(a_out, ir.Strided(), val, inside)
-    k = _KF[key] = ir.Kernel("fft_pass", tuple(args), (I,) * 9 + (rdt,), nd, ir.Map((store,)))
+    def value(pos):
+        if kind == "h":         # Hermitian extension of the first n//2+1 values
+            mh = op("add", op("floordiv", nlog, ir.Const(2, I)), ir.Const(1, I))
+            lo = op("lt", pos, mh)
+            qi = ir.select(lo, pos, op("sub", nlog, pos))
+            valid = op("and", op("lt", qi, nvalid), op("ge", qi, zero_i))
+            v = ir.select(valid, load_at(ir.select(valid, qi, zero_i)), zero_c)
+            v = ir.select(lo, v, op("conj", v))
+        else:                   # complex, or real cast to complex; zero past the valid input
+            valid = op("lt", pos, nvalid)
+            v = ir.select(valid, load_at(ir.select(valid, pos, zero_i)), zero_c)
+        if conj:
+            v = op("conj", v)
+        if premul:
+            inb = op("lt", pos, nlog)
+            w = ir.Load(a_pre, ir.Flat(ir.select(inb, pos, zero_i)), cdt)
+            v = ir.select(inb, op("mul", v, w), zero_c)
+        return v
+
+    vals = []
+    for q in range(r):
+        v = value(op("add", base, op("mul", Mo, ir.Const(q, I))) if q else base)
+        if q:
+            tw = ir.Load(1, ir.Flat(op("mul", op("mul", kk, ir.Const(q, I)), TS)), cdt)
+            v = op("mul", v, tw)
+        vals.append(v)
+    outs = _dft_exprs(vals, sign, cdt)
+    obase = op("add", mp, op("mul", Mo, kk))
+    stores = []
+    for p in range(r):
+        j = op("add", obase, op("mul", ML, ir.Const(p, I))) if p else obase
+        inside = op("lt", j, nout)
+        val = outs[p]
+        if postmul:
+            val = op("mul", val, ir.Load(a_post, ir.Flat(ir.select(inside, j, zero_i)), cdt))
+        val = ir.cast(op("mul", val, ir.cast(scale, cdt)), odt)
+        stores.append(ir.Store(a_out, ir.Strided(bc + (j,)), val, inside))
+    k = _KF[key] = ir.Kernel(f"fft_pass{r}", tuple(args), (I,) * 7 + (rdt,), nd, ir.Map(tuple(stores)))
     return k
 
 
@@ -329,8 +385,8 @@ class FftOps:
             kind = cur["kind"] if first else "c"
             x = cur["arr"]
             odt = ir.real_of(cdt) if d["real"] else cdt
-            k = _pass_kernel(cdt, x.ir, odt, nb, kind, cur["conj"] and first, cur["pre"] is not None and first,
-                             d["post"] is not None)
+            k = _pass_kernel(cdt, x.ir, odt, nb, r, sign, kind, cur["conj"] and first,
+                             cur["pre"] is not None and first, d["post"] is not None)
             arrays = [x, tw]
             strides = [tuple(bstr[cur["b"]]) + (cur["ax"],), ()]
             if cur["pre"] is not None and first:
@@ -342,8 +398,8 @@ class FftOps:
             arrays.append(d["arr"])
             strides.append(tuple(bstr[d["b"]]) + (d["ax"],))
             Mo = N // (L * r)
-            params = (L, Mo, r, Mo * r, L * r, N // (L * r), cur["nvalid"], cur["nlog"], d["nout"], d["scale"])
-            self._launch(k, arrays, strides, shape, params)
+            params = (Mo, Mo * r, Mo * L, N // (L * r), cur["nvalid"], cur["nlog"], d["nout"], d["scale"])
+            self._launch(k, arrays, strides, shape[:-1] + (N // r,), params)
             L *= r
             cur = {"arr": d["arr"], "ax": 1, "kind": "c", "conj": False, "pre": None, "nvalid": N,
                    "nlog": N, "b": "tmp"}

@@ -219,8 +219,8 @@ class Ops:
                 cdt = "i64" if self.has_i64 else "i32"
             if dtype.kind in "iu":
                 start, step = int(start), int(step)
-            self._write(out, lambda s, st: ir.cast(ir.op("add", s, ir.op("mul", ir.cast(ir.Coord(0), cdt), st)), p),
-                        [], ("arange",), params=(start, step), param_dtypes=(cdt, cdt))
+            self._write_coords(out, lambda c, s, st: ir.cast(ir.op("add", s, ir.op("mul", ir.cast(c[0], cdt), st)), p),
+                               ("arange",), params=(start, step), param_dtypes=(cdt, cdt))
         return out
 
     def linspace(self, start, stop, num, dtype, endpoint):
@@ -235,13 +235,13 @@ class Ops:
         step = (stop - start) / div if div > 0 else 0.0
         last = num - 1 if endpoint and num > 1 else -1
 
-        def fn(s, st, e, lastp):
-            i = ir.Coord(0)
+        def fn(c, s, st, e, lastp):
+            i = c[0]
             v = ir.op("add", s, ir.op("mul", ir.cast(i, cdt), st))
             v = ir.select(ir.op("eq", i, lastp), e, v)
             return ir.cast(v, p)
-        self._write(out, fn, [], ("linspace",), params=(start, step, stop, last),
-                    param_dtypes=(cdt, cdt, cdt, I))
+        self._write_coords(out, fn, ("linspace",), params=(start, step, stop, last),
+                           param_dtypes=(cdt, cdt, cdt, I))
         return out
 
     def eye(self, n_rows, n_cols, k, dtype):
@@ -840,3 +840,479 @@ class Ops:
             self._write(dst, lambda v: v, [value], ("copy",))
             return
         self._advanced_setitem(x, key, value)
+
+    # ================================================================== advanced indexing
+    def _expand_key(self, x, key):
+        """Key entries with Ellipsis expanded and boolean arrays turned into integer arrays."""
+        used = 0
+        for k in key:
+            if k is None or k is Ellipsis or isinstance(k, bool):
+                continue
+            used += k.ndim if isinstance(k, WArray) and k.dtype.kind == "b" else 1
+        out = []
+        for k in key:
+            if k is Ellipsis:
+                out.extend([slice(None)] * (x.ndim - used))
+            elif isinstance(k, WArray) and k.dtype.kind == "b":
+                if k.ndim == 0:
+                    raise NotImplementedError("ruda: 'getitem' with a 0-d boolean array index is not "
+                                              "implemented on device 'wgpu'")
+                out.extend(self.nonzero(k))
+            elif isinstance(k, bool):
+                raise NotImplementedError("ruda: 'getitem' with a Python bool index is not implemented "
+                                          "on device 'wgpu'")
+            else:
+                out.append(k)
+        n_used = sum(1 for k in out if k is not None)
+        out.extend([slice(None)] * (x.ndim - n_used))
+        return out
+
+    def _advanced_plan(self, x, key):
+        """(view, adv, out_shape, B, bpos): adv = [(vdim, index)], index a WArray or an int."""
+        key = self._expand_key(x, key)
+        arrays = [k for k in key if isinstance(k, WArray)]
+        bkey, adv, vd = [], [], 0
+        for k in key:
+            if isinstance(k, WArray) or (arrays and isinstance(k, int)):
+                bkey.append(slice(None))
+                adv.append((vd, k))
+                vd += 1
+            else:
+                bkey.append(k)
+                if not isinstance(k, int):
+                    vd += 1
+        v = basic_index(x, tuple(bkey))
+        B = _bshape(*[a.shape for a in arrays])
+        pos = [d for d, _ in adv]
+        adjacent = pos == list(range(pos[0], pos[0] + len(pos)))
+        rest = [d for d in range(v.ndim) if d not in pos]
+        bpos = sum(1 for d in rest if d < pos[0]) if adjacent else 0
+        out_shape = tuple(v.shape[d] for d in rest[:bpos]) + B + tuple(v.shape[d] for d in rest[bpos:])
+        return v, adv, rest, out_shape, B, bpos
+
+    def _adv_kernel(self, v, adv, rest, out_shape, B, bpos, value=None):
+        """Gather (value None) or scatter kernel for an advanced index; returns (kernel, arrays, strides, params)."""
+        nd = len(out_shape)
+        nb = len(B)
+        idx_arrays = [k for _, k in adv if isinstance(k, WArray)]
+        # index views over the output coordinates
+        iviews = []
+        for a in idx_arrays:
+            bs = broadcast_strides(a, B)
+            strides = [0] * nd
+            strides[bpos:bpos + nb] = bs
+            iviews.append(a.view(out_shape, strides, a.offset))
+        kinds = tuple("a" if isinstance(k, WArray) else "i" for _, k in adv)
+        sig = (tuple(d for d, _ in adv), kinds, tuple(a.ir for a in idx_arrays), v.ir, v.ndim, nd, bpos, nb,
+               None if value is None else value.ir)
+        kkey = ("adv", sig)
+        k = _K.get(kkey)
+        if k is None:
+            c = [ir.Coord(d) for d in range(nd)]
+            rest_coords = c[:bpos] + c[bpos + nb:]
+            vc = [None] * v.ndim
+            for d, rc in zip(rest, rest_coords):
+                vc[d] = rc
+            ai = 0
+            pi = 0
+            for j, (d, kk) in enumerate(adv):
+                n = ir.Param(len(adv) + j, I)
+                if kinds[j] == "a":
+                    raw = ir.cast(ir.Load(1 + ai, ir.Strided(), idx_arrays[ai].ir), I)
+                    ai += 1
+                else:
+                    raw = ir.Param(j, I)
+                    pi += 1
+                vc[d] = ir.select(ir.op("lt", raw, ir.Const(0, I)), ir.op("add", raw, n), raw)
+            args = (ir.Arg("v", v.ir, v.ndim, value is not None),) + \
+                tuple(ir.Arg(f"i{i}", a.ir, nd) for i, a in enumerate(idx_arrays))
+            if value is None:
+                args += (ir.Arg("out", v.ir, nd, True),)
+                st = ir.Store(len(args) - 1, ir.Strided(), ir.Load(0, ir.Strided(tuple(vc)), v.ir))
+            else:
+                args += (ir.Arg("val", v.ir, nd),)
+                st = ir.Store(0, ir.Strided(tuple(vc)), ir.Load(len(args) - 1, ir.Strided(), v.ir))
+            params = (I,) * len(adv) + (I,) * len(adv)
+            k = _K[kkey] = ir.Kernel("gather" if value is None else "scatter", args, params, nd, ir.Map((st,)))
+        pvals = tuple(0 if isinstance(kk, WArray) else int(kk) for _, kk in adv) + \
+            tuple(v.shape[d] for d, _ in adv)
+        return k, iviews, pvals
+
+    def _advanced_getitem(self, x, key):
+        v, adv, rest, out_shape, B, bpos = self._advanced_plan(x, key)
+        out = self._new(out_shape, x.dtype)
+        if out.size == 0:
+            return out
+        k, iviews, pvals = self._adv_kernel(v, adv, rest, out_shape, B, bpos)
+        arrays = [v] + iviews + [out]
+        self._launch(k, arrays, [a.strides for a in arrays], out_shape, pvals)
+        return out
+
+    def _advanced_setitem(self, x, key, value):
+        if value.dtype != x.dtype:
+            value = self.astype(value, x.dtype)
+        if value.st is x.st:
+            value = self.copy(value)
+        if len(key) == 1 and isinstance(key[0], WArray) and key[0].dtype.kind == "b" and \
+                key[0].shape == x.shape and value.size == 1:
+            mask = key[0]
+            if mask.st is x.st:
+                mask = self.copy(mask)
+            val = value.view(x.shape, (0,) * x.ndim, value.offset)
+            kkey = ("mask_fill", x.ir, x.ndim)
+            k = _K.get(kkey)
+            nd = x.ndim
+            if k is None:
+                st = ir.Store(0, ir.Strided(), ir.load(2, x.ir), when=ir.load(1, "bool"))
+                k = _K[kkey] = ir.Kernel("mask_fill", (ir.Arg("x", x.ir, nd, True), ir.Arg("m", "bool", nd),
+                                                       ir.Arg("v", x.ir, nd)), (), nd, ir.Map((st,)))
+            if x.size:
+                self._launch(k, [x, mask, val], [x.strides, mask.strides, val.strides], x.shape)
+            return
+        v, adv, rest, out_shape, B, bpos = self._advanced_plan(x, key)
+        if math.prod(out_shape) == 0:
+            return
+        val = self.broadcast_to(value, out_shape)
+        k, iviews, pvals = self._adv_kernel(v, adv, rest, out_shape, B, bpos, value=val)
+        arrays = [v] + iviews + [val]
+        self._launch(k, arrays, [a.strides for a in arrays], out_shape, pvals)
+
+    def take(self, x, indices, axis=0):
+        key = (slice(None),) * axis + (indices,)
+        return self._advanced_getitem(x, key)
+
+    def take_along_axis(self, x, indices, axis=-1):
+        nd = x.ndim
+        axis %= nd
+        shape = list(_bshape(tuple(1 if d == axis else n for d, n in enumerate(x.shape)),
+                             tuple(1 if d == axis else n for d, n in enumerate(indices.shape))))
+        shape[axis] = indices.shape[axis]
+        shape = tuple(shape)
+        iv = indices.view(shape, broadcast_strides(indices, shape), indices.offset)
+        n = x.shape[axis]
+        xs = list(broadcast_strides(x.view(tuple(1 if d == axis else s for d, s in enumerate(x.shape)),
+                                           x.strides, x.offset), tuple(1 if d == axis else s for d, s in enumerate(shape))))
+        xs[axis] = x.strides[axis]
+        xv = x.view(tuple(shape[d] if d != axis else n for d in range(nd)), xs, x.offset)
+
+        def coords(c, loads, ps):
+            raw = ir.cast(loads[0], I)
+            cc = list(c)
+            cc[axis] = ir.select(ir.op("lt", raw, ir.Const(0, I)), ir.op("add", raw, ps[0]), raw)
+            return cc
+        return self._gather_coords(xv, shape, coords, ("tal", axis), extra=[iv], params=(n,), param_dtypes=(I,))
+
+    # ================================================================== compaction
+    def _positions(self, mask_flat):
+        """Inclusive prefix count (i32) of a contiguous 1-D bool/numeric array, and the total."""
+        n = mask_flat.shape[0]
+        pos = self._new((n,), np.int32)
+        kkey = ("posscan", mask_flat.ir)
+        k = _K.get(kkey)
+        if k is None:
+            v = ir.cast(ir.cast(ir.load(0, mask_flat.ir), "bool"), "i32")
+            k = _K[kkey] = ir.Kernel("posscan", (ir.Arg("m", mask_flat.ir, 1), ir.Arg("p", "i32", 1, True)), (), 1,
+                                     ir.Scan("add", v, 1))
+        self._launch(k, [mask_flat, pos], [mask_flat.strides, pos.strides], (n,))
+        total = int(self.to_host(basic_index(pos, (n - 1,)))) if n else 0   # size readback
+        return pos, total
+
+    def nonzero(self, x):
+        idt = self._index_dtype()
+        nd = x.ndim
+        if x.size == 0:
+            return tuple(self._new((0,), idt) for _ in range(nd))
+        xc = self._contig(x)
+        flat = xc.view((x.size,), (1,), xc.offset)
+        pos, total = self._positions(flat)
+        outs = [self._new((total,), idt) for _ in range(nd)]
+        if total == 0:
+            return tuple(outs)
+        kkey = ("compact_nz", x.ir, nd, IR[idt])
+        k = _K.get(kkey)
+        if k is None:
+            m = ir.cast(ir.load(0, x.ir), "bool")
+            p = ir.op("sub", ir.load(1, "i32"), ir.Const(1, "i32"))
+            stores = tuple(ir.Store(2 + d, ir.Flat(p), ir.cast(ir.Coord(d), IR[idt]), when=m) for d in range(nd))
+            args = (ir.Arg("x", x.ir, nd), ir.Arg("p", "i32", nd)) + \
+                tuple(ir.Arg(f"o{d}", IR[idt], 0, True) for d in range(nd))
+            k = _K[kkey] = ir.Kernel("nonzero", args, (), nd, ir.Map(stores))
+        self._launch(k, [xc, pos.view(x.shape, contiguous_strides(x.shape), 0)] + outs,
+                     [xc.strides, contiguous_strides(x.shape)] + [()] * nd, x.shape)
+        return tuple(outs)
+
+    # ================================================================== sorting
+    def _before(self, a, ia, b, ib, n, descending):
+        """IR bool: (a, ia) sorts before (b, ib); padding (index >= n) last, NaN after numbers."""
+        pa = ir.op("ge", ia, n)
+        pb = ir.op("ge", ib, n)
+        lt_i = ir.op("lt", ia, ib)
+        if a.dtype in ir.FLOATS:
+            na, nb_ = ir.op("isnan", a), ir.op("isnan", b)
+            cmp = ir.op("gt" if descending else "lt", a, b)
+            eq = ir.op("eq", a, b)
+            num = ir.op("or", cmp, ir.op("and", eq, lt_i))
+            both_nan = ir.op("and", na, nb_)
+            v = ir.select(both_nan, lt_i, ir.select(na, ir.Const(False, "bool"),
+                                                    ir.select(nb_, ir.Const(True, "bool"), num)))
+        else:
+            cmp = ir.op("gt" if descending else "lt", a, b)
+            v = ir.op("or", cmp, ir.op("and", ir.op("eq", a, b), lt_i))
+        both_pad = ir.op("and", pa, pb)
+        return ir.select(both_pad, lt_i, ir.select(pa, ir.Const(False, "bool"), ir.select(pb, ir.Const(True, "bool"), v)))
+
+    def _sort_pairs(self, x, axis, descending):
+        """(keys, idx) sorted along ``axis``: views of shape x.shape, idx int32."""
+        order = [d for d in range(x.ndim) if d != axis] + [axis]
+        xv = permute(x, order)
+        n = xv.shape[-1]
+        rows = math.prod(xv.shape[:-1])
+        P = 1 << max(0, (n - 1).bit_length())
+        keys = self._new((rows, P), x.dtype)
+        idx = self._new((rows, P), np.int32)
+        xr = self.reshape(xv, (rows, n))
+        # init: keys[r, i] = x[r, min(i, n-1)], idx = i
+        kkey = ("sort_init", x.ir)
+        k = _K.get(kkey)
+        if k is None:
+            c0, c1 = ir.Coord(0), ir.Coord(1)
+            cl = ir.op("min", c1, ir.op("sub", ir.Param(0, I), ir.Const(1, I)))
+            val = ir.Load(0, ir.Strided((c0, cl)), x.ir)
+            k = _K[kkey] = ir.Kernel("sort_init", (ir.Arg("x", x.ir, 2), ir.Arg("k", x.ir, 2, True),
+                                                   ir.Arg("i", "i32", 2, True)), (I,), 2,
+                                     ir.Map((ir.Store(1, ir.Strided(), val), ir.Store(2, ir.Strided(), c1))))
+        self._launch(k, [xr, keys, idx], [xr.strides, keys.strides, idx.strides], (rows, P), (n,))
+        if P > 1:
+            kkey = ("sort_stage", x.ir, descending)
+            k = _K.get(kkey)
+            if k is None:
+                r, t = ir.Coord(0), ir.Coord(1)
+                j, kk, nn, P_ = (ir.Param(i, I) for i in range(4))
+                lo = ir.op("add", ir.op("mul", ir.op("floordiv", t, j), ir.op("mul", j, ir.Const(2, I))),
+                           ir.op("mod", t, j))
+                hi = ir.op("add", lo, j)
+                base = ir.op("mul", r, P_)
+                flo, fhi = ir.Flat(ir.op("add", base, lo)), ir.Flat(ir.op("add", base, hi))
+                kl, kh = ir.Load(0, flo, x.ir), ir.Load(0, fhi, x.ir)
+                il, ih = ir.Load(1, flo, "i32"), ir.Load(1, fhi, "i32")
+                asc = ir.op("eq", ir.op("and", lo, kk), ir.Const(0, I))
+                swap = ir.select(asc, self._before(kh, ih, kl, il, nn, descending),
+                                 self._before(kl, il, kh, ih, nn, descending))
+                stores = (ir.Store(0, flo, ir.select(swap, kh, kl)), ir.Store(0, fhi, ir.select(swap, kl, kh)),
+                          ir.Store(1, flo, ir.select(swap, ih, il)), ir.Store(1, fhi, ir.select(swap, il, ih)))
+                k = _K[kkey] = ir.Kernel("sort_stage", (ir.Arg("k", x.ir, 0, True), ir.Arg("i", "i32", 0, True)),
+                                         (I, I, I, I), 2, ir.Map(stores))
+            kk = 2
+            while kk <= P:
+                j = kk // 2
+                while j >= 1:
+                    self._launch(k, [keys, idx], [(), ()], (rows, P // 2), (j, kk, n, P))
+                    j //= 2
+                kk *= 2
+        shp = xv.shape
+        kv = keys.view(shp, tuple(contiguous_strides(shp[:-1] + (P,))[:-1]) + (1,), 0) if shp else keys
+        iv = idx.view(shp, tuple(contiguous_strides(shp[:-1] + (P,))[:-1]) + (1,), 0) if shp else idx
+        inv = [order.index(d) for d in range(x.ndim)]
+        return permute(kv, inv), permute(iv, inv)
+
+    def sort(self, x, axis=-1, descending=False, stable=True):
+        if x.size == 0:
+            return self.copy(x)
+        keys, _ = self._sort_pairs(x, axis % x.ndim, descending)
+        return self.copy(keys)
+
+    def argsort(self, x, axis=-1, descending=False, stable=True):
+        if x.size == 0:
+            return self._new(x.shape, self._index_dtype())
+        _, idx = self._sort_pairs(x, axis % x.ndim, descending)
+        return self.copy(idx, self._index_dtype())
+
+    # ================================================================== searching / sets
+    def searchsorted(self, x1, x2, side="left", sorter=None):
+        idt = self._index_dtype()
+        if sorter is not None:
+            x1 = self.take(x1, sorter, axis=0)
+        x1 = self._contig(x1)
+        n = x1.shape[0]
+        steps = []
+        s = 1
+        while s <= n:
+            steps.append(s)
+            s *= 2
+        steps.reverse()
+        right = side == "right"
+        dt = x1.ir
+
+        def fn(v, nn):
+            pos = ir.Const(0, I)
+            for st in steps:
+                cand = ir.op("add", pos, ir.Const(st, I))
+                a = ir.Load(0, ir.Flat(ir.op("sub", ir.op("min", cand, nn), ir.Const(1, I))), dt)
+                if dt in ir.FLOATS:
+                    na, nv = ir.op("isnan", a), ir.op("isnan", v)
+                    if right:
+                        ok = ir.op("or", nv, ir.op("and", ir.op("not", na), ir.op("le", a, v)))
+                    else:
+                        ok = ir.op("and", ir.op("not", na), ir.op("or", nv, ir.op("lt", a, v)))
+                else:
+                    ok = ir.op("le" if right else "lt", a, v)
+                ok = ir.op("and", ir.op("le", cand, nn), ok)
+                pos = ir.op("add", pos, ir.select(ok, ir.Const(st, I), ir.Const(0, I)))
+            return ir.cast(pos, IR[idt])
+        out = self._new(x2.shape, idt)
+        if out.size == 0 or n == 0:
+            return self.full(x2.shape, 0, idt) if out.size else out
+        nd = x2.ndim
+        kkey = ("searchsorted", dt, right, len(steps), nd, IR[idt])
+        k = _K.get(kkey)
+        if k is None:
+            val = fn(ir.load(1, dt), ir.Param(0, I))
+            k = _K[kkey] = ir.Kernel("searchsorted", (ir.Arg("s", dt, 0), ir.Arg("v", dt, nd), ir.Arg("o", IR[idt], nd, True)),
+                                     (I,), nd, ir.Map((ir.Store(2, ir.Strided(), val),)))
+        self._launch(k, [x1, x2, out], [(), x2.strides, out.strides], x2.shape, (n,))
+        return out
+
+    def isin(self, x1, x2, invert=False):
+        b = self._contig(x2)
+        flat = b.view((b.size,), (1,), b.offset)
+        if flat.size == 0:
+            return self.full(x1.shape, bool(invert), _dtypes.bool)
+        s = self.sort(flat)
+        pos = self.searchsorted(s, x1, side="left")
+        n = flat.size
+        dt = x1.ir
+
+        def fn(v, p):
+            pc = ir.op("min", ir.cast(p, I), ir.Const(n - 1, I))
+            hit = ir.op("and", ir.op("lt", ir.cast(p, I), ir.Const(n, I)),
+                        ir.op("eq", ir.Load(2, ir.Flat(pc), dt), v))
+            if dt in ir.FLOATS:
+                hit = ir.op("and", hit, ir.op("not", ir.op("isnan", v)))
+            return ir.op("not", hit) if invert else hit
+        out = self._new(x1.shape, _dtypes.bool)
+        if out.size == 0:
+            return out
+        nd = x1.ndim
+        kkey = ("isin", dt, nd, pos.ir, invert, n)
+        k = _K.get(kkey)
+        if k is None:
+            val = fn(ir.load(0, dt), ir.load(1, pos.ir))
+            k = _K[kkey] = ir.Kernel("isin", (ir.Arg("v", dt, nd), ir.Arg("p", pos.ir, nd), ir.Arg("s", dt, 0),
+                                              ir.Arg("o", "bool", nd, True)), (), nd, ir.Map((ir.Store(3, ir.Strided(), val),)))
+        self._launch(k, [x1, pos, s, out], [x1.strides, pos.strides, (), out.strides], x1.shape)
+        return out
+
+    def _unique_core(self, x):
+        """sorted values, perm (i32), run-start flags positions (i32 inclusive scan), count."""
+        xc = self._contig(x)
+        flat = xc.view((x.size,), (1,), xc.offset)
+        keys, perm = self._sort_pairs(flat, 0, False)
+        keys, perm = self.copy(keys), self.copy(perm)
+        n = x.size
+        dt = x.ir
+
+        def flag(c):
+            i = c[0]
+            prev = ir.Load(0, ir.Flat(ir.op("max", ir.op("sub", i, ir.Const(1, I)), ir.Const(0, I))), dt)
+            cur = ir.Load(0, ir.Flat(i), dt)
+            new = ir.op("ne", cur, prev)
+            if dt in ir.FLOATS:
+                new = ir.op("or", new, ir.op("isnan", cur))
+            return ir.op("or", ir.op("eq", i, ir.Const(0, I)), new)
+        flags = self._new((n,), _dtypes.bool)
+        kkey = ("uflag", dt)
+        k = _K.get(kkey)
+        if k is None:
+            k = _K[kkey] = ir.Kernel("uflag", (ir.Arg("s", dt, 0), ir.Arg("f", "bool", 1, True)), (), 1,
+                                     ir.Map((ir.Store(1, ir.Strided(), flag([ir.Coord(0)])),)))
+        self._launch(k, [keys, flags], [(), flags.strides], (n,))
+        pos, count = self._positions(flags)
+        return keys, perm, flags, pos, count
+
+    def _compact(self, src, flags, pos, count, key, value_fn=None, dtype=None):
+        """out[pos[i]-1] = value(i) where flags[i]."""
+        dtype = np.dtype(dtype or src.dtype)
+        out = self._new((count,), dtype)
+        n = flags.shape[0]
+        kkey = ("compact", key, src.ir, IR[dtype])
+        k = _K.get(kkey)
+        if k is None:
+            i = ir.Coord(0)
+            v = value_fn(i) if value_fn else ir.Load(0, ir.Flat(i), src.ir)
+            p = ir.op("sub", ir.Load(2, ir.Flat(i), "i32"), ir.Const(1, "i32"))
+            st = ir.Store(3, ir.Flat(p), ir.cast(v, IR[dtype]), when=ir.Load(1, ir.Flat(i), "bool"))
+            k = _K[kkey] = ir.Kernel("compact", (ir.Arg("s", src.ir, 0), ir.Arg("f", "bool", 0), ir.Arg("p", "i32", 0),
+                                                 ir.Arg("o", IR[dtype], 0, True)), (), 1, ir.Map((st,)))
+        if count:
+            self._launch(k, [src, flags, pos, out], [(), (), (), ()], (n,))
+        return out
+
+    def unique_values(self, x):
+        if x.size == 0:
+            return self._new((0,), x.dtype)
+        keys, perm, flags, pos, count = self._unique_core(x)
+        return self._compact(keys, flags, pos, count, "vals")
+
+    def _unique_starts(self, keys, flags, pos, count):
+        return self._compact(keys, flags, pos, count, "starts", value_fn=lambda i: i, dtype=np.int32)
+
+    def _counts(self, starts, n):
+        idt = self._index_dtype()
+        m = starts.shape[0]
+        out = self._new((m,), idt)
+        if m:
+            kkey = ("ucounts", IR[idt])
+            k = _K.get(kkey)
+            if k is None:
+                j = ir.Coord(0)
+                nxt = ir.select(ir.op("lt", ir.op("add", j, ir.Const(1, I)), ir.Param(0, I)),
+                                ir.Load(0, ir.Flat(ir.op("min", ir.op("add", j, ir.Const(1, I)),
+                                                         ir.op("sub", ir.Param(0, I), ir.Const(1, I)))), "i32"),
+                                ir.Param(1, I))
+                v = ir.cast(ir.op("sub", nxt, ir.Load(0, ir.Flat(j), "i32")), IR[idt])
+                k = _K[kkey] = ir.Kernel("ucounts", (ir.Arg("s", "i32", 0), ir.Arg("o", IR[idt], 1, True)), (I, I), 1,
+                                         ir.Map((ir.Store(1, ir.Strided(), v),)))
+            self._launch(k, [starts, out], [(), out.strides], (m,), (m, n))
+        return out
+
+    def _inverse(self, perm, pos, shape):
+        idt = self._index_dtype()
+        n = perm.shape[0]
+        out = self._new((n,), idt)
+        kkey = ("uinverse", IR[idt])
+        k = _K.get(kkey)
+        if k is None:
+            i = ir.Coord(0)
+            st = ir.Store(2, ir.Flat(ir.Load(0, ir.Flat(i), "i32")),
+                          ir.cast(ir.op("sub", ir.Load(1, ir.Flat(i), "i32"), ir.Const(1, "i32")), IR[idt]))
+            k = _K[kkey] = ir.Kernel("uinverse", (ir.Arg("perm", "i32", 0), ir.Arg("p", "i32", 0),
+                                                  ir.Arg("o", IR[idt], 0, True)), (), 1, ir.Map((st,)))
+        if n:
+            self._launch(k, [perm, pos, out], [(), (), ()], (n,))
+        return out.view(shape, contiguous_strides(shape), 0)
+
+    def unique_counts(self, x):
+        if x.size == 0:
+            return self._new((0,), x.dtype), self._new((0,), self._index_dtype())
+        keys, perm, flags, pos, count = self._unique_core(x)
+        vals = self._compact(keys, flags, pos, count, "vals")
+        starts = self._unique_starts(keys, flags, pos, count)
+        return vals, self._counts(starts, x.size)
+
+    def unique_inverse(self, x):
+        if x.size == 0:
+            return self._new((0,), x.dtype), self._new(x.shape, self._index_dtype())
+        keys, perm, flags, pos, count = self._unique_core(x)
+        vals = self._compact(keys, flags, pos, count, "vals")
+        return vals, self._inverse(perm, pos, x.shape)
+
+    def unique_all(self, x):
+        idt = self._index_dtype()
+        if x.size == 0:
+            e = self._new((0,), idt)
+            return self._new((0,), x.dtype), e, self._new(x.shape, idt), e
+        keys, perm, flags, pos, count = self._unique_core(x)
+        vals = self._compact(keys, flags, pos, count, "vals")
+        starts = self._unique_starts(keys, flags, pos, count)
+        first = self._compact(perm, flags, pos, count, "first", dtype=idt)
+        return vals, first, self._inverse(perm, pos, x.shape), self._counts(starts, x.size)
