@@ -24,7 +24,8 @@ def array(fn, arg, x):
 
 def category(fn, arg, dtype, cat):
     if dtype not in _CATEGORY_SETS[cat]:
-        raise TypeError(f"ruda.{fn}: {arg} must have a {cat} dtype; got {_dtypes.name(dtype)}")
+        a = "an" if cat[0] in "aeiou" else "a"
+        raise TypeError(f"ruda.{fn}: {arg} must have {a} {cat} dtype; got {_dtypes.name(dtype)}")
 
 
 def same_device(fn, *arrays):
