@@ -218,7 +218,7 @@ def test_take_errors(device):
     dt = supported(device, "real floating")[0]
     x = xp.asarray(rand(np.random.default_rng(3), (3, 4), dt), device=device)
     fidx = xp.asarray(np.asarray([0.0, 1.0]), dtype=dt, device=device)
-    with pytest.raises(TypeError, match=r"ruda\.take: indices must have a integer dtype; got float"):
+    with pytest.raises(TypeError, match=r"ruda\.take: indices must have an integer dtype; got float"):
         xp.take(x, fidx, axis=0)
     idx = xp.asarray(np.asarray([0, 1]), device=device)
     with pytest.raises(ValueError, match=r"ruda\.take: axis is required"):
