@@ -311,3 +311,194 @@ def test_fold_matmul(rng):
     view = cupy.lib.stride_tricks.as_strided(ob, (17, 11, 23), (ob.strides[0], ob.strides[1], 0))
     _ir.launch(k, (17, 11, 23), [cupy.asarray(ha), cupy.asarray(hb), view])
     np.testing.assert_allclose(cupy.asnumpy(out)[:, :, 0], ha @ hb, rtol=1e-12)
+
+
+# ----------------------------------------------------------------- host emulation (any machine with g++)
+# The Map kernels are plain C++ apart from a few CUDA built-ins; with the shim below and one
+# "thread" (blockIdx = threadIdx = 0, gridDim = blockDim = 1) the grid-stride loop visits every
+# point, so the renderer's semantics (wrapping, floordiv/mod, casts, shifts, NaN rules) are checked
+# against NumPy without a GPU.
+_SHIM = r"""
+#include <cmath>
+#include <cstring>
+using namespace std;
+struct rdim3 { unsigned x, y, z; };
+static const rdim3 blockIdx = {0, 0, 0}, threadIdx = {0, 0, 0}, blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __restrict__
+#define __launch_bounds__(x)
+#define __align__(n) alignas(n)
+template <class T> static inline T __ldg(const T* p) { return *p; }
+static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
+static inline double __longlong_as_double(long long u) { double f; memcpy(&f, &u, 8); return f; }
+"""
+
+
+def _gxx():
+    import shutil
+    return shutil.which("g++")
+
+
+class HostModule:
+    """Rendered Map kernels compiled for the host into one shared library."""
+
+    def __init__(self, kernels, tmp_path):
+        import ctypes
+        import subprocess
+        progs = [cuda_c.CudaCRenderer().render(k) for k in kernels]
+        files = []
+        for i, p in enumerate(progs):      # one translation unit per program (helpers are inline)
+            f = tmp_path / f"k{i}.cpp"
+            f.write_text(_SHIM + p.source)
+            files.append(str(f))
+        lib = tmp_path / "kernels.so"
+        r = subprocess.run([_gxx(), "-O0", "-std=c++17", "-shared", "-fPIC", "-o", str(lib)] + files,
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr[:4000]
+        self.lib = ctypes.CDLL(str(lib))
+        self.progs = {p.kernel: p for p in progs}
+
+    def run(self, kernel, shape, arrays, params=()):
+        import ctypes
+        views = [(0, tuple(s // a.itemsize for s in a.strides) if arg.ndim else ())
+                 for a, arg in zip(arrays, kernel.args)]
+        from ruda.runtime import packing
+        words = packing.pack(kernel, shape, views, params)
+        fn = getattr(self.lib, self.progs[kernel].name)
+        fn.restype = None
+        fn(ctypes.c_void_p(words.ctypes.data), *[ctypes.c_void_p(a.ctypes.data) for a in arrays])
+
+
+def _host_multi(mod, kernel, host_inputs):
+    n = host_inputs[0].shape[0]
+    outs = [np.empty(n, NP[a.dtype]) for a in kernel.args[len(host_inputs):]]
+    mod.run(kernel, (n,), list(host_inputs) + outs)
+    return outs
+
+
+@pytest.mark.skipif(_gxx() is None, reason="no g++ to compile the rendered kernels for the host")
+def test_rendered_map_kernels_on_the_host(tmp_path, rng):
+    kernels, checks = [], []
+    for dt in ("f32", "f64"):
+        s = SPECIALS.astype(NP[dt])
+        x = np.concatenate([rand(rng, dt, (300,)), np.repeat(s, s.size)])
+        y = np.concatenate([rand(rng, dt, (300,)), np.tile(s, s.size)])
+        lx, ly = ir.load(0, dt), ir.load(1, dt)
+        exprs = {f"u_{n}": ir.op(n, lx) for n in FLOAT_UNARY}
+        exprs.update({f"b_{n}": ir.op(n, lx, ly) for n in FLOAT_BINARY})
+        k, keys = multi_kernel(f"hf_{dt}", [dt, dt], exprs)
+        refs = [(lambda f=f, x=x: f(x)) for f in FLOAT_UNARY.values()] + \
+               [(lambda f=f, x=x, y=y: f(x, y)) for f in FLOAT_BINARY.values()]
+        kernels.append(k)
+        checks.append((k, [x, y], keys, refs, 2e-5 if dt == "f32" else 1e-12))
+    for dt in REAL[:8]:
+        info = np.iinfo(NP[dt])
+        x = rng.integers(info.min, info.max, size=400, endpoint=True, dtype=NP[dt])
+        y = rng.integers(info.min, info.max, size=400, endpoint=True, dtype=NP[dt])
+        y[:30] = 0
+        y[30:40] = -1 if info.min < 0 else 1
+        x[40:50] = info.min
+        sh = rng.integers(0, info.bits + 3, size=400).astype(NP[dt])
+        sm = rng.integers(0, 6, size=400).astype(NP[dt])
+        lx, ly, lsh, lsm = (ir.load(i, dt) for i in range(4))
+        exprs = {f"b_{n}": ir.op(n, lx, ly) for n in INT_BINARY}
+        exprs.update({"neg": ir.op("neg", lx), "abs": ir.op("abs", lx), "invert": ir.op("invert", lx),
+                      "sign": ir.op("sign", lx), "square": ir.op("square", lx),
+                      "shl": ir.op("shl", lx, lsh), "shr": ir.op("shr", lx, lsh), "pow": ir.op("pow", lx, lsm)})
+        k, keys = multi_kernel(f"hi_{dt}", [dt] * 4, exprs)
+        bits = info.bits
+
+        def shr_ref(x=x, sh=sh, bits=bits, signed=info.min < 0):
+            if signed:
+                return np.right_shift(x, np.minimum(sh, bits - 1))
+            return np.where(sh >= bits, 0, np.right_shift(x, np.minimum(sh, bits - 1)))
+        refs = [(lambda f=f, x=x, y=y: np.where(y == 0, 0, f(x, y)) if f in (np.floor_divide, np.remainder)
+                 else f(x, y)) for f in INT_BINARY.values()]
+        refs += [lambda x=x: np.negative(x), lambda x=x: np.abs(x), lambda x=x: np.invert(x),
+                 lambda x=x: np.sign(x), lambda x=x: np.square(x),
+                 lambda x=x, sh=sh, bits=bits: np.where(sh >= bits, 0, np.left_shift(x, np.minimum(sh, bits - 1))),
+                 shr_ref, lambda x=x, sm=sm: np.power(x, sm)]
+        kernels.append(k)
+        checks.append((k, [x, y, sh, sm], keys, refs, 0))
+    f = np.concatenate([rand(rng, "f64", (200,)), [-0.0, 0.0, 2.9, -2.9, 127.5]])
+    k, keys = multi_kernel("hcasts", ["f64"], {d: ir.cast(ir.load(0, "f64"), d)
+                                               for d in ("i8", "i32", "i64", "bool", "f32", "c128", "c64")})
+    kernels.append(k)
+    checks.append((k, [f], keys, [lambda d=d: f.astype(NP[d]) for d in keys], 0))
+    for dt in ("c64", "c128"):
+        x, y = rand(rng, dt, (200,)), rand(rng, dt, (200,))
+        lx, ly = ir.load(0, dt), ir.load(1, dt)
+        binary = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "eq": np.equal}
+        unary = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "abs": np.abs, "conj": np.conj,
+                 "real": np.real, "imag": np.imag, "square": np.square, "reciprocal": np.reciprocal}
+        exprs = {f"b_{n}": ir.op(n, lx, ly) for n in binary}
+        exprs.update({f"u_{n}": ir.op(n, lx) for n in unary})
+        k, keys = multi_kernel(f"hc_{dt}", [dt, dt], exprs)
+        refs = [(lambda g=g, x=x, y=y: g(x, y)) for g in binary.values()] + \
+               [(lambda g=g, x=x: g(x)) for g in unary.values()]
+        kernels.append(k)
+        checks.append((k, [x, y], keys, refs, 1e-5 if dt == "c64" else 1e-12))
+    mod = HostModule(kernels, tmp_path)
+    with np.errstate(all="ignore"):
+        for k, inputs, keys, refs, tol in checks:
+            outs = _host_multi(mod, k, inputs)
+            for key, got, ref in zip(keys, outs, refs):
+                want = ref()
+                if tol:
+                    rtol = tol * 50 if key == "u_tan" else tol
+                    np.testing.assert_allclose(got, want, rtol=rtol, atol=tol / 10, equal_nan=True,
+                                               err_msg=f"{k.name} {key}")
+                else:
+                    np.testing.assert_array_equal(got, want, err_msg=f"{k.name} {key}")
+                if key[2:] in ("floordiv", "mod", "copysign", "add", "mul") and np.asarray(want).dtype.kind == "f":
+                    ok = np.isnan(want) | (np.signbit(got) == np.signbit(want))
+                    assert ok.all(), f"{k.name} {key}: sign of zero differs at {np.flatnonzero(~ok)[:5]}"
+
+
+@pytest.mark.skipif(_gxx() is None, reason="no g++ to compile the rendered kernels for the host")
+def test_rendered_serial_reductions_and_fold_on_the_host(tmp_path, rng):
+    """Serial reductions (one thread per output: exact on the host) share identity, combine, argmax
+    rules and output indexing with the parallel ones; Fold is a Map."""
+    serial = (("serial", True),)
+    ks = {}
+    for op in ("sum", "max", "min", "prod", "argmax", "argmin"):
+        for dt in ("f64", "i32", "u8"):
+            args = [ir.Arg("x", dt, 2), ir.Arg("out", dt, 1, True)]
+            idx = None
+            if op.startswith("arg"):
+                args.append(ir.Arg("idx", "i64", 1, True))
+                idx = 2
+            ks[(op, dt)] = ir.Kernel(f"sr_{op}_{dt}", tuple(args), (), 2,
+                                     ir.Reduce(op, ir.load(0, dt), 1, 1, idx), hints=serial)
+    kv = ir.Var("k")
+    a = ir.Load(0, ir.Strided((ir.Coord(0), kv)), "f64")
+    b = ir.Load(1, ir.Strided((kv, ir.Coord(1))), "f64")
+    dot = ir.Fold("add", kv, ir.const(0, "i32"), ir.Size(2), ir.op("mul", a, b), ir.const(0.0, "f64"), "f64")
+    mm = ir.Kernel("hmm", (ir.Arg("a", "f64", 2), ir.Arg("b", "f64", 2), ir.Arg("out", "f64", 3, True)), (), 3,
+                   ir.Map((ir.Store(2, ir.Strided(), dot, when=ir.op("eq", ir.Coord(2), ir.const(0, "i32"))),)))
+    mod = HostModule(list(ks.values()) + [mm], tmp_path)
+    refs = {"sum": np.sum, "max": np.max, "min": np.min, "prod": np.prod, "argmax": np.argmax, "argmin": np.argmin}
+    for (op, dt), k in ks.items():
+        h = rand(rng, dt, (9, 31))
+        if dt == "f64":
+            h[2, 5] = h[2, 20] = np.nan
+            h[3, 7] = h[3, 9] = 1e9
+            h[4, 1] = h[4, 3] = -1e9
+        out = np.empty(9, NP[dt])
+        args = [h, out]
+        if op.startswith("arg"):
+            args.append(np.empty(9, np.int64))
+        mod.run(k, h.shape, args)
+        with np.errstate(all="ignore"):
+            want = refs[op](h, axis=1)
+        if op.startswith("arg"):
+            np.testing.assert_array_equal(args[2], want, err_msg=f"{op} {dt}")
+        else:
+            np.testing.assert_allclose(out, want.astype(NP[dt]), rtol=1e-12, equal_nan=True, err_msg=f"{op} {dt}")
+    ha, hb = rand(rng, "f64", (7, 13)), rand(rng, "f64", (13, 5))
+    ob = np.zeros((7, 5, 1))
+    view = np.lib.stride_tricks.as_strided(ob, (7, 5, 13), (ob.strides[0], ob.strides[1], 0))
+    mod.run(mm, (7, 5, 13), [ha, hb, view])
+    np.testing.assert_allclose(ob[:, :, 0], ha @ hb, rtol=1e-12)
