@@ -331,3 +331,20 @@ def test_binary_broadcast_shapes_error(device, name):
     b = xp.asarray(rand(np.random.default_rng(2), (4,), dt), device=device)
     with pytest.raises(ValueError, match=rf"ruda\.{name}.*\(2, 3\).*\(4,\)"):
         getattr(xp, name)(a, b)
+
+
+@pytest.mark.parametrize("name", ["isnan", "isinf", "isfinite", "abs", "conj", "real", "imag", "sign"])
+def test_complex_special_values(device, name):
+    """Classification and magnitude of complex numbers with NaN/inf parts follow the standard."""
+    kinds, make, oracle, loose = UNARY[name]
+    parts = [math.nan, math.inf, -math.inf, 0.0, 1.5]
+    for dt in supported(device, "complex floating"):
+        re, im = np.meshgrid(parts, parts)
+        a = (re + 0j).astype(dt)
+        a.imag = im
+        if name == "sign":                       # sign is specified for finite inputs only
+            a = a[np.isfinite(a)]
+        res = getattr(xp, name)(xp.asarray(a, device=device))
+        exp = oracle_value(name, oracle, a)
+        assert_result(res, exp.astype(res.dtype) if exp.dtype.kind in "fc" else exp,
+                      dtype=expected_dtype(device, name, oracle, a))

@@ -106,3 +106,39 @@ def test_shape_argument_errors(device):
         xp.zeros((2, 1.5), device=device)
     with pytest.raises(TypeError, match=r"ruda\.empty: shape must be an integer or a tuple of integers"):
         xp.empty("3", device=device)
+
+
+# function -> (call on an array x, a dtype kind outside the function's category)
+OTHER = {
+    "clip": (lambda x: xp.clip(x, 0, 1), "complex floating"),
+    "argmax": (xp.argmax, "complex floating"),
+    "argmin": (xp.argmin, "bool"),
+    "max": (xp.max, "complex floating"),
+    "min": (xp.min, "bool"),
+    "mean": (xp.mean, "integral"),
+    "var": (xp.var, "complex floating"),
+    "std": (xp.std, "integral"),
+    "sort": (xp.sort, "bool"),
+    "argsort": (xp.argsort, "complex floating"),
+    "searchsorted": (lambda x: xp.searchsorted(x, x), "complex floating"),
+    "matmul": (lambda x: xp.matmul(x, x), "bool"),
+    "vecdot": (lambda x: xp.vecdot(x, x), "bool"),
+    "tensordot": (lambda x: xp.tensordot(x, x, axes=1), "bool"),
+    "linalg.outer": (lambda x: xp.linalg.outer(x, x), "bool"),
+    "linalg.inv": (lambda x: xp.linalg.inv(xp.reshape(x[:1], (1, 1))), "integral"),
+    "linalg.vector_norm": (xp.linalg.vector_norm, "integral"),
+    "linalg.trace": (lambda x: xp.linalg.trace(xp.reshape(x[:1], (1, 1))), "bool"),
+    "fft.fft": (xp.fft.fft, "real floating"),
+    "fft.rfft": (xp.fft.rfft, "integral"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OTHER))
+def test_other_function_category_error(device, name):
+    call, kind = OTHER[name]
+    dts = supported(device, kind)
+    if not dts:
+        pytest.skip(f"no {kind} dtype on {device}")
+    dt = dts[0]
+    with pytest.raises(TypeError, match=rf"ruda\.{name}: x1? must have an? .* dtype; got {dt.name}"):
+        call(_arr(device, dt))

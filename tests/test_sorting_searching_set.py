@@ -192,3 +192,25 @@ def test_isin(device, data, seed, s1, n2, invert):
     s = b[0].item() if n2 else 1
     res = xp.isin(xp.asarray(a, device=device), s)
     assert_result(res, np.isin(a, np.asarray(s, dt)), dtype=xp.bool)
+
+
+def test_unique_nan_and_signed_zero(device):
+    """Each NaN is its own unique value (count 1); +0 and -0 are one value (the standard)."""
+    for dt in supported(device, "real floating"):
+        rng = np.random.default_rng(8)
+        v = rand(rng, (3,), dt, 1, 9)
+        a = np.asarray([np.nan, v[0], np.nan, 0.0, -0.0, v[0], v[1]], dtype=dt)
+        x = xp.asarray(a, device=device)
+        vals = to_numpy(xp.unique_values(x))
+        assert vals.dtype == dt
+        assert np.isnan(vals).sum() == 2
+        np.testing.assert_array_equal(np.sort(vals[~np.isnan(vals)]), np.sort(np.asarray([0.0, v[0], v[1]], dt)))
+        vals, counts = (to_numpy(t) for t in xp.unique_counts(x))
+        np.testing.assert_array_equal(counts[np.isnan(vals)], [1, 1])
+        assert counts[vals == 0] == 2 and counts[vals == v[0]] == 2 and counts.sum() == a.size
+        ua = xp.unique_all(x)
+        vals, idx, inv = to_numpy(ua.values), to_numpy(ua.indices), to_numpy(ua.inverse_indices)
+        recon = vals[inv]
+        np.testing.assert_array_equal(np.isnan(recon), np.isnan(a))
+        np.testing.assert_array_equal(recon[~np.isnan(a)], a[~np.isnan(a)])
+        np.testing.assert_array_equal(np.isnan(vals), np.isnan(a[idx]))
