@@ -2,10 +2,12 @@
 
 Ops come from array-api-compat's CuPy namespace with the fixes in ``_ops``;
 hot ops on contiguous arrays (add/subtract/multiply/divide, full sums) run
-ruda's own vectorized NVRTC kernels from ``_kernels`` and fall back to CuPy for
-broadcasting, strided or other dtypes.  Everything runs on the current CuPy
-stream.  An op CuPy lacks runs through the host only via ``host_fallback``
-(recorded with its reason).
+ruda's own vectorized NVRTC kernels from ``_kernels`` (through ``_fast``) and
+fall back to CuPy for broadcasting, strided or other dtypes.  ``_numba`` holds
+Numba CUDA kernels (repeat with device-array repeats); ``_ir`` launches kernels
+of the runtime IR rendered by ``ruda.runtime.cuda_c``.  Everything runs on the
+current CuPy stream.  An op CuPy lacks runs through the host only via
+``host_fallback`` (recorded with its reason; none with CuPy 14).
 
 Without CuPy, a CUDA driver or a GPU this module still imports:
 ``discover()`` returns [] and ``unavailable_reason()`` says what is missing.
@@ -218,8 +220,9 @@ def _bind_on_device(backend):
     """On machines with several GPUs, run every op of ``backend`` with its device current."""
     dev = backend._cp_device
     for name in OPS:
-        bound = getattr(backend, name, None)
-        if bound is None:
+        try:
+            bound = getattr(backend, name)
+        except (AttributeError, NotImplementedError):
             continue
 
         def op(*args, _fn=bound, **kwargs):
