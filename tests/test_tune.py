@@ -223,6 +223,28 @@ def test_host_timer_real_clock(cache_path):
     assert rep["median_s"]["ref"] < loop and syncs
 
 
+def test_cuda_event_timer_protocol(monkeypatch):
+    """CudaEventTimer against a stand-in for CuPy's event API (no GPU on CI)."""
+    import types
+    log = []
+
+    class Event:
+        def record(self, stream):
+            log.append(("record", stream))
+            self.t = len(log)
+
+        def synchronize(self):
+            log.append(("sync",))
+    stream = object()
+    cuda = types.SimpleNamespace(Event=Event, get_current_stream=lambda: stream,
+                                 get_elapsed_time=lambda a, b: 2.5 * (b.t - a.t))   # ms
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=cuda))
+    timer = tune.CudaEventTimer()
+    secs = timer.measure(lambda: log.append(("call",)), 3)
+    assert [e[0] for e in log] == ["record", "call", "call", "call", "record", "sync"]
+    assert log[0][1] is stream and secs == pytest.approx(2.5 * 4 * 1e-3)
+
+
 def test_compare_rules():
     f = np.array([1.0, np.nan, np.inf, 2.0])
     assert tune.compare(f, f, 0, 0) is None

@@ -162,10 +162,12 @@ def run(args, out=sys.stdout, save=None):
     results, ratios = [], []
     pairs = _pairs(contestants)
     current = None
+    not_run = 0
     t_start = time.perf_counter()
     for case in all_cases:
         present = [c for c in contestants if case.allows(c)]
         if args.budget is not None and time.perf_counter() - t_start > args.budget:
+            not_run += 1
             for c in present:
                 results.append({"group": case.group, "op": case.op, "size": case.size,
                                 "dtype": case.dtype, "contestant": c.name,
@@ -253,6 +255,8 @@ def run(args, out=sys.stdout, save=None):
         if save is not None:
             save({"meta": meta, "results": results, "ratios": ratios, "complete": False})
     p(f"\n{len(results)} measurements in {time.perf_counter() - t_start:.1f} s")
+    if not_run:
+        p(f"--budget {args.budget:g} s spent: {not_run} cases not run (listed as skipped in the JSON)")
     reasons = {}
     for r in results:
         if "skipped" in r:

@@ -28,6 +28,8 @@ class Case:
     def allows(self, c):
         if self.only is not None and c.kind not in self.only:
             return False
+        if self.group == "host" and c.gpu:          # ruda on cpu vs NumPy only
+            return False
         if not c.gpu and self.elements is not None and self.elements > _CPU_MAX_ELEMENTS:
             return False
         return True
