@@ -44,15 +44,14 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
     dev = None if device is None else _devices.device(device)
     if obj.__class__ is Array:
         return _asarray_array(obj, dtype, dev, copy)
-    if dev is None:
-        dev = _devices.default()
+    foreign = None if isinstance(obj, np.ndarray) else _dlpack_device(obj)
+    if dev is None:   # another library's device array stays on its device
+        dev = foreign if foreign is not None and foreign.kind != "cpu" else _devices.default()
     if dtype is not None:
         dtype = v.dtype("asarray", dtype, dev)
-    if not isinstance(obj, np.ndarray) and hasattr(obj, "__dlpack_device__"):
-        src = _DLPACK_KINDS.get(obj.__dlpack_device__()[0])
-        if src == dev.kind and src != "cpu":
-            native = dev.backend.from_dlpack(obj, copy=copy)
-            return _asarray_array(Array._new(native, dev), dtype, dev, copy and False)
+    if foreign is dev and dev.kind != "cpu":
+        native = dev.backend.from_dlpack(obj, copy=copy)   # copies here when copy=True
+        return _asarray_array(Array._new(native, dev), dtype, dev, None if copy else copy)
     python_data = not isinstance(obj, np.ndarray | np.generic) and not hasattr(obj, "__array__") \
         and not hasattr(obj, "__buffer__") and not isinstance(obj, memoryview | bytearray | bytes)
     try:
@@ -79,6 +78,17 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
         raise ValueError(f"ruda.asarray: copy=False, but the data is on the host and the "
                          f"device is '{dev}'")
     return Array._new(dev.backend.from_host(host), dev)
+
+
+def _dlpack_device(obj):
+    """The ruda Device of an object exporting DLPack, or None."""
+    if not hasattr(obj, "__dlpack_device__"):
+        return None
+    kind, index = obj.__dlpack_device__()[:2]
+    src = _DLPACK_KINDS.get(int(kind))
+    if src is None:
+        return None
+    return _devices.device(src if src == "cpu" else f"{src}:{index}")
 
 
 def _has_big_int(obj):
