@@ -5,10 +5,11 @@
 Anchors, measured in the same run on the same buffers: raw ``comm.Allreduce`` into a
 preallocated output (the floor), and raw ``Allreduce`` into a fresh ``np.empty`` output
 (what returning a new array costs without ruda's pool).  Methods are interleaved,
-each timed as the median over rounds of a batch between barriers.  Prints
-ratios = anchor time / ruda time (>= 1 means ruda is as fast).
+each timed as a batch between barriers; times are medians over rounds, ratios
+(anchor time / ruda time, >= 1: ruda as fast) medians of the per-round ratios.
 """
 import argparse
+import os
 import platform
 import statistics
 import time
@@ -42,10 +43,13 @@ def bench_size(comm, mb, rounds):
     for f in methods.values():      # warm up (pool, caches)
         timed(comm, f, 2)
     times = {k: [] for k in methods}
-    for _ in range(rounds):
-        for k, f in methods.items():
-            times[k].append(timed(comm, f, reps))
+    names = list(methods)
+    for i in range(rounds):                     # rotate the order: no method always follows another
+        for k in names[i % 3:] + names[:i % 3]:
+            times[k].append(timed(comm, methods[k], reps))
     med = {k: statistics.median(v) for k, v in times.items()}
+    for k in ("raw", "raw_fresh"):     # paired per round: robust to load drifting between rounds
+        med[k + "_ratio"] = statistics.median(a / b for a, b in zip(times[k], times["ruda"]))
     check = np.asarray(dist.all_reduce(x))
     comm.Allreduce(host, pre)
     assert np.array_equal(check, pre), "ruda all_reduce differs from mpi4py Allreduce"
@@ -64,7 +68,8 @@ def main():
         print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {dist.world_size()} ranks, "
               f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, "
               f"NumPy {np.__version__}, mpi4py {MPI.Get_version()} / "
-              f"{MPI.Get_library_version().splitlines()[0].strip()}")
+              f"{MPI.Get_library_version().splitlines()[0].strip()}; {os.cpu_count()} CPUs, load average "
+              f"{os.getloadavg()[0]:.1f}; RUDA_DIST_CHECK={os.environ.get('RUDA_DIST_CHECK', '1')}")
         print("| size | ruda all_reduce | raw Allreduce | ratio raw/ruda | raw, fresh output | "
               "ratio raw fresh/ruda |\n|---:|---:|---:|---:|---:|---:|")
     mb = 1
@@ -73,8 +78,8 @@ def main():
         if comm.rank == 0:
             gbs = mb / 1024 / m["ruda"]
             print(f"| {mb} MB | {m['ruda'] * 1e3:.2f} ms ({gbs:.1f} GB/s) | {m['raw'] * 1e3:.2f} ms | "
-                  f"{m['raw'] / m['ruda']:.3f} | {m['raw_fresh'] * 1e3:.2f} ms | "
-                  f"{m['raw_fresh'] / m['ruda']:.3f} |", flush=True)
+                  f"{m['raw_ratio']:.3f} | {m['raw_fresh'] * 1e3:.2f} ms | "
+                  f"{m['raw_fresh_ratio']:.3f} |", flush=True)
         mb *= 4
     dist.finalize()
 

@@ -7,6 +7,7 @@ cached blocks, as CuPy's and PyTorch's allocators do on GPUs.  A block is free
 again once no array refers to it (CPython reference count back to the pool's
 own).  At most ``RUDA_DIST_POOL_MB`` MiB (default 1024; 0 disables) are cached.
 """
+import math
 import os
 import sys
 
@@ -30,7 +31,7 @@ def _free_refs():
 def empty(shape, dtype):
     """An uninitialized host array of ``shape`` and ``dtype``, reusing a free block if any."""
     dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    nbytes = math.prod(shape) * dtype.itemsize
     if nbytes < _MIN:
         return np.empty(shape, dtype)
     block = _take(nbytes)
