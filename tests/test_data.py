@@ -276,6 +276,8 @@ def test_open_and_create_errors(tmp_path):
         reader.append({k: v[0] for k, v in make(1).items()})
     fresh = rd.Dataset.create(tmp_path / "d.ruda", {"x": ("int8", ())}, overwrite=True)
     assert len(fresh) == 0 and fresh.schema == {"x": (xp.int8, ())}
+    assert fresh[:]["x"].shape == (0,) and fresh[:]["x"].dtype == xp.int8
+    assert list(fresh.batches(4)) == [] and fresh.verify() == {"train": 0}
 
 
 def test_a_reader_in_the_same_process_sees_new_records(tmp_path):

@@ -122,16 +122,16 @@ class Reader:
             hit = self._chunk(j, c)
             pieces.append([a[local:local + take] for a in hit])
             i += take
-        return self._join(pieces, stop - start)
+        return self._join(pieces)
 
     def take(self, idx):
         """Records at the (valid, non-negative) indices ``idx``, batched."""
         if len(idx) and idx[-1] - idx[0] == len(idx) - 1 and (np.diff(idx) == 1).all():
             return self.range(int(idx[0]), int(idx[-1]) + 1)
         return self._join([[a[None] if f.fixed else [a] for f, a in zip(self.fields, self.one(i))]
-                           for i in idx.tolist()], len(idx))
+                           for i in idx.tolist()])
 
-    def _join(self, pieces, n):
+    def _join(self, pieces):
         out = []
         for k, f in enumerate(self.fields):
             if f.fixed:
