@@ -200,6 +200,8 @@ class Tuner:
         ``default``: name used when ``RUDA_TUNE=off`` (default: the reference).
         ``rtol``/``atol``: override :func:`tolerance` (norm-wise, see :func:`compare`).
         ``shape`` may be a shape tuple (bucketed with :func:`bucket`) or a bucket string.
+        A hit costs a few microseconds (key building, env lookup): hot paths should keep the
+        returned candidate per (op, dtype, bucket) themselves.
         """
         candidates = list(candidates)
         if not candidates:
@@ -265,9 +267,6 @@ class Tuner:
             fns[name] = fn
             outputs[name] = out
         ref_out = outputs[ref_name]
-        ref_reason = compare(ref_out, ref_out, 0.0, 0.0)
-        if ref_reason is not None and "NaN/Inf" not in ref_reason:  # pragma: no cover
-            raise TuneError(f"ruda.tune: reference output is inconsistent: {ref_reason}")
         for name in order[1:]:
             if name in fns:
                 reason = compare(outputs[name], ref_out, rtol, atol)
