@@ -157,8 +157,12 @@ def test_import_numpy_npy_npz(tmp_path, capsys):
         rd.from_npz(tmp_path / "d.ruda", tmp_path / "o.npz")
     with pytest.raises(ValueError, match="'q' is not in"):
         rd.from_npz(tmp_path / "d.ruda", tmp_path / "z.npz", fields=["q"])
-    with pytest.raises(ValueError, match="same batch length"):
+    with pytest.raises(ValueError, match="same number of records"):
         rd.from_numpy(tmp_path / "e.ruda", {"x": x, "y": y[:3]})
+    with pytest.raises(ValueError, match="field 'y': expected dtype int32; got int64"):
+        rd.from_numpy(tmp_path / "e.ruda", {"x": x, "y": y},
+                      schema={"x": ("float32", (3,)), "y": ("int32", ())})
+    assert not (tmp_path / "e.ruda").exists()
 
 
 def test_cli_info_and_verify(tmp_path, capsys):

@@ -5,6 +5,7 @@ import time
 
 import numpy as np
 
+from ruda.data import _schema
 from ruda.data._dataset import Dataset
 
 STEP_BYTES = 64 << 20
@@ -26,11 +27,16 @@ def from_numpy(path, arrays, *, schema=None, split="train", append=False, overwr
         if not isinstance(a, np.ndarray) or a.ndim == 0:
             raise ValueError(f"{fn}: field {name!r}: expected a NumPy array with a leading record "
                              f"axis; got {type(a).__name__} {getattr(a, 'shape', '')}")
+    _schema.check_batch(fn, _schema.parse(schema or _infer(arrays), fn),
+                        {k: a[:0] for k, a in arrays.items()})
+    lengths = {k: len(a) for k, a in arrays.items()}
+    if len(set(lengths.values())) > 1:
+        raise ValueError(f"{fn}: expected the same number of records in every array; got "
+                         f"{lengths}")
     if append:
         ds = Dataset.open(path, "a", split=split)
     else:
-        schema = schema or {k: (a.dtype, a.shape[1:]) for k, a in arrays.items()}
-        ds = Dataset.create(path, schema, overwrite=overwrite, split=split)
+        ds = Dataset.create(path, schema or _infer(arrays), overwrite=overwrite, split=split)
     n = len(next(iter(arrays.values())))
     row = max(1, sum(a[:1].nbytes for a in arrays.values()))
     step = max(1, STEP_BYTES // row)
@@ -40,6 +46,10 @@ def from_numpy(path, arrays, *, schema=None, split="train", append=False, overwr
         bar.update(min(n, i + step) * row)
     bar.done()
     return ds
+
+
+def _infer(arrays):
+    return {k: (a.dtype, a.shape[1:]) for k, a in arrays.items()}
 
 
 def from_npy(path, files, **kwargs):
