@@ -35,6 +35,18 @@ stride_a=M*lda, stride_b=K*ldb, stride_c=M*ldc) -> bytes``  (the uniform buffer,
     the tuning candidates that fit the device limits, the first being the simple
     reference (16x16 tile, 1x1 block, scalar loads) that the tuner validates the others against.
 
+Wiring sketch (wgpu backend; ``tests/test_tune.py::_mm_run`` is a complete raw-wgpu version)::
+
+    cands = [p for p in mm.candidates("f32", max_shared_bytes=lim["max-compute-workgroup-storage-size"],
+             max_invocations=lim["max-compute-invocations-per-workgroup"])
+             if mm.applicable(p, M, N, K, lda, ldb, off_a, off_b, sa, sb)]
+    best = tuner.choose("matmul", "float32", (M, N, K),
+                        [tune.Candidate(p.name, p.as_dict()) for p in cands],
+                        build=lambda c: (lambda timestamp_writes=None: launch(
+                            mm.MatmulParams.from_dict(c.params), a, b, scratch_c, timestamp_writes)),
+                        fetch=read_back)          # scratch output: the user's C is written once
+    launch(mm.MatmulParams.from_dict(best.params), a, b, c)  # pipeline cached per params.name
+
 Subgroup and cooperative-matrix variants are not generated yet; they would be further
 candidates with their own feature requirements.
 """
