@@ -98,6 +98,23 @@ def test_run_case_interleaves_and_survives_failures():
     assert len(slow.samples) == 1
 
 
+def test_matmul_criteria():
+    def row(who, dtype, size, t, tflops=None):
+        return {"group": "matmul", "op": "matmul", "contestant": who, "dtype": dtype, "size": size,
+                "median_s": t, "tflops": tflops}
+    rows = [row("ruda:wgpu:0", "float32", "4096^3", 1.0, 26.0), row("ruda:wgpu:0", "float32", "8192^3", 1.0, 20.0),
+            row("ruda:cuda:0", "float32", "4096^3", 1.0), row("cupy", "float32", "4096^3", 0.97),
+            row("ruda:cuda:0", "bfloat16", "4096^3", 1.0), row("torch", "bfloat16", "4096^3", 0.9)]
+    got = {(c["criterion"], c["size"]): c for c in bench.criteria(rows)}
+    assert got[("wgpu float32 TFLOP/s", "4096^3")]["ok"] is True
+    assert got[("wgpu float32 TFLOP/s", "8192^3")]["ok"] is False
+    assert got[("cuda float32 vs cuBLAS (cupy)", "4096^3")]["value"] == pytest.approx(0.97)
+    assert got[("cuda float32 vs cuBLAS (cupy)", "4096^3")]["ok"] is True
+    assert got[("cuda bfloat16 vs torch", "4096^3")]["ok"] is False
+    assert got[("cuda tf32 vs torch", "8192^3")]["ok"] is None
+    assert bench.criteria([]) == []
+
+
 def test_ratio_pairs():
     class C:
         def __init__(self, name, kind, gpu):

@@ -271,7 +271,42 @@ def run(args, out=sys.stdout, save=None):
         p(f"host targets: {sum(1 for r in ratios if r['ok'])} met, {len(misses)} missed"
           + "".join(f"\n  MISS {m['op']} {m['size']}: {m['ratio']:.2f}x (min {m['ratio_min']:.2f}x) "
                     f"> {m['target']:g}x" for m in misses))
-    return {"meta": meta, "results": results, "ratios": ratios, "complete": True}
+    crit = criteria(results)
+    if crit:
+        p("issue 5 matmul criteria (speed = time(reference)/time(ruda)):")
+        for c in crit:
+            verdict = "not measured" if c["ok"] is None else ("PASS" if c["ok"] else "FAIL")
+            val = "-" if c["value"] is None else f"{c['value']:.3g}"
+            p(f"  {c['criterion']:40s} {c['size']:8s} {val:>8s} (target >= {c['target']:g})  {verdict}")
+    return {"meta": meta, "results": results, "ratios": ratios, "criteria": crit, "complete": True}
+
+
+def criteria(results):
+    """The matmul goals of issue 5, evaluated on this run's rows (4096^3 and 8192^3)."""
+    rows = {}
+    for r in results:
+        if r["group"] == "matmul" and r["op"] == "matmul" and "median_s" in r:
+            kind = r["contestant"].split(":")[1] if r["contestant"].startswith("ruda:") else r["contestant"]
+            rows.setdefault((kind, r["dtype"], r["size"]), r)
+    if not rows:
+        return []
+    out = []
+
+    def add(name, size, value, target):
+        out.append({"criterion": name, "size": size, "value": value, "target": target,
+                    "ok": None if value is None else bool(value >= target)})
+
+    def speed(kind, ref, dtype, size):
+        a, b = rows.get((kind, dtype, size)), rows.get((ref, dtype, size))
+        return None if a is None or b is None else b["median_s"] / a["median_s"]
+    for size, goal in (("4096^3", 25.0), ("8192^3", 30.0)):
+        r = rows.get(("wgpu", "float32", size))
+        add("wgpu float32 TFLOP/s", size, r["tflops"] if r else None, goal)
+    for size in ("4096^3", "8192^3"):
+        add("cuda float32 vs cuBLAS (cupy)", size, speed("cuda", "cupy", "float32", size), 0.95)
+        add("cuda bfloat16 vs torch", size, speed("cuda", "torch", "bfloat16", size), 0.95)
+        add("cuda tf32 vs torch", size, speed("cuda", "torch", "tf32", size), 0.95)
+    return out
 
 
 def _synced(fn, sync):
