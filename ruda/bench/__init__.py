@@ -4,10 +4,10 @@ Runs the standard set on every available ruda device and, in the same run, on Nu
 and PyTorch where installed; prints tables with ratios and writes JSON.  Anything missing
 (a device, a library, a dtype, an op a backend lacks) is shown as skipped, with its reason.
 
-Groups (``--only``): ``host`` (ruda on cpu vs NumPy, per-call overhead: targets 2x for
-<= 1e3 elements and 1.05x for >= 1e7), ``elementwise``, ``reductions``, ``matmul`` (512 to
-8192, float32 / tf32 / float16 / bfloat16, plus a batched case), ``transfer`` (host<->device),
-``latency`` (one small op with a device sync after every call).
+Groups (``--only``), in run order: ``matmul`` (512 to 8192, float32 / tf32 / float16 /
+bfloat16, plus a batched case), ``elementwise``, ``reductions``, ``transfer`` (host<->device),
+``latency`` (one small op with a device sync after every call), ``host`` (ruda on cpu vs NumPy,
+per-call overhead: targets 2x for <= 1e3 elements and 1.05x for >= 1e7).
 
 Timing: each contestant is warmed up, calibrated so that one sample of ``number`` calls lasts
 ``--min-time`` seconds, then sampled ``--repeat`` times, the contestants of a case interleaved

@@ -8,7 +8,7 @@ import numpy as np
 
 from ruda.bench._libs import Skip
 
-GROUPS = ("host", "elementwise", "reductions", "matmul", "transfer", "latency")
+GROUPS = ("matmul", "elementwise", "reductions", "transfer", "latency", "host")  # run order
 
 # host contestants (ruda:cpu, numpy) do not run cases larger than these
 _CPU_MAX_ELEMENTS = 3e7
