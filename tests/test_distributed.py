@@ -76,9 +76,10 @@ def test_usable_after_mismatch(ranks):
         np.testing.assert_array_equal(rep["after"], [sum(range(w))])
 
 
-@pytest.mark.parametrize("mode, check", [("exit", "1"), ("hang", "1"), ("hang", "0")])
+@pytest.mark.parametrize("mode, check", [("kill", "1"), ("exit", "1"), ("hang", "1"), ("hang", "0")])
 def test_dead_rank_fails_within_timeout(mode, check):
-    """check=0 skips the agreement check, so the watchdog fires inside the data transfer."""
+    """A killed rank ends the job through mpiexec; a rank that exits or hangs is caught by the
+    watchdog (check=0 skips the agreement check, so it fires inside the data transfer)."""
     t0 = time.monotonic()
     env = {"RUDA_DIST_TIMEOUT": "3", "RUDA_DIST_CHECK": check}
     proc = launch(2, "dead_rank.py", mode, env=env, timeout=120)
@@ -86,6 +87,8 @@ def test_dead_rank_fails_within_timeout(mode, check):
     assert proc.returncode != 0
     assert "returned without rank 1" not in proc.stdout
     assert took < 60, took
+    if mode == "exit":      # mpiexec tears the job down with status 0; the launcher says so
+        assert "ended without a normal exit" in proc.stderr, proc.stderr[-2000:]
     if mode == "hang":
         what = "all_reduce (agreement check)" if check == "1" else "all_reduce"
         assert f"rank 0: {what} did not complete within 3 s" in proc.stderr, proc.stderr[-2000:]

@@ -68,6 +68,18 @@ def init(backend=None, *, timeout=None):
             ctx.close()
             raise
     _ctx = ctx
+    _mark_started(ctx.rank)
+
+
+def _mark_started(rank):
+    """Under the launcher, leave '<rank>.started' now and '<rank>.done' at a normal exit, so
+    it can tell a rank that vanished (mpiexec may then end the job with status 0)."""
+    folder = os.environ.get("RUDA_DIST_STATUS_DIR")
+    if not folder or not os.path.isdir(folder):
+        return
+    import atexit
+    open(os.path.join(folder, f"{rank}.started"), "w").close()
+    atexit.register(lambda: open(os.path.join(folder, f"{rank}.done"), "w").close())
 
 
 def default_cuda_index(ctx):

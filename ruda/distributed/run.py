@@ -3,7 +3,9 @@
 Starts ``-n`` ranks of this Python running ``script.py`` (or ``-m module``)
 through the installed ``mpiexec``, with the environment passed through.
 ``--hosts a,b`` and ``--hostfile FILE`` go to mpiexec, so the same command
-spans machines.  mpiexec is, in order: ``$RUDA_MPIEXEC``, the one next to this
+spans machines.  The exit status is mpiexec's, or 1 when a rank that called
+``ruda.distributed.init`` vanished without a normal exit (mpiexec may tear the job
+down with status 0 then).  mpiexec is, in order: ``$RUDA_MPIEXEC``, the one next to this
 Python (the ``mpich`` wheel installs it there), the first on ``PATH``.
 """
 import argparse
@@ -12,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 
 
 def find_mpiexec():
@@ -65,7 +68,24 @@ def main(argv=None):
     if ns.nproc < 1:
         p.error(f"-n must be at least 1; got {ns.nproc}")
     cmd = command(ns.nproc, ns.target, ns.args, ns.hosts, ns.hostfile, ns.module)
-    return subprocess.call(cmd, env=os.environ.copy())
+    if ns.hosts or ns.hostfile:
+        return subprocess.call(cmd, env=os.environ.copy())
+    with tempfile.TemporaryDirectory(prefix="ruda-dist-") as status:
+        rc = subprocess.call(cmd, env={**os.environ, "RUDA_DIST_STATUS_DIR": status})
+        return rc or _vanished(status)
+
+
+def _vanished(status):
+    """1 if a rank started ruda.distributed but never exited normally (killed, os._exit):
+    mpiexec tears the job down then, sometimes with status 0.  Single-machine runs only."""
+    files = os.listdir(status)
+    lost = sorted(int(f.split(".")[0]) for f in files
+                  if f.endswith(".started") and f.replace(".started", ".done") not in files)
+    if lost:
+        print(f"ruda.distributed.run: rank(s) {lost} ended without a normal exit "
+              f"(killed or os._exit); the job was torn down", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
