@@ -349,6 +349,11 @@ _SHAPES = (
     (64, 128, 16, 4, 8, 4, 4, True),
     (128, 128, 8, 8, 8, 4, 4, True),
     (128, 128, 16, 8, 8, 4, 4, True),
+    (128, 64, 16, 8, 8, 4, 4, True),      # 128 invocations
+    (64, 128, 16, 8, 8, 4, 4, True),
+    # > 16 KiB of workgroup memory: offered only where the device allows it
+    (128, 128, 32, 8, 8, 4, 4, True),
+    (128, 128, 32, 8, 8, 4, 4),
 )
 
 
