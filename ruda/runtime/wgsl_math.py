@@ -173,7 +173,7 @@ fn rem_pio2_big(x: f64) -> vec2<f64> {{
   m[0] = f64(u32(mant >> 48u));
   m[1] = f64(u32(mant >> 24u) & 0xffffffu);
   m[2] = f64(u32(mant) & 0xffffffu);
-  var ip = 0.0lf; var fp = 0.0lf;
+  var ip = 0.0lf; var fp = 0.0lf; var lo = 0.0lf;
   for (var i: i32 = 0; i < {len(_IPIO2)}; i = i + 1) {{
     for (var j: i32 = 0; j < 3; j = j + 1) {{
       let k = e + 48 - 24 * j - 24 * (i + 1);
@@ -181,15 +181,24 @@ fn rem_pio2_big(x: f64) -> vec2<f64> {{
       let t = scalbn_f64(m[j] * IPIO2[i], k);
       let ti = floor(t);
       ip = ip + (ti - 4.0lf * floor(ti * 0.25lf));
-      fp = fp + (t - ti);
+      // fraction accumulated as a double-double (Knuth's TwoSum)
+      let b2 = t - ti;
+      let s2 = fp + b2;
+      let bb = s2 - fp;
+      lo = lo + ((fp - (s2 - bb)) + (b2 - bb));
+      fp = s2;
     }}
   }}
   let fi = floor(fp);
   var q = ip + fi;
   var f = fp - fi;
+  let f2 = f + lo;
+  lo = lo - (f2 - f);
+  f = f2;
   if (f > 0.5lf) {{ f = f - 1.0lf; q = q + 1.0lf; }}
+  if (f < -0.5lf) {{ f = f + 1.0lf; q = q - 1.0lf; }}
   q = q - 4.0lf * floor(q * 0.25lf);
-  var r = f * 1.57079632679489655800lf + f * 6.12323399573676603587e-17lf;
+  var r = f * 1.57079632679489655800lf + (f * 6.12323399573676603587e-17lf + lo * 1.57079632679489655800lf);
   if (x < 0.0lf) {{ r = -r; q = 4.0lf - q; }}
   return vec2<f64>(r, q);
 }}"""),

@@ -94,6 +94,19 @@ def _swap(norm):
     return {"backward": "forward", "forward": "backward"}.get(norm, norm)
 
 
+class _Kernel(ir.Kernel):
+    """An ir.Kernel whose hash is computed once: the pipeline and layout caches hash the kernel
+    on every launch, and a dataclass hash walks the expression DAG of a radix-16 network as a
+    tree (milliseconds per launch)."""
+
+    def __hash__(self):
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = ir.Kernel.__hash__(self)
+            object.__setattr__(self, "_hash", h)
+        return h
+
+
 def _cmul_const(v, w, cdt):
     """v * w for a Python complex constant w (exact for 1, -1, +-i)."""
     for exact in (1, -1, 1j, -1j):
@@ -136,13 +149,15 @@ def cmath_exp(theta):
     return complex(math.cos(theta), math.sin(theta))
 
 
-def _pass_kernel(cdt, sdt, odt, nb, r, sign, kind, conj, premul, postmul):
+def _pass_kernel(cdt, sdt, odt, nb, r, kind, premul, postmul):
     """One Stockham pass of radix ``r`` (see the module docstring) as butterflies: iteration
     point ``u = m' + Mo k`` (k < L) loads the r inputs ``in[m' + Mo q + Mo r k]``, multiplies
     them by the twiddles ``w_{L r}^(q k)`` (table index ``q k (N / L r)``, no modulo), runs an
-    r-point DFT network and stores output ``k + L p`` for every p < r.  Flags shape the first
-    pass's loads (source kind, conj, chirp premultiply) and the last pass's stores."""
-    key = ("fftpass", cdt, sdt, odt, nb, r, sign, kind, conj, premul, postmul)
+    r-point forward DFT network and stores output ``k + L p`` for every p < r.  The runtime
+    flags ``cin`` / ``cout`` conjugate the loads / the results (the inverse transform is
+    ``conj(DFT(conj(x)))``); compile-time flags shape the first pass's loads (source kind,
+    chirp premultiply) and the last pass's stores (chirp / spectrum postmultiply, real part)."""
+    key = ("fftpass", cdt, sdt, odt, nb, r, kind, premul, postmul)
     k = _KF.get(key)
     if k is not None:
         return k
@@ -158,7 +173,9 @@ def _pass_kernel(cdt, sdt, odt, nb, r, sign, kind, conj, premul, postmul):
     a_post = (3 if premul else 2) if postmul else None
     a_out = len(args) - 1
     Mo, M, ML, TS, nvalid, nlog, nout = [ir.Param(i, I) for i in range(7)]
-    scale = ir.Param(7, rdt)
+    cin = ir.Param(7, "bool")
+    cout = ir.Param(8, "bool")
+    scale = ir.Param(9, rdt)
     zero_i = ir.Const(0, I)
     zero_c = ir.Const(0, cdt)
     op = ir.op
@@ -183,8 +200,7 @@ def _pass_kernel(cdt, sdt, odt, nb, r, sign, kind, conj, premul, postmul):
         else:                   # complex, or real cast to complex; zero past the valid input
             valid = op("lt", pos, nvalid)
             v = ir.select(valid, load_at(ir.select(valid, pos, zero_i)), zero_c)
-        if conj:
-            v = op("conj", v)
+        v = ir.select(cin, op("conj", v), v)
         if premul:
             inb = op("lt", pos, nlog)
             w = ir.Load(a_pre, ir.Flat(ir.select(inb, pos, zero_i)), cdt)
@@ -198,18 +214,18 @@ def _pass_kernel(cdt, sdt, odt, nb, r, sign, kind, conj, premul, postmul):
             tw = ir.Load(1, ir.Flat(op("mul", op("mul", kk, ir.Const(q, I)), TS)), cdt)
             v = op("mul", v, tw)
         vals.append(v)
-    outs = _dft_exprs(vals, sign, cdt)
+    outs = _dft_exprs(vals, -1, cdt)
     obase = op("add", mp, op("mul", Mo, kk))
     stores = []
     for p in range(r):
         j = op("add", obase, op("mul", ML, ir.Const(p, I))) if p else obase
         inside = op("lt", j, nout)
-        val = outs[p]
+        val = ir.select(cout, op("conj", outs[p]), outs[p])
         if postmul:
             val = op("mul", val, ir.Load(a_post, ir.Flat(ir.select(inside, j, zero_i)), cdt))
         val = ir.cast(op("mul", val, ir.cast(scale, cdt)), odt)
         stores.append(ir.Store(a_out, ir.Strided(bc + (j,)), val, inside))
-    k = _KF[key] = ir.Kernel(f"fft_pass{r}", tuple(args), (I,) * 7 + (rdt,), nd, ir.Map(tuple(stores)))
+    k = _KF[key] = _Kernel(f"fft_pass{r}", tuple(args), (I,) * 7 + ("bool", "bool", rdt), nd, ir.Map(tuple(stores)))
     return k
 
 
@@ -224,6 +240,9 @@ class _Geo:
         self.cdt = cdt
         tmp_b = contiguous_strides(tuple(bshape) + (N,))[:-1]
         cb, (s1, s2, s3) = collapse(tuple(bshape), [src_b, out_b, tmp_b])
+        pad = max(0, 2 - len(cb))       # at least 2 batch dims: fewer kernel variants to compile
+        cb, s1, s2, s3 = ((1,) * pad + tuple(cb), (0,) * pad + tuple(s1), (0,) * pad + tuple(s2),
+                          (0,) * pad + tuple(s3))
         self.cb, self.src_b, self.out_b, self.tmp_b = cb, s1, s2, s3
         self.temps = []
 
@@ -366,7 +385,8 @@ class FftOps:
     def _fft_passes(self, geo, plan, sign, src, dst):
         """Run the Stockham passes of ``plan`` (length geo.N); returns the array written last."""
         N, cdt = geo.N, geo.cdt
-        tw = self._fft_twiddles(N, sign, cdt)
+        tw = self._fft_twiddles(N, -1, cdt)     # the inverse runs as conj(DFT(conj(x)))
+        inverse = sign > 0
         bstr = {"src": geo.src_b, "out": geo.out_b, "tmp": geo.tmp_b}
         shape = tuple(geo.cb) + (N,)
         nb = len(geo.cb)
@@ -385,8 +405,10 @@ class FftOps:
             kind = cur["kind"] if first else "c"
             x = cur["arr"]
             odt = ir.real_of(cdt) if d["real"] else cdt
-            k = _pass_kernel(cdt, x.ir, odt, nb, r, sign, kind, cur["conj"] and first,
-                             cur["pre"] is not None and first, d["post"] is not None)
+            k = _pass_kernel(cdt, x.ir, odt, nb, r, kind, cur["pre"] is not None and first,
+                             d["post"] is not None)
+            cin = (cur["conj"] != inverse) if first else False
+            cout = inverse and last
             arrays = [x, tw]
             strides = [tuple(bstr[cur["b"]]) + (cur["ax"],), ()]
             if cur["pre"] is not None and first:
@@ -398,7 +420,8 @@ class FftOps:
             arrays.append(d["arr"])
             strides.append(tuple(bstr[d["b"]]) + (d["ax"],))
             Mo = N // (L * r)
-            params = (Mo, Mo * r, Mo * L, N // (L * r), cur["nvalid"], cur["nlog"], d["nout"], d["scale"])
+            params = (Mo, Mo * r, Mo * L, N // (L * r), cur["nvalid"], cur["nlog"], d["nout"], cin, cout,
+                      d["scale"])
             self._launch(k, arrays, strides, shape[:-1] + (N // r,), params)
             L *= r
             cur = {"arr": d["arr"], "ax": 1, "kind": "c", "conj": False, "pre": None, "nvalid": N,

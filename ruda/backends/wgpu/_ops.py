@@ -1316,3 +1316,256 @@ class Ops:
         starts = self._unique_starts(keys, flags, pos, count)
         first = self._compact(perm, flags, pos, count, "first", dtype=idt)
         return vals, first, self._inverse(perm, pos, x.shape), self._counts(starts, x.size)
+
+    # ================================================================== fft
+    def _fft_rows(self, a, inverse):
+        """Unnormalized DFT along the last axis of contiguous complex (rows, n) ``a``; returns new array."""
+        rows, n = a.shape
+        if n & (n - 1) == 0:
+            return self._stockham(a, inverse)
+        return self._bluestein(a, inverse)
+
+    def _stockham(self, a, inverse):
+        rows, n = a.shape
+        src = self.copy(a)
+        if n == 1:
+            return src
+        dst = self._new((rows, n), a.dtype)
+        dt = a.ir
+        r = ir.real_of(dt)
+        kkey = ("stockham", dt, inverse)
+        k = _K.get(kkey)
+        if k is None:
+            row, i = ir.Coord(0), ir.Coord(1)
+            Ns, half, N = ir.Param(0, I), ir.Param(1, I), ir.Param(2, I)
+            base = ir.op("mul", row, N)
+            v0 = ir.Load(0, ir.Flat(ir.op("add", base, i)), dt)
+            v1 = ir.Load(0, ir.Flat(ir.op("add", base, ir.op("add", i, half))), dt)
+            j = ir.op("mod", i, Ns)
+            sign = 1.0 if inverse else -1.0
+            ang = ir.op("div", ir.op("mul", ir.Const(sign * math.pi, r), ir.cast(j, r)), ir.cast(Ns, r))
+            w = ir.op("complex", ir.op("cos", ang), ir.op("sin", ang))
+            t = ir.op("mul", v1, w)
+            d = ir.op("add", ir.op("mul", ir.op("floordiv", i, Ns), ir.op("mul", Ns, ir.Const(2, I))), j)
+            st = (ir.Store(1, ir.Flat(ir.op("add", base, d)), ir.op("add", v0, t)),
+                  ir.Store(1, ir.Flat(ir.op("add", base, ir.op("add", d, Ns))), ir.op("sub", v0, t)))
+            k = _K[kkey] = ir.Kernel("stockham", (ir.Arg("src", dt, 0), ir.Arg("dst", dt, 0, True)),
+                                     (I, I, I), 2, ir.Map(st))
+        Ns = 1
+        while Ns < n:
+            self._launch(k, [src, dst], [(), ()], (rows, n // 2), (Ns, n // 2, n))
+            src, dst = dst, src
+            Ns *= 2
+        return src
+
+    def _chirp(self, n, m, dt, inverse, conj=False):
+        """w[k] = exp(-+i pi k^2 / n) for k < m (k^2 mod 2n in integers)."""
+        out = self._new((m,), _np(dt))
+        r = ir.real_of(dt)
+        sign = (1.0 if inverse else -1.0) * (-1.0 if conj else 1.0)
+        kkey = ("chirp", dt, sign)
+        k = _K.get(kkey)
+        if k is None:
+            kk = ir.cast(ir.Coord(0), "i64") if self.has_i64 else ir.cast(ir.Coord(0), "i32")
+            it = kk.dtype
+            two_n = ir.cast(ir.Param(0, I), it)
+            q = ir.op("mod", ir.op("mul", kk, kk), two_n)
+            ang = ir.op("div", ir.op("mul", ir.Const(sign * math.pi, r), ir.cast(q, r)), ir.cast(ir.Param(1, I), r))
+            v = ir.op("complex", ir.op("cos", ang), ir.op("sin", ang))
+            k = _K[kkey] = ir.Kernel("chirp", (ir.Arg("o", dt, 1, True),), (I, I), 1,
+                                     ir.Map((ir.Store(0, ir.Strided(), v),)))
+        self._launch(k, [out], [out.strides], (m,), (2 * n, n))
+        return out
+
+    def _bluestein(self, a, inverse):
+        rows, n = a.shape
+        dt = a.ir
+        M = 1 << (2 * n - 2).bit_length()
+        w = self._chirp(n, n, dt, inverse)                     # exp(-+ i pi k^2/n)
+        wc = self._chirp(n, n, dt, inverse, conj=True)         # conjugate chirp
+        # A[r, k] = a[r, k] * w[k] (k < n), 0 beyond
+        A = self._new((rows, M), a.dtype)
+        B = self._new((1, M), a.dtype)
+        kkey = ("blue_pad", dt)
+        k = _K.get(kkey)
+        if k is None:
+            c0, c1 = ir.Coord(0), ir.Coord(1)
+            nn = ir.Param(0, I)
+            cl = ir.op("min", c1, ir.op("sub", nn, ir.Const(1, I)))
+            val = ir.op("mul", ir.Load(0, ir.Strided((c0, cl)), dt), ir.Load(1, ir.Flat(cl), dt))
+            val = ir.select(ir.op("lt", c1, nn), val, ir.Const(0, dt))
+            k = _K[kkey] = ir.Kernel("blue_pad", (ir.Arg("a", dt, 2), ir.Arg("w", dt, 0), ir.Arg("o", dt, 2, True)),
+                                     (I,), 2, ir.Map((ir.Store(2, ir.Strided(), val),)))
+        self._launch(k, [a, w, A], [a.strides, (), A.strides], (rows, M), (n,))
+        # B[k] = conj chirp at min(k, M-k) for k < n or k > M-n, else 0
+        kkey = ("blue_b", dt)
+        k = _K.get(kkey)
+        if k is None:
+            c1 = ir.Coord(1)
+            nn, MM = ir.Param(0, I), ir.Param(1, I)
+            kk = ir.select(ir.op("lt", c1, nn), c1, ir.op("sub", MM, c1))
+            ok = ir.op("or", ir.op("lt", c1, nn), ir.op("gt", c1, ir.op("sub", MM, nn)))
+            kc = ir.op("min", kk, ir.op("sub", nn, ir.Const(1, I)))
+            val = ir.select(ok, ir.Load(0, ir.Flat(kc), dt), ir.Const(0, dt))
+            k = _K[kkey] = ir.Kernel("blue_b", (ir.Arg("w", dt, 0), ir.Arg("o", dt, 2, True)), (I, I), 2,
+                                     ir.Map((ir.Store(1, ir.Strided(), val),)))
+        self._launch(k, [wc, B], [(), B.strides], (1, M), (n, M))
+        FA = self._stockham(A, False)
+        FB = self._stockham(B, False)
+        prod = self._map(("b", "mul"), lambda x, y: ir.op("mul", x, y), [FA, FB])
+        conv = self._stockham(prod, True)
+        # X[r, k] = w[k] * conv[r, k] / M
+        out = self._new((rows, n), a.dtype)
+        r = ir.real_of(dt)
+        self._write_coords(out, lambda c, inv_m, cv, ww: ir.op("mul", ir.op("mul", cv, ww), ir.cast(inv_m, dt)),
+                           ("blue_out",), inputs=[basic_index(conv, (slice(None), slice(0, n))),
+                                                  w.view((rows, n), (0, 1), w.offset)],
+                           params=(1.0 / M,), param_dtypes=(r,))
+        return out
+
+    def _fft_axis(self, x, n, axis, norm, inverse):
+        """Complex DFT of ``x`` along ``axis`` with length ``n`` (pad/truncate), normalized."""
+        if x.ir not in ir.COMPLEX:
+            x = self.astype(x, _dtypes.complex_of(x.dtype) if x.dtype.kind == "f" else
+                            self.default_dtypes()["complex floating"])
+        nd = x.ndim
+        m = x.shape[axis]
+        n = m if n is None else n
+        if n != m:
+            shape = list(x.shape)
+            shape[axis] = n
+            z = self.full(tuple(shape), 0, x.dtype)
+            k = min(n, m)
+            self._write(basic_index(z, (slice(None),) * axis + (slice(0, k),)), lambda v: v,
+                        [basic_index(x, (slice(None),) * axis + (slice(0, k),))], ("copy",))
+            x = z
+        order = [d for d in range(nd) if d != axis] + [axis]
+        xv = self._contig(permute(x, order))
+        rows = math.prod(xv.shape[:-1])
+        res = self._fft_rows(xv.view((rows, n), (n, 1), xv.offset), inverse)
+        scale = {"backward": 1.0 / n if inverse else 1.0, "ortho": 1.0 / math.sqrt(n),
+                 "forward": 1.0 if inverse else 1.0 / n}[norm]
+        if scale != 1.0:
+            res = self._scale(res, scale)
+        res = res.view(xv.shape, contiguous_strides(xv.shape), res.offset)
+        inv = [order.index(d) for d in range(nd)]
+        return permute(res, inv)
+
+    def fft_fft(self, x, n=None, axis=-1, norm="backward"):
+        return self._fft_axis(x, n, axis % x.ndim, norm, False)
+
+    def fft_ifft(self, x, n=None, axis=-1, norm="backward"):
+        return self._fft_axis(x, n, axis % x.ndim, norm, True)
+
+    def _nd_axes(self, x, s, axes):
+        if axes is None:
+            axes = tuple(range(x.ndim)) if s is None else tuple(range(x.ndim - len(s), x.ndim))
+        if s is None:
+            s = tuple(x.shape[a] for a in axes)
+        s = tuple(x.shape[a] if v == -1 else v for v, a in zip(s, axes))
+        return s, axes
+
+    def fft_fftn(self, x, s=None, axes=None, norm="backward"):
+        s, axes = self._nd_axes(x, s, axes)
+        for n, a in zip(s, axes):
+            x = self._fft_axis(x, n, a, norm, False)
+        return self._contig(x) if axes else self.astype(x, _dtypes.complex_of(x.dtype) if x.dtype.kind == "f" else x.dtype)
+
+    def fft_ifftn(self, x, s=None, axes=None, norm="backward"):
+        s, axes = self._nd_axes(x, s, axes)
+        for n, a in zip(s, axes):
+            x = self._fft_axis(x, n, a, norm, True)
+        return self._contig(x)
+
+    def fft_rfft(self, x, n=None, axis=-1, norm="backward"):
+        axis %= x.ndim
+        n = x.shape[axis] if n is None else n
+        full = self._fft_axis(x, n, axis, norm, False)
+        return self.copy(basic_index(full, (slice(None),) * axis + (slice(0, n // 2 + 1),)))
+
+    def _hermitian_full(self, x, n, axis):
+        """The length-n Hermitian spectrum whose first n//2+1 terms are x (zero-padded/truncated)."""
+        m = x.shape[axis]
+        shape = list(x.shape)
+        shape[axis] = n
+        nd = x.ndim
+        out = self._new(tuple(shape), x.dtype)
+        kkey = ("herm", x.ir, nd, axis)
+        k = _K.get(kkey)
+        if k is None:
+            c = [ir.Coord(d) for d in range(nd)]
+            mm, nn = ir.Param(0, I), ir.Param(1, I)
+            j = c[axis]
+            mirror = ir.op("gt", j, ir.op("floordiv", nn, ir.Const(2, I)))
+            src = ir.select(mirror, ir.op("sub", nn, j), j)
+            ok = ir.op("lt", src, mm)
+            srcc = ir.op("min", src, ir.op("sub", mm, ir.Const(1, I)))
+            cc = list(c)
+            cc[axis] = srcc
+            v = ir.Load(0, ir.Strided(tuple(cc)), x.ir)
+            v = ir.select(mirror, ir.op("conj", v), v)
+            v = ir.select(ok, v, ir.Const(0, x.ir))
+            k = _K[kkey] = ir.Kernel("herm", (ir.Arg("x", x.ir, nd), ir.Arg("o", x.ir, nd, True)), (I, I), nd,
+                                     ir.Map((ir.Store(1, ir.Strided(), v),)))
+        self._launch(k, [x, out], [x.strides, out.strides], out.shape, (m, n))
+        return out
+
+    def fft_irfft(self, x, n=None, axis=-1, norm="backward"):
+        axis %= x.ndim
+        n = 2 * (x.shape[axis] - 1) if n is None else n
+        full = self._hermitian_full(x, n, axis)
+        return self.real(self._fft_axis(full, n, axis, norm, True))
+
+    def fft_rfftn(self, x, s=None, axes=None, norm="backward"):
+        s, axes = self._nd_axes(x, s, axes)
+        x = self.fft_rfft(x, s[-1], axes[-1], norm)
+        for n, a in zip(s[:-1], axes[:-1]):
+            x = self._fft_axis(x, n, a, norm, False)
+        return self._contig(x)
+
+    def fft_irfftn(self, x, s=None, axes=None, norm="backward"):
+        if axes is None:
+            axes = tuple(range(x.ndim)) if s is None else tuple(range(x.ndim - len(s), x.ndim))
+        if s is None:
+            s = tuple(x.shape[a] for a in axes[:-1]) + (2 * (x.shape[axes[-1]] - 1),)
+        for n, a in zip(s[:-1], axes[:-1]):
+            x = self._fft_axis(x, n, a, norm, True)
+        return self.fft_irfft(x, s[-1], axes[-1], norm)
+
+    _SWAP = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
+
+    def fft_hfft(self, x, n=None, axis=-1, norm="backward"):
+        return self.fft_irfft(self.conj(x), n, axis, self._SWAP[norm])
+
+    def fft_ihfft(self, x, n=None, axis=-1, norm="backward"):
+        return self.conj(self.fft_rfft(x, n, axis, self._SWAP[norm]))
+
+    def fft_fftfreq(self, n, d=1.0, dtype=None, device=None):
+        out = self._new((n,), dtype)
+        p = out.ir
+        self._write_coords(out, lambda c, nn, scale: ir.op("mul", ir.cast(ir.select(
+            ir.op("lt", c[0], ir.op("floordiv", ir.op("add", nn, ir.Const(1, I)), ir.Const(2, I))), c[0],
+            ir.op("sub", c[0], nn)), p), scale), ("fftfreq",), params=(n, 1.0 / (n * d)), param_dtypes=(I, p))
+        return out
+
+    def fft_rfftfreq(self, n, d=1.0, dtype=None, device=None):
+        m = n // 2 + 1
+        out = self._new((m,), dtype)
+        p = out.ir
+        self._write_coords(out, lambda c, scale: ir.op("mul", ir.cast(c[0], p), scale), ("rfftfreq",),
+                           params=(1.0 / (n * d),), param_dtypes=(p,))
+        return out
+
+    def _shift(self, x, axes, sign):
+        if axes is None:
+            axes = tuple(range(x.ndim))
+        if not axes:
+            return self.copy(x)
+        shifts = tuple((x.shape[a] // 2) * sign if sign > 0 else -(x.shape[a] // 2) for a in axes)
+        return self.roll(x, shifts, tuple(axes))
+
+    def fft_fftshift(self, x, axes=None):
+        return self._shift(x, axes, 1)
+
+    def fft_ifftshift(self, x, axes=None):
+        return self._shift(x, axes, -1)
