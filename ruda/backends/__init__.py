@@ -132,6 +132,14 @@ class Backend:
             s = self.__dict__["_dtype_set_cache"] = frozenset(self.dtypes())
         return s
 
+    # DLPack through the native array's own protocol (NumPy, CuPy); override where there is none
+    def to_dlpack(self, a, stream=None, max_version=None, dl_device=None, copy=None):
+        given = (("max_version", max_version), ("dl_device", dl_device), ("copy", copy))
+        return a.__dlpack__(stream=stream, **{k: v for k, v in given if v is not None})
+
+    def dlpack_device(self, a):
+        return a.__dlpack_device__()
+
     def synchronize(self):
         """Wait for queued work (no-op where execution is synchronous)."""
 

@@ -202,18 +202,6 @@ class CudaBackend(Backend):
                 return cupy.from_dlpack(obj).copy()
             return cupy.from_dlpack(obj, copy=copy)
 
-    def to_dlpack(self, a, stream=None, max_version=None, dl_device=None, copy=None):
-        kwargs = {}
-        if max_version is not None:
-            kwargs["max_version"] = max_version
-        if dl_device is not None:
-            kwargs["dl_device"] = dl_device
-        if copy is not None:
-            kwargs["copy"] = copy
-        return a.__dlpack__(stream=stream, **kwargs)
-
-    def dlpack_device(self, a):
-        return a.__dlpack_device__()
 
 
 def _bind_on_device(backend):

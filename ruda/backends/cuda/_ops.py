@@ -8,27 +8,10 @@ import math
 import cupy as cp
 import numpy as np
 
+from ruda.backends._numpylike import ops_for
 from ruda.backends.cuda import _numba
 
-
-def getitem(x, key):
-    return x[key]
-
-
-def setitem(x, key, value):
-    x[key] = value
-
-
-def astype(x, dtype, copy=True):
-    return x.astype(dtype, copy=copy)
-
-
-def arange(start, stop, step, dtype):
-    return cp.arange(start, stop, step, dtype=dtype)
-
-
-def empty(shape, dtype):
-    return cp.empty(shape, dtype=dtype)
+globals().update(ops_for(cp))
 
 
 def _exact_scalar(value, dtype):
@@ -88,26 +71,6 @@ def remainder(x1, x2):
     if x1.dtype.kind == "f":
         return _remainder_f(x1, x2)
     return cp.remainder(x1, x2)
-
-
-def eye(n_rows, n_cols, k, dtype):
-    return cp.eye(n_rows, n_cols, k=k, dtype=dtype)
-
-
-def linspace(start, stop, num, dtype, endpoint):
-    return cp.linspace(start, stop, num, dtype=dtype, endpoint=endpoint)
-
-
-def tril(x, k):
-    return cp.tril(x, k)
-
-
-def triu(x, k):
-    return cp.triu(x, k)
-
-
-def isin(x1, x2, invert=False):
-    return cp.isin(x1, x2, invert=invert)
 
 
 def reshape(x, shape, copy=None):

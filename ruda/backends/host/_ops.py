@@ -3,25 +3,9 @@ import math
 
 import numpy as np
 
+from ruda.backends._numpylike import ops_for
 
-def getitem(x, key):
-    return x[key]
-
-
-def setitem(x, key, value):
-    x[key] = value
-
-
-def astype(x, dtype, copy=True):
-    return x.astype(dtype, copy=copy)
-
-
-def arange(start, stop, step, dtype):
-    return np.arange(start, stop, step, dtype=dtype)
-
-
-def empty(shape, dtype):
-    return np.empty(shape, dtype=dtype)
+globals().update(ops_for(np))
 
 
 def full(shape, fill_value, dtype):
@@ -33,26 +17,6 @@ def full(shape, fill_value, dtype):
 def _positive_zero(v):
     parts = (v.real, v.imag) if isinstance(v, complex) else (v,)
     return all(p == 0 and math.copysign(1.0, p) > 0 for p in parts)
-
-
-def eye(n_rows, n_cols, k, dtype):
-    return np.eye(n_rows, n_cols, k=k, dtype=dtype)
-
-
-def linspace(start, stop, num, dtype, endpoint):
-    return np.linspace(start, stop, num, dtype=dtype, endpoint=endpoint)
-
-
-def tril(x, k):
-    return np.tril(x, k)
-
-
-def triu(x, k):
-    return np.triu(x, k)
-
-
-def isin(x1, x2, invert=False):
-    return np.isin(x1, x2, invert=invert)
 
 
 def reshape(x, shape, copy=None):
@@ -92,29 +56,3 @@ def expm1(x):
 def vecdot(x1, x2, axis=-1):
     """np.vecdot is a ufunc: spelled out here so the ufunc fast path keeps the axis keyword."""
     return np.vecdot(x1, x2, axis=axis)
-
-
-# Reductions and views straight to NumPy: the frontend passes normalized axes and concrete dtypes,
-# so array-api-compat's argument handling is not needed on these hot paths.
-def sum(x, axis, dtype, keepdims=False):
-    return np.sum(x, axis=axis, dtype=dtype, keepdims=keepdims)
-
-
-def prod(x, axis, dtype, keepdims=False):
-    return np.prod(x, axis=axis, dtype=dtype, keepdims=keepdims)
-
-
-def max(x, axis, keepdims=False):
-    return np.max(x, axis=axis, keepdims=keepdims)
-
-
-def min(x, axis, keepdims=False):
-    return np.min(x, axis=axis, keepdims=keepdims)
-
-
-def permute_dims(x, axes):
-    return x.transpose(axes)
-
-
-def matmul(x1, x2):
-    return np.matmul(x1, x2)
