@@ -55,6 +55,28 @@ def test_collectives_match_numpy(ranks, name):
                 raise AssertionError(f"{case} on rank {r} of {w}: {e}") from None
 
 
+@pytest.fixture(scope="module")
+def nccl_engine_ranks(tmp_path_factory):
+    out = tmp_path_factory.mktemp("nccl_engine")
+    proc = launch(2, "nccl_engine_check.py", str(out))
+    assert proc.returncode == 0, f"mpiexec failed:\n{proc.stdout}\n{proc.stderr}"
+    return [pickle.load(open(out / f"rank{r}.pkl", "rb")) for r in range(2)]
+
+
+@pytest.mark.parametrize("name", [n for n in C.DTYPES if n != "bfloat16"])
+def test_nccl_engine_layout_with_host_stand_in(nccl_engine_ranks, name):
+    """ruda's NCCL engine (pointers, offsets, counts, types, ops, groups) on 2 ranks, with
+    CuPy/NCCL replaced by a host stand-in that performs each NCCL call with MPI."""
+    w = len(nccl_engine_ranks)
+    for case, fn, kw in C.engine_cases(name):
+        for r, rep in enumerate(nccl_engine_ranks):
+            want = C.expected(fn, kw, case, name, w, r)
+            try:
+                C.compare(rep["results"][f"{case}|{name}"], want, name)
+            except AssertionError as e:
+                raise AssertionError(f"{case} on rank {r}: {e}") from None
+
+
 @pytest.mark.parametrize("key, exc, words", [
     ("shape", "ValueError", "disagree on shape"),
     ("dtype", "TypeError", "disagree on dtype"),

@@ -45,9 +45,10 @@ class MpiEngine:
 
     def _call(self, what, nb, blocking, nonblocking, args, finish):
         """Run the blocking call under the watchdog, or start the non-blocking one."""
-        if nb:
+        if nb:      # the finish closure keeps the buffers alive until completion
             req = nonblocking(*args)
-            return Pending(self.wd, what, wait=req.Wait, test=req.Test, finish=finish)
+            return Pending(self.wd, what, wait=req.Wait, test=req.Test,
+                           finish=lambda: (args, finish())[1])
         self.wd.arm(what)
         try:
             blocking(*args)

@@ -66,6 +66,24 @@ def cases(name):
     return out
 
 
+def engine_cases(name):
+    """Cases for the NCCL engine itself (axis 0, native arrays; see nccl_engine_check.py)."""
+    ops = valid_ops(name)
+    last = "max" if name == "bool" else "prod"
+    out = [(f"nccl-all_reduce-{op}", "all_reduce", {"op": op}) for op in ops]
+    return out + [("nccl-async-all_reduce", "all_reduce", {"op": ops[0], "async_op": True}),
+                  ("nccl-reduce", "reduce", {"op": last, "root": -1}),
+                  ("nccl-broadcast", "broadcast", {"root": 1}),
+                  ("nccl-all_gather", "all_gather", {}),
+                  ("nccl-gather", "gather", {"root": 0}),
+                  ("nccl-scatter", "scatter", {"root": 0}),
+                  ("nccl-reduce_scatter", "reduce_scatter", {"op": ops[0]}),
+                  ("nccl-reduce_scatter-last", "reduce_scatter", {"op": last}),
+                  ("nccl-all_to_all", "all_to_all", {}),
+                  ("nccl-ring", "ring", {}),
+                  ("nccl-self", "self", {})]
+
+
 def _reduce(xs, op, dt):
     stack = np.stack(xs)
     if dt == np_dtype("bfloat16"):
@@ -102,6 +120,8 @@ def expected(fn, kw, case, name, w, r):
         return np.split(_reduce(xs, kw["op"], dt), w, axis=ax)[r]
     if fn == "ring":
         return xs[(r - 1) % w]
+    if fn == "self":
+        return xs[r]
     raise AssertionError(fn)
 
 
