@@ -9,8 +9,6 @@ import numpy as np
 from ruda.distributed import _check, _route, _state
 from ruda.distributed._pending import Work
 
-_TAG_HEADER, _TAG_DATA = 11, 12
-
 
 def _setup(fn, x, op=None, root=None, axis=None, optional=False, hint=False):
     """Validate and agree: -> (ctx, root, axis, table).  ``optional``: x may be None off
@@ -27,7 +25,8 @@ def _setup(fn, x, op=None, root=None, axis=None, optional=False, hint=False):
     ax = -1
     if axis is not None and x is not None:
         if x.ndim == 0:
-            raise ValueError(f"ruda.distributed.{fn}: x must have at least one dimension; got a 0-d array")
+            raise ValueError(f"ruda.distributed.{fn}: x must have at least one dimension; "
+                             f"got a 0-d array")
         ax = _check.axis(fn, axis, x.ndim)
     table = None
     if _check.ENABLED or optional:
@@ -47,11 +46,18 @@ def _exchange(ctx, fn, rec):
 
 
 def _front(a, ax):
-    return a if ax <= 0 else _route.namespace(a).ascontiguousarray(_route.namespace(a).moveaxis(a, ax, 0))
+    """``a`` with axis ``ax`` first, C-contiguous (no copy for ax <= 0)."""
+    if ax <= 0:
+        return a
+    nx = _route.namespace(a)
+    return nx.ascontiguousarray(nx.moveaxis(a, ax, 0))
 
 
 def _back(a, ax):
-    return a if ax <= 0 or a is None else _route.namespace(a).ascontiguousarray(_route.namespace(a).moveaxis(a, 0, ax))
+    if ax <= 0 or a is None:
+        return a
+    nx = _route.namespace(a)
+    return nx.ascontiguousarray(nx.moveaxis(a, 0, ax))
 
 
 def _finish(pending, post, async_op):

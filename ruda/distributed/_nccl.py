@@ -1,8 +1,8 @@
 """The NCCL engine (CuPy's ``cupy.cuda.nccl``): collectives on CuPy arrays, enqueued
 on the current CuPy stream of the array's device.
 
-One communicator per process, bound to this rank's GPU; the unique id travels
-over MPI.  Data movement runs on raw bytes (NCCL_UINT8), so every dtype moves;
+One communicator per process, bound to this rank's GPU, which becomes CuPy's
+current device (as torch.cuda.set_device does); the unique id travels over MPI.  Data movement runs on raw bytes (NCCL_UINT8), so every dtype moves;
 reductions use NCCL's types: bool as uint8 (max = or, min = and), int16/uint16
 widened to 32 bits, complex sum/mean on the (re, im) pairs, complex prod by an
 all-gather and a local product; mean is NCCL_AVG (NCCL >= 2.10).
@@ -43,6 +43,7 @@ class NcclEngine:
         self.size, self.rank, self.device_index = size, rank, device_index
         self.has_avg = nccl.get_version() >= 21000
         self._self_queue = collections.deque()
+        cupy.cuda.Device(device_index).use()   # this rank's GPU is current from now on
         watchdog.arm("NCCL communicator creation")
         try:
             with cupy.cuda.Device(device_index):
@@ -83,6 +84,10 @@ class NcclEngine:
         finally:
             self.wd.disarm()
         return done(finish())
+
+    def _op(self, name, *args):
+        """An enqueue callable: ``comm.<name>(*args, stream)``."""
+        return lambda s: getattr(self.comm, name)(*args, s)
 
     def _group(self, calls):
         def enqueue(s):
@@ -128,7 +133,7 @@ class NcclEngine:
             return self._gathered_prod(a, nb, lambda p: p)
         src, ntype, count, nop, finish = t
         out = self.empty(a.shape, src.dtype)
-        enq = lambda s: self.comm.allReduce(src.data.ptr, out.data.ptr, count, ntype, nop, s)  # noqa: E731
+        enq = self._op("allReduce", src.data.ptr, out.data.ptr, count, ntype, nop)
         return self._run("all_reduce", nb, enq, lambda: finish(out))
 
     def reduce(self, a, op, root, nb):
@@ -137,7 +142,7 @@ class NcclEngine:
             return self._gathered_prod(a, nb, lambda p: p if self.rank == root else None)
         src, ntype, count, nop, finish = t
         out = self.empty(a.shape, src.dtype)
-        enq = lambda s: self.comm.reduce(src.data.ptr, out.data.ptr, count, ntype, nop, root, s)  # noqa: E731
+        enq = self._op("reduce", src.data.ptr, out.data.ptr, count, ntype, nop, root)
         return self._run("reduce", nb, enq, lambda: finish(out) if self.rank == root else None)
 
     def reduce_scatter(self, a, op, nb):
@@ -147,14 +152,13 @@ class NcclEngine:
             return self._gathered_prod(a, nb, lambda p: p[self.rank * n:(self.rank + 1) * n].copy())
         src, ntype, count, nop, finish = t
         out = self.empty((n,) + a.shape[1:], src.dtype)
-        enq = lambda s: self.comm.reduceScatter(src.data.ptr, out.data.ptr, count // self.size,  # noqa: E731
-                                                ntype, nop, s)
+        enq = self._op("reduceScatter", src.data.ptr, out.data.ptr, count // self.size, ntype, nop)
         return self._run("reduce_scatter", nb, enq, lambda: finish(out))
 
     def _gathered_prod(self, a, nb, pick):
         """Complex product: gather every rank's array, multiply locally."""
         g = self.empty((self.size,) + a.shape, a.dtype)
-        enq = lambda s: self.comm.allGather(a.data.ptr, g.data.ptr, a.nbytes, _UINT8, s)  # noqa: E731
+        enq = self._op("allGather", a.data.ptr, g.data.ptr, a.nbytes, _UINT8)
 
         def finish():
             with self.cupy.cuda.Device(self.device_index):
@@ -162,12 +166,12 @@ class NcclEngine:
         return self._run("all_reduce(prod)", nb, enq, finish)
 
     def broadcast(self, buf, root, nb):
-        enq = lambda s: self.comm.broadcast(buf.data.ptr, buf.data.ptr, buf.nbytes, _UINT8, root, s)  # noqa: E731
+        enq = self._op("broadcast", buf.data.ptr, buf.data.ptr, buf.nbytes, _UINT8, root)
         return self._run("broadcast", nb, enq, lambda: buf)
 
     def all_gather(self, a, nb):
         out = self.empty((self.size * a.shape[0],) + a.shape[1:], a.dtype)
-        enq = lambda s: self.comm.allGather(a.data.ptr, out.data.ptr, a.nbytes, _UINT8, s)  # noqa: E731
+        enq = self._op("allGather", a.data.ptr, out.data.ptr, a.nbytes, _UINT8)
         return self._run("all_gather", nb, enq, lambda: out)
 
     def gather(self, a, root, nb):
@@ -198,14 +202,15 @@ class NcclEngine:
             if r == self.rank:
                 calls.append(self._copy(out.data.ptr + r * n, a.data.ptr + r * n, n))
             else:
-                calls += [self._send(a.data.ptr + r * n, n, r), self._recv(out.data.ptr + r * n, n, r)]
+                calls += [self._send(a.data.ptr + r * n, n, r),
+                          self._recv(out.data.ptr + r * n, n, r)]
         return self._run("all_to_all", nb, self._group(calls), lambda: out)
 
     def _send(self, ptr, nbytes, peer):
-        return lambda s: self.comm.send(ptr, nbytes, _UINT8, peer, s)
+        return self._op("send", ptr, nbytes, _UINT8, peer)
 
     def _recv(self, ptr, nbytes, peer):
-        return lambda s: self.comm.recv(ptr, nbytes, _UINT8, peer, s)
+        return self._op("recv", ptr, nbytes, _UINT8, peer)
 
     def send(self, a, dst, tag, nb):
         if dst == self.rank:            # NCCL has no unmatched send to self: keep a copy
