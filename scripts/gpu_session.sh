@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# One batched GPU session on an NVIDIA machine (how the H200 figures in conformance/ and bench/
+# were made): the device-parametrized suite on cuda and wgpu, array-api-tests on cuda, the
+# benchmarks with their same-run anchors, and the NCCL world-size-1 check. Logs go to $OUT.
+#   bash scripts/gpu_session.sh [path-to-array-api-tests]
+set -u
+OUT=${OUT:-/tmp/ruda-gpu}; mkdir -p "$OUT"
+SUITE=${1:-.suite/array-api-tests}
+export PYTHONUNBUFFERED=1 RUDA_WGPU=1 RUDA_TUNE_BUDGET=${RUDA_TUNE_BUDGET:-20}
+py=python3
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$OUT/gpu.txt" 2>&1
+$py -m ruda info > "$OUT/info.txt" 2>&1
+
+# 1. tests on cuda and wgpu, and the conformance suite on cuda, side by side (CPU-bound)
+( RUDA_TEST_DEVICES=cuda timeout 240 $py -m pytest tests -q -p no:cacheprovider -n 4 -rfs \
+    > "$OUT/tests_cuda.log" 2>&1 ) &
+( RUDA_TEST_DEVICES=wgpu timeout 240 $py -m pytest tests -q -p no:cacheprovider -n 3 -rfs \
+    > "$OUT/tests_wgpu.log" 2>&1 ) &
+if [ -d "$SUITE/array_api_tests" ]; then
+  ( timeout 240 $py conformance/run.py "$SUITE" --device cuda -n 6 > "$OUT/conformance_cuda.log" 2>&1 ) &
+fi
+wait
+
+# 2. benchmarks, one at a time so that the timings are not disturbed
+timeout 240 $py -m ruda.bench --devices cuda,wgpu --only matmul,elementwise,reductions,latency,transfer \
+    --budget 200 --json "$OUT/bench.json" > "$OUT/bench.log" 2>&1
+# 3. NCCL with a real communicator of world size 1
+timeout 60 $py -m ruda.distributed.run -n 1 bench/multi_gpu_nccl.py --max-mb 256 > "$OUT/nccl.log" 2>&1
+tail -n 3 "$OUT"/*.log
