@@ -55,6 +55,22 @@ def test_collectives_match_numpy(ranks, name):
                 raise AssertionError(f"{case} on rank {r} of {w}: {e}") from None
 
 
+def test_wgpu_arrays_are_staged_through_the_host(ranks):
+    """Where a wgpu device exists, the worker also ran every case on wgpu arrays."""
+    keys = [k for k in ranks[0]["results"] if k.startswith("wgpu:")]
+    if not keys:
+        pytest.skip("no wgpu device on this machine")
+    w = len(ranks)
+    for key in keys:
+        case, name = key[len("wgpu:"):].split("|")
+        fn, kw = next((f, k) for c, f, k in C.cases(name) if c == case)
+        for r, rep in enumerate(ranks):
+            try:
+                C.compare(rep["results"][key], C.expected(fn, kw, case, name, w, r), name)
+            except AssertionError as e:
+                raise AssertionError(f"{key} on rank {r}: {e}") from None
+
+
 @pytest.fixture(scope="module")
 def nccl_engine_ranks(tmp_path_factory):
     out = tmp_path_factory.mktemp("nccl_engine")

@@ -21,6 +21,9 @@ import cases as C  # noqa: E402
 def world():
     dist.init()
     assert (dist.rank(), dist.world_size()) == (0, 1)
+    yield
+    dist.finalize()         # stop the watchdog and finalize MPI before other test modules run
+    assert not dist.is_initialized()
 
 
 def test_uninitialized_call_names_init():

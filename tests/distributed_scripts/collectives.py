@@ -17,6 +17,9 @@ import ruda as xp  # noqa: E402
 import ruda.distributed as dist  # noqa: E402
 
 
+WGPU_DTYPES = ("float32", "int32", "uint8")
+
+
 def run_case(fn, kw, name, r, w, device=None):
     kw = dict(kw)
     x = xp.asarray(C.make(kw.pop("case"), name, r), device=device)
@@ -54,14 +57,14 @@ def to_host(y, device="cpu"):
     return np.asarray(y.to_device("cpu")).copy()
 
 
-def run_all(device="cpu", dtypes=C.DTYPES):
-    """{case|dtype: host copy of this rank's result (None where it gets none)}."""
+def run_all(device="cpu", dtypes=C.DTYPES, prefix=""):
+    """{prefix+case|dtype: host copy of this rank's result (None where it gets none)}."""
     r, w = dist.rank(), dist.world_size()
     results = {}
     for name in dtypes:
         for case, fn, kw in C.cases(name):
             y = run_case(fn, dict(kw, case=case), name, r, w, device)
-            results[f"{case}|{name}"] = to_host(y, device)
+            results[f"{prefix}{case}|{name}"] = to_host(y, device)
     return results
 
 
@@ -91,6 +94,8 @@ def main():
     dist.init(backend="mpi")
     r, w = dist.rank(), dist.world_size()
     results = run_all()
+    if any(d.kind == "wgpu" for d in xp.devices()):     # staged through the host
+        results.update(run_all("wgpu", WGPU_DTYPES, prefix="wgpu:"))
     errors = mismatch_cases(r)
     after = to_host(dist.all_reduce(xp.asarray([float(r)])))
     with open(os.path.join(out_dir, f"rank{r}.pkl"), "wb") as f:
