@@ -3,24 +3,27 @@
 Algorithm
 ---------
 Mixed-radix Stockham autosort, one dispatch per pass, no transposes.  With ``L`` the length
-transformed so far, radix ``r``, ``Mo = N / (L r)`` and element ``m + (N / L) k`` of the
-pass input holding sub-transform ``m`` at frequency ``k``, one pass computes, for every
-output position ``j = m' + Mo k'``::
+transformed so far, radix ``r`` and ``Mo = N / (L r)``, element ``m + (N / L) k`` of a pass's
+input holds sub-transform ``m`` at frequency ``k``; one pass computes, per butterfly
+``(m' < Mo, k < L)``::
 
-    out[j] = sum_{q < r} w_{L r}^(q k') * in[m' + Mo q + Mo r (k' mod L)]
+    out[m' + Mo (k + L p)] = sum_{q < r} w_r^(q p) * w_{L r}^(q k) * in[m' + Mo q + Mo r k]
 
-(an ``ir.Fold`` over ``q``, so the radix is a runtime parameter: one pipeline serves every
-radix).  The transformed axis is addressed through its stride in each operand (any axis, any
-view); the other axes are batch coordinates.  Lengths whose prime factors are all
-``<= MAX_PRIME`` use radices grouped up to ``MAX_RADIX``; other lengths use Bluestein's
-chirp-z algorithm on a smooth padded length ``m >= 2n - 1``: the chirp premultiply is fused
-into the first pass, the pointwise product with the (cached, device-computed) FFT of the
-chirp into the last forward pass, and the final chirp, the norm scale, cropping to the output
-length and (for irfft/hfft) the real part into the last inverse pass.
+for all ``p < r`` at once: r loads, r - 1 twiddles (table index ``q k N / (L r)``, no modulo)
+and an r-point DFT network unrolled at kernel-construction time (radix a compile-time
+constant).  The transformed axis is addressed through its stride in each operand (any axis,
+any view); the other axes are batch coordinates.  Lengths whose prime factors are all
+``<= MAX_PRIME`` (13) use radices grouped up to ``MAX_RADIX`` (16): 1024 = 16*16*4 is three
+dispatches.  Other lengths use Bluestein's chirp-z algorithm on a smooth padded length
+``m >= 2n - 1``: the chirp premultiply is fused into the first pass, the pointwise product
+with the (cached, device-computed) FFT of the chirp into the last forward pass, and the final
+chirp, the norm scale, cropping to the output length and (for irfft/hfft) the real part into
+the last inverse pass.  The inverse transform is ``conj(DFT(conj(x)))`` (runtime flags of the
+same pipelines).
 
 Cropping / zero padding (``n`` / ``s``), the real input of rfft/ihfft and the Hermitian
 extension of irfft/hfft are folded into the first pass's loads; the norm scale and the
-output length into the last pass's store.  Twiddle tables ``exp(+-2 pi i t / N)`` and chirps
+output length into the last pass's store.  Twiddle tables ``exp(-2 pi i t / N)`` and chirps
 are computed on the device once per (length, dtype, direction) by a map kernel, in f64
 arithmetic where the adapter has it (ruda's f64 sin/cos from f64 arithmetic, see
 ``ruda.runtime.wgsl_math``), and cached.  The chirp angle needs ``p**2 mod 2n`` exactly: i64
@@ -28,6 +31,7 @@ on adapters with shader-int64, i32 while ``n <= 46340``; only beyond that on an 
 without int64 is the chirp table computed on the host and uploaded once per length (a
 constant parameter table, not a data round trip).
 """
+import dataclasses
 import math
 
 import numpy as np
@@ -41,7 +45,6 @@ _KF = {}               # kernel key -> ir.Kernel
 MAX_RADIX = 16         # radices are products of prime factors up to this
 MAX_PRIME = 13         # lengths with a larger prime factor go through Bluestein
 _TABLES_MAX = 64       # cached twiddle / chirp tables per backend instance
-_NORMS = ("backward", "ortho", "forward")
 
 
 def _factor(n):
@@ -94,17 +97,39 @@ def _swap(norm):
     return {"backward": "forward", "forward": "backward"}.get(norm, norm)
 
 
-class _Kernel(ir.Kernel):
-    """An ir.Kernel whose hash is computed once: the pipeline and layout caches hash the kernel
-    on every launch, and a dataclass hash walks the expression DAG of a radix-16 network as a
-    tree (milliseconds per launch)."""
+_HCLS = {}
 
-    def __hash__(self):
-        h = self.__dict__.get("_hash")
-        if h is None:
-            h = ir.Kernel.__hash__(self)
-            object.__setattr__(self, "_hash", h)
-        return h
+
+def _hashed_class(cls):
+    """A subclass of IR dataclass ``cls`` whose hash is computed once per node."""
+    h = _HCLS.get(cls)
+    if h is None:
+        def __hash__(self):
+            v = self.__dict__.get("_hash")
+            if v is None:
+                v = cls.__hash__(self)
+                object.__setattr__(self, "_hash", v)
+            return v
+        h = _HCLS[cls] = type(cls.__name__, (cls,), {"__hash__": __hash__, "__module__": __name__})
+    return h
+
+
+def _hash_consed(node, memo=None):
+    """``node`` (a Kernel, body, Store, index or Expr) rebuilt from hash-caching node classes.
+
+    IR nodes are frozen dataclasses whose hash walks the whole subtree; an FFT network is a DAG
+    with heavy sharing, so the renderer's memo and the pipeline / layout caches (which hash the
+    kernel on every launch) would walk it as an exponentially large tree."""
+    memo = {} if memo is None else memo
+    if isinstance(node, tuple):
+        return tuple(_hash_consed(v, memo) for v in node)
+    if not dataclasses.is_dataclass(node) or isinstance(node, type):
+        return node
+    got = memo.get(id(node))
+    if got is None:
+        vals = [_hash_consed(getattr(node, f.name), memo) for f in dataclasses.fields(node)]
+        got = memo[id(node)] = _hashed_class(type(node))(*vals)
+    return got
 
 
 def _cmul_const(v, w, cdt):
@@ -225,7 +250,8 @@ def _pass_kernel(cdt, sdt, odt, nb, r, kind, premul, postmul):
             val = op("mul", val, ir.Load(a_post, ir.Flat(ir.select(inside, j, zero_i)), cdt))
         val = ir.cast(op("mul", val, ir.cast(scale, cdt)), odt)
         stores.append(ir.Store(a_out, ir.Strided(bc + (j,)), val, inside))
-    k = _KF[key] = _Kernel(f"fft_pass{r}", tuple(args), (I,) * 7 + ("bool", "bool", rdt), nd, ir.Map(tuple(stores)))
+    k = _KF[key] = _hash_consed(ir.Kernel(f"fft_pass{r}", tuple(args), (I,) * 7 + ("bool", "bool", rdt), nd,
+                                          ir.Map(tuple(stores))))
     return k
 
 
