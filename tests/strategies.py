@@ -117,7 +117,7 @@ def host64(a):
 def tolerance(dtype, loose=False):
     """(rtol, atol) for comparing results of ``dtype`` against a float64 oracle."""
     dtype = np.dtype(dtype)
-    k = 10.0 if loose else 1.0
+    k = 2.5 if loose else 1.0       # loose: transcendental functions (GPU libm: a few ulp more)
     if dtype in (np.float32, np.complex64):
         return 2e-5 * k, 2e-6 * k
     if dtype in (np.float64, np.complex128):

@@ -10,7 +10,7 @@ from hypothesis import given, strategies as st
 import ruda as xp
 from conftest import DEVICES, to_numpy
 from strategies import assert_result, default, dtypes, rand, seeds, shapes, supported
-from test_elementwise import BINARY, expected_dtype, oracle_value
+from test_elementwise import BINARY, _tols, expected_dtype, oracle_value
 
 # operator -> elementwise function it must agree with
 OPERATORS = {
@@ -41,7 +41,7 @@ def test_binary_operator(device, op, data, seed, shape):
     x, y = xp.asarray(a, device=device), xp.asarray(b, device=device)
     res = getattr(operator, op)(x, y)
     assert_result(res, oracle_value(fn, oracle, a, b), dtype=expected_dtype(device, fn, oracle, a, b),
-                  loose=loose)
+                  loose=loose, **_tols(fn, dt))
 
 
 @pytest.mark.parametrize("op", sorted(OPERATORS))
@@ -58,7 +58,7 @@ def test_reflected_operator_with_python_scalar(device, op, data, seed, shape):
     res = getattr(operator, op)(s, y)
     sa = np.asarray(s, dtype=dt)
     assert_result(res, oracle_value(fn, oracle, sa, b), dtype=expected_dtype(device, fn, oracle, sa, b),
-                  loose=loose)
+                  loose=loose, **_tols(fn, dt))
 
 
 @pytest.mark.parametrize("op", INPLACE)
@@ -79,7 +79,7 @@ def test_inplace_operator(device, op, data, seed, shape, scalar):
     x = iop(x, other)
     assert x is before
     exp = oracle_value(fn, oracle, a, b)
-    assert_result(x, exp.astype(dt) if exp.dtype.kind in "fc" else exp, dtype=dt, loose=loose)
+    assert_result(x, exp.astype(dt) if exp.dtype.kind in "fc" else exp, dtype=dt, loose=loose, **_tols(fn, dt))
 
 
 def test_inplace_errors(device):
