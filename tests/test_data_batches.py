@@ -79,6 +79,7 @@ def test_batches_snapshot_and_early_stop(tmp_path):
     ({"batch_size": 0}, "batch_size"), ({"batch_size": 2.0}, "batch_size"),
     ({"batch_size": 2, "shard": (2, 2)}, "shard"), ({"batch_size": 2, "shard": 1}, "shard"),
     ({"batch_size": 2, "prefetch": -1}, "prefetch"), ({"batch_size": 2, "device": "tpu"}, "tpu"),
+    ({"batch_size": 2, "shuffle": True, "shard": (0, 2)}, "needs a seed"),
 ])
 def test_bad_batches_arguments(tmp_path, kwargs, word):
     ds, _ = filled(tmp_path, 5)

@@ -20,7 +20,7 @@ def plan(n, batch_size, shuffle, seed, drop_last, shard):
     return [order[i:i + batch_size] for i in range(0, stop, batch_size)]
 
 
-def _check(batch_size, shard, prefetch, device):
+def _check(batch_size, shard, prefetch, device, shuffle, seed):
     def is_int(v):
         return isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
     if not is_int(batch_size) or batch_size < 1:
@@ -29,13 +29,16 @@ def _check(batch_size, shard, prefetch, device):
                                   all(map(is_int, shard)) and 0 <= shard[0] < shard[1]):
         raise ValueError(f"{_FN}: expected shard as (rank, world_size) with 0 <= rank < "
                          f"world_size; got {shard!r}")
+    if shard is not None and shuffle and seed is None:
+        raise ValueError(f"{_FN}: shuffle with shard=(rank, world_size) needs a seed shared by "
+                         f"every rank (otherwise ranks draw different orders); got seed=None")
     if not is_int(prefetch) or prefetch < 0:
         raise ValueError(f"{_FN}: expected prefetch as a non-negative int; got {prefetch!r}")
     return None if device is None else xp.device(device)
 
 
 def iterate(ds, batch_size, shuffle, seed, drop_last, device, shard, prefetch):
-    device = _check(batch_size, shard, prefetch, device)
+    device = _check(batch_size, shard, prefetch, device, shuffle, seed)
     batches = plan(len(ds), batch_size, shuffle, seed, drop_last, shard)
     reader = ds._reader
     if prefetch:
