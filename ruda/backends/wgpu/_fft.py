@@ -156,21 +156,21 @@ def _dft_exprs(vals, sign, cdt):
         for p in range(r):
             acc = vals[0]
             for q in range(1, r):
-                acc = ir.op("add", acc, _cmul_const(vals[q], cmath_exp(sign * 2 * math.pi * q * p / r), cdt))
+                acc = ir.op("add", acc, _cmul_const(vals[q], _cis_const(sign * 2 * math.pi * q * p / r), cdt))
             out.append(acc)
         return out
     g = r // f
     subs = [_dft_exprs(vals[j::f], sign, cdt) for j in range(f)]
     out = [None] * r
     for p in range(g):
-        col = [_cmul_const(subs[j][p], cmath_exp(sign * 2 * math.pi * j * p / r), cdt) for j in range(f)]
+        col = [_cmul_const(subs[j][p], _cis_const(sign * 2 * math.pi * j * p / r), cdt) for j in range(f)]
         res = _dft_exprs(col, sign, cdt)
         for u in range(f):
             out[p + g * u] = res[u]
     return out
 
 
-def cmath_exp(theta):
+def _cis_const(theta):
     return complex(math.cos(theta), math.sin(theta))
 
 
