@@ -146,3 +146,22 @@ def assert_result(res, expected, dtype=None, loose=False, rtol=None, atol=None, 
         np.testing.assert_allclose(host64(got), host64(expected), rtol=r, atol=a, equal_nan=equal_nan)
     else:
         np.testing.assert_array_equal(got, expected.astype(dtype) if expected.dtype != dtype else expected)
+
+
+layouts = st.sampled_from(["contiguous", "reversed", "strided", "transposed"])
+
+
+def view(x, a, layout):
+    """The same non-contiguous view of ruda array ``x`` and its NumPy twin ``a`` (views are a
+    common source of device-kernel bugs: strides, offsets, negative steps)."""
+    if layout == "contiguous" or a.ndim == 0:
+        return x, a
+    if layout == "reversed":
+        key = (Ellipsis, slice(None, None, -1))
+    elif layout == "strided":
+        key = (Ellipsis, slice(1, None, 2)) if a.shape[-1] > 1 else (Ellipsis, slice(None))
+    else:
+        if a.ndim < 2:
+            return x[::-1], a[::-1]
+        return xp.matrix_transpose(x), np.swapaxes(a, -1, -2)
+    return x[key], a[key]

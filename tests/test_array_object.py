@@ -9,7 +9,7 @@ from hypothesis import given, strategies as st
 
 import ruda as xp
 from conftest import DEVICES, to_numpy
-from strategies import assert_result, default, dtypes, rand, seeds, shapes, supported
+from strategies import assert_result, dtypes, rand, seeds, shapes, supported
 from test_elementwise import BINARY, _tols, expected_dtype, oracle_value
 
 # operator -> elementwise function it must agree with

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 import ruda as xp
-from strategies import (assert_result, broadcastable_pair, default, dtypes, host64, need, rand,
-                        rand_nonzero, seeds, shapes, supported)
+from strategies import (assert_result, broadcastable_pair, default, dtypes, host64, layouts, need, rand,
+                        rand_nonzero, seeds, shapes, supported, view)
 
 # The standard's dtype categories, spelled as inspection-API kinds.
 NUMERIC = ("integral", "real floating", "complex floating")
@@ -222,25 +222,35 @@ def test_tables_cover_the_standard():
 
 
 @pytest.mark.parametrize("name", sorted(UNARY))
-@given(data=st.data(), seed=seeds, shape=shapes(0, 3, 0, 5))
-def test_unary(device, name, data, seed, shape):
+@given(data=st.data(), seed=seeds, shape=shapes(0, 3, 0, 5), layout=layouts)
+def test_unary(device, name, data, seed, shape, layout):
     kinds, make, oracle, loose = UNARY[name]
     dt = data.draw(dtypes(device, kinds), label="dtype")
     a = make(np.random.default_rng(seed), shape, dt)
-    res = getattr(xp, name)(xp.asarray(a, device=device))
+    x, a = view(xp.asarray(a, device=device), a, layout)
+    res = getattr(xp, name)(x)
     assert res.device == device
     assert_result(res, oracle_value(name, oracle, a), dtype=expected_dtype(device, name, oracle, a),
                   loose=loose)
 
 
 @pytest.mark.parametrize("name", sorted(BINARY))
-@given(data=st.data(), seed=seeds, shapes=broadcastable_pair())
-def test_binary(device, name, data, seed, shapes):
+@given(data=st.data(), seed=seeds, shapes=broadcastable_pair(), layout=layouts)
+def test_binary(device, name, data, seed, shapes, layout):
     kinds, make1, make2, oracle, loose = BINARY[name]
     dt = data.draw(dtypes(device, kinds), label="dtype")
     rng = np.random.default_rng(seed)
     a, b = make1(rng, shapes[0], dt), make2(rng, shapes[1], dt)
-    res = getattr(xp, name)(xp.asarray(a, device=device), xp.asarray(b, device=device))
+    x, y = xp.asarray(a, device=device), xp.asarray(b, device=device)
+    va, vb = view(x, a, layout), view(y, b, layout)
+    for (x_, a_), (y_, b_) in ((va, vb), (va, (y, b)), ((x, a), vb), ((x, a), (y, b))):
+        try:
+            np.broadcast_shapes(a_.shape, b_.shape)
+        except ValueError:
+            continue
+        x, a, y, b = x_, a_, y_, b_
+        break
+    res = getattr(xp, name)(x, y)
     assert res.device == device
     assert_result(res, oracle_value(name, oracle, a, b), dtype=expected_dtype(device, name, oracle, a, b),
                   loose=loose, **_tols(name, dt))

@@ -5,7 +5,6 @@ import pytest
 from hypothesis import given, strategies as st
 
 import ruda as xp
-from conftest import to_numpy
 from strategies import assert_result, dtypes, rand, seeds, shapes, supported
 
 

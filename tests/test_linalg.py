@@ -8,7 +8,7 @@ from hypothesis import given, strategies as st
 import ruda as xp
 from conftest import to_numpy
 from test_reductions import accumulation_dtype
-from strategies import assert_result, broadcastable_pair, dtypes, host64, rand, seeds, shapes, supported
+from strategies import assert_result, broadcastable_pair, dtypes, host64, rand, seeds, shapes, supported, view
 
 FLOAT = ("real floating", "complex floating")
 NUMERIC = ("integral", "real floating", "complex floating")
@@ -54,15 +54,22 @@ def real_dtype(dt):
 # ---- main namespace -----------------------------------------------------------------------
 
 @given(data=st.data(), seed=seeds, bs=broadcastable_pair(max_dims=2, max_side=3), n=size, k=size, m=size,
-       form=st.sampled_from(["mm", "mv", "vm", "vv"]))
-def test_matmul(device, data, seed, bs, n, k, m, form):
+       form=st.sampled_from(["mm", "mv", "vm", "vv"]), layout=st.sampled_from(["contiguous", "reversed", "transposed"]))
+def test_matmul(device, data, seed, bs, n, k, m, form, layout):
     dt = data.draw(dtypes(device, NUMERIC), label="dtype")
     rng = np.random.default_rng(seed)
     b1, b2 = bs
     s1 = {"mm": b1 + (n, k), "mv": b1 + (n, k), "vm": (k,), "vv": (k,)}[form]
     s2 = {"mm": b2 + (k, m), "mv": (k,), "vm": b2 + (k, m), "vv": (k,)}[form]
-    a, b = _vals(rng, s1, dt), _vals(rng, s2, dt)
-    res = xp.matmul(xp.asarray(a, device=device), xp.asarray(b, device=device))
+    if layout == "transposed" and len(s1) >= 2:           # x1 given as the transpose of its transpose
+        t = _vals(rng, s1[:-2] + (s1[-1], s1[-2]), dt)
+        x, a = view(xp.asarray(t, device=device), t, "transposed")
+    else:
+        a = _vals(rng, s1, dt)
+        x, a = view(xp.asarray(a, device=device), a, "reversed") if layout == "reversed" else \
+            (xp.asarray(a, device=device), a)
+    b = _vals(rng, s2, dt)
+    res = xp.matmul(x, xp.asarray(b, device=device))
     check(res, np.matmul(host64(a), host64(b)), dt)
 
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import ruda as xp
-from strategies import assert_result, default, dtypes, rand, seeds, shapes, supported
+from strategies import assert_result, default, dtypes, layouts, rand, seeds, shapes, supported, view
 
 
 @st.composite
@@ -39,13 +39,14 @@ def _np_axis(axis):
     return axis if axis is None or isinstance(axis, int) else tuple(axis)
 
 
-@given(data=st.data(), seed=seeds, sa=shape_and_axis(), keepdims=st.booleans())
-def test_sum(device, data, seed, sa, keepdims):
+@given(data=st.data(), seed=seeds, sa=shape_and_axis(), keepdims=st.booleans(), layout=layouts)
+def test_sum(device, data, seed, sa, keepdims, layout):
     shape, axis = sa
     dt = data.draw(dtypes(device, ("bool", "integral", "real floating", "complex floating")), label="dtype")
     a = rand(np.random.default_rng(seed), shape, dt, 0 if np.dtype(dt).kind == "u" else -9, 9)
     want = accumulation_dtype(device, dt)
-    res = xp.sum(xp.asarray(a, device=device), axis=axis, keepdims=keepdims)
+    x, a = view(xp.asarray(a, device=device), a, layout)
+    res = xp.sum(x, axis=axis, keepdims=keepdims)
     exp = np.sum(a.astype(np.complex128 if want.kind == "c" else np.float64 if want.kind == "f" else want),
                  axis=_np_axis(axis), keepdims=keepdims)
     assert_result(res, exp, dtype=want, loose=True)
@@ -94,12 +95,13 @@ def test_sum_of_narrow_integers_widens(device, name):
 
 
 @pytest.mark.parametrize("name", ["max", "min"])
-@given(data=st.data(), seed=seeds, sa=shape_and_axis(), keepdims=st.booleans())
-def test_max_min(device, name, data, seed, sa, keepdims):
+@given(data=st.data(), seed=seeds, sa=shape_and_axis(), keepdims=st.booleans(), layout=layouts)
+def test_max_min(device, name, data, seed, sa, keepdims, layout):
     shape, axis = sa
     dt = data.draw(dtypes(device, ("integral", "real floating")), label="dtype")
     a = rand(np.random.default_rng(seed), shape, dt, -100, 100)
-    res = getattr(xp, name)(xp.asarray(a, device=device), axis=axis, keepdims=keepdims)
+    x, a = view(xp.asarray(a, device=device), a, layout)
+    res = getattr(xp, name)(x, axis=axis, keepdims=keepdims)
     assert_result(res, getattr(np, name)(a, axis=_np_axis(axis), keepdims=keepdims), dtype=dt, rtol=0, atol=0)
 
 
@@ -112,12 +114,13 @@ def test_max_min_nan_propagates(device):
         assert_result(xp.min(x, axis=0), np.min(a, axis=0), dtype=dt)
 
 
-@given(data=st.data(), seed=seeds, sa=shape_and_axis(), keepdims=st.booleans())
-def test_mean(device, data, seed, sa, keepdims):
+@given(data=st.data(), seed=seeds, sa=shape_and_axis(), keepdims=st.booleans(), layout=layouts)
+def test_mean(device, data, seed, sa, keepdims, layout):
     shape, axis = sa
     dt = data.draw(dtypes(device, ("real floating", "complex floating")), label="dtype")
     a = rand(np.random.default_rng(seed), shape, dt)
-    res = xp.mean(xp.asarray(a, device=device), axis=axis, keepdims=keepdims)
+    x, a = view(xp.asarray(a, device=device), a, layout)
+    res = xp.mean(x, axis=axis, keepdims=keepdims)
     exp = np.mean(a.astype(np.complex128 if np.dtype(dt).kind == "c" else np.float64), axis=_np_axis(axis),
                   keepdims=keepdims)
     assert_result(res, exp, dtype=dt, loose=True)

@@ -5,7 +5,8 @@ from hypothesis import given, strategies as st
 
 import ruda as xp
 from conftest import to_numpy
-from strategies import assert_result, broadcastable_pair, default, dtypes, rand, seeds, shapes, supported
+from strategies import (assert_result, broadcastable_pair, default, dtypes, layouts, rand, seeds, shapes,
+                        supported, view)
 
 REAL = ("integral", "real floating")
 
@@ -28,12 +29,12 @@ def stable_argsort(a, axis, descending):
     return np.argsort(a, axis=axis, kind="stable")
 
 
-@given(data=st.data(), seed=seeds, shape=shapes(1, 3, 0, 6), descending=st.booleans())
-def test_sort_argsort(device, data, seed, shape, descending):
+@given(data=st.data(), seed=seeds, shape=shapes(1, 3, 0, 6), descending=st.booleans(), layout=layouts)
+def test_sort_argsort(device, data, seed, shape, descending, layout):
     dt = data.draw(dtypes(device, REAL), label="dtype")
     a = tied(np.random.default_rng(seed), shape, dt)
     axis = data.draw(st.integers(-len(shape), len(shape) - 1), label="axis")
-    x = xp.asarray(a, device=device)
+    x, a = view(xp.asarray(a, device=device), a, layout)
     idx = stable_argsort(a, axis, descending)
     res = xp.argsort(x, axis=axis, descending=descending, stable=True)
     assert_result(res, idx, dtype=index_dtype(device))
