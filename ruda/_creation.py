@@ -59,6 +59,8 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
             else np.asarray(obj)
     except OverflowError as e:
         raise OverflowError(f"ruda.asarray: {e}") from None
+    except ValueError as e:  # ragged nested sequences; copy=False that needs a copy
+        raise ValueError(f"ruda.asarray: {str(e).splitlines()[0]}") from None
     if host.dtype == object or host.dtype.kind in "USVMm" and not _dtypes.is_dtype(host.dtype):
         if python_data and host.dtype == object and _has_big_int(obj):
             raise OverflowError("ruda.asarray: Python integer out of range of every integer dtype")

@@ -14,6 +14,10 @@ Without CuPy, a CUDA driver or a GPU this module still imports:
 
 bfloat16 is not supported on cuda yet (CuPy has no bfloat16): moving a
 bfloat16 array to cuda raises TypeError.
+
+float32/complex64 ``matmul`` and ``tensordot`` are strict (no TF32) unless TF32 is allowed:
+``RUDA_TF32=1``, :func:`allow_tf32` (process-wide) or ``backend.allow_tf32 = True`` (one
+device); see ``_tf32`` for the cuBLAS mechanism.
 """
 import os
 import threading
@@ -23,6 +27,8 @@ import numpy as np
 
 from ruda import _dtypes
 from ruda.backends import OPS, Backend
+from ruda.backends.cuda import _tf32
+from ruda.backends.cuda._tf32 import allow_tf32  # noqa: F401 - public switch
 
 try:
     import cupy
@@ -74,6 +80,17 @@ class CudaBackend(Backend):
     features = frozenset({"float64", "complex128", "int64"})
     fallbacks = {}
     _probed = None
+    _allow_tf32 = None       # per-device TF32 setting; None follows ruda.backends.cuda.allow_tf32
+
+    @property
+    def allow_tf32(self):
+        """Whether float32/complex64 matmul and tensordot may use TF32 tensor cores on this
+        device (bool; set it, or set None to follow the process-wide ``allow_tf32()``)."""
+        return _tf32.tf32_allowed() if self._allow_tf32 is None else self._allow_tf32
+
+    @allow_tf32.setter
+    def allow_tf32(self, value):
+        self._allow_tf32 = None if value is None else bool(value)
 
     @classmethod
     def discover(cls):
@@ -94,6 +111,7 @@ class CudaBackend(Backend):
                              f"({self.unavailable_reason() or 'no such device index'})")
         self._cp_device = cupy.cuda.Device(index)
         self._sms = self._cp_device.attributes["MultiProcessorCount"]
+        self._tf32_capable = int(self._cp_device.compute_capability) >= 80   # TF32: Ampere and newer
         self._scalars = {}
         self._stage_lock = threading.Lock()
         self._stage = None
@@ -249,6 +267,9 @@ if cupy is not None:
         _impl = _fast.accelerate(_name, _impl)
         setattr(CudaBackend, _name, staticmethod(_impl))
     del _name, _impl
+    for _name in ("matmul", "tensordot"):      # strict f32 unless TF32 is allowed (see _tf32)
+        setattr(CudaBackend, _name, _tf32.wrap(_name, getattr(CudaBackend, _name)))
+    del _name
 else:
     class _ndarray:  # nothing is native without CuPy
         pass

@@ -14,6 +14,7 @@ from ruda.backends import Backend
 from ruda.backends.wgpu import _device
 from ruda.backends.wgpu._array import HOST_STORAGE, IR, WArray, contiguous_strides
 from ruda.backends.wgpu._fft import FftOps
+from ruda.backends.wgpu._matmul import MatmulOps
 from ruda.backends.wgpu._ops import Ops
 
 _contexts = {}
@@ -23,7 +24,7 @@ def _enabled():
     return os.environ.get("RUDA_WGPU", "0") not in ("0", "", "no", "false")
 
 
-class WgpuBackend(FftOps, Ops, Backend):
+class WgpuBackend(FftOps, MatmulOps, Ops, Backend):
     kind = "wgpu"
     fallbacks = {}
     _unavailable = None
