@@ -111,6 +111,12 @@ def test_asarray_errors(device):
         xp.asarray([1], dtype="not-a-dtype", device=device)
     with pytest.raises(ValueError, match=r"unknown device 'nope'.*available devices: cpu"):
         xp.asarray([1], device="nope")
+    with pytest.raises(ValueError, match=r"ruda\.asarray: .*inhomogeneous"):
+        xp.asarray([[1.5, 2.5], [3.5]], device=device)
+    f32 = supported(device, "real floating")[0]
+    other = np.float64 if f32 == np.float32 else np.float32
+    with pytest.raises(ValueError, match=r"ruda\.asarray: .*copy"):
+        xp.asarray(rand(np.random.default_rng(1), (3,), other), dtype=f32, device=device, copy=False)
 
 
 @given(data=st.data(), shape=shapes(0, 3, 0, 5))
