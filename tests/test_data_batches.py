@@ -6,6 +6,7 @@ import pytest
 
 import ruda as xp
 import ruda.data as rd
+import ruda.data._batches as batches_module
 from ruda.data._cli import main as cli
 from conftest import to_numpy
 from test_data import SCHEMA, assert_batch, filled, make, needs
@@ -60,7 +61,8 @@ def test_batches_on_device(tmp_path, device):
         assert_batch(b, data, range(7 * j, min(7 * j + 7, 30)))
 
 
-def test_batches_snapshot_and_early_stop(tmp_path):
+def test_batches_snapshot_and_early_stop(tmp_path, monkeypatch):
+    monkeypatch.setattr(batches_module, "GROUP_BYTES", 1)      # hand over batch by batch
     ds, data = filled(tmp_path, 40)
     it = ds.batches(5)
     first = next(it)

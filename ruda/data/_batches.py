@@ -8,6 +8,7 @@ import ruda as xp
 
 _FN = "ruda.data.Dataset.batches"
 _DONE = object()
+GROUP_BYTES = 8 << 20      # the prefetch thread hands over batches in groups of about this size
 
 
 def plan(n, batch_size, shuffle, seed, drop_last, shard):
@@ -42,7 +43,8 @@ def iterate(ds, batch_size, shuffle, seed, drop_last, device, shard, prefetch):
     batches = plan(len(ds), batch_size, shuffle, seed, drop_last, shard)
     reader = ds._reader
     if prefetch:
-        return _convert(ds, _prefetched(reader.clone(), batches, prefetch), device)
+        worker = reader.worker()
+        return _convert(ds, _prefetched(worker, batches, prefetch, reader.release), device)
     return _convert(ds, (reader.take(b) for b in batches), device)
 
 
@@ -54,8 +56,13 @@ def _convert(ds, host_batches, device):
         host_batches.close()          # stops the prefetch thread now, not at garbage collection
 
 
-def _prefetched(reader, batches, depth):
-    """Host batches read by a background thread, up to ``depth`` ahead."""
+def _nbytes(host):
+    return sum(a.nbytes if isinstance(a, np.ndarray) else sum(x.nbytes for x in a) for a in host)
+
+
+def _prefetched(reader, batches, depth, release):
+    """Host batches read by a background thread, up to ``depth`` groups ahead (handing over
+    groups rather than single batches keeps thread switches rare)."""
     q = queue.Queue(depth)
     stop = threading.Event()
 
@@ -70,14 +77,21 @@ def _prefetched(reader, batches, depth):
 
     def work():
         try:
+            group, size = [], 0
             for b in batches:
-                if not put(reader.take(b)):
-                    return
+                group.append(reader.take(b))
+                size += _nbytes(group[-1])
+                if size >= GROUP_BYTES:
+                    if not put(group):
+                        return
+                    group, size = [], 0
+            if group:
+                put(group)
             put(_DONE)
         except BaseException as e:  # handed to the consumer
             put(e)
         finally:
-            reader.close()
+            release(reader)
 
     thread = threading.Thread(target=work, name="ruda.data prefetch", daemon=True)
     thread.start()
@@ -88,7 +102,7 @@ def _prefetched(reader, batches, depth):
                 return
             if isinstance(item, BaseException):
                 raise item
-            yield item
+            yield from item
     finally:
         stop.set()
         thread.join()

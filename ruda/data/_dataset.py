@@ -110,7 +110,8 @@ class Dataset:
         return Dataset(self._stores, name, self.mode, self.path)
 
     def close(self):
-        self._reader = None
+        """Close the file(s), shared with the Datasets that ``split`` gave."""
+        self._reader.close()
         for s in self._stores:
             s.close()
 

@@ -57,6 +57,7 @@ class Reader:
         self.offsets = [0] * (len(parts) + 1)
         self._cache = {}           # (part, chunk, n) -> decoded chunk, most recent last
         self._checked = set()      # (part, chunk, n) verified
+        self._spares = []          # idle worker readers, kept for their warm connections
 
     def sync(self):
         total = 0
@@ -68,14 +69,24 @@ class Reader:
     def __len__(self):
         return self.offsets[-1]
 
-    def clone(self):
-        """A reader on new connections with the same snapshot of the index (for a thread)."""
-        r = Reader([p.clone() for p in self.parts])
+    def worker(self):
+        """A reader for another thread, on its own connections, with this one's index."""
+        r = self._spares.pop() if self._spares else Reader([p.clone() for p in self.parts])
+        for mine, theirs in zip(self.parts, r.parts):
+            theirs.sizes, theirs.starts, theirs.version = mine.sizes, mine.starts, mine.version
         r.offsets = list(self.offsets)
         r._checked = self._checked
         return r
 
+    def release(self, worker):
+        """Take back a worker reader once its thread is done with it."""
+        for p in worker.parts:
+            p.store.drop_blobs()          # ends its read transaction
+        self._spares.append(worker)
+
     def close(self):
+        for r in self._spares:
+            r.close()
         for p in self.parts:
             p.store.close()
 
