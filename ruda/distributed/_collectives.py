@@ -6,6 +6,8 @@ returns a :class:`Work` whose ``wait()`` gives that result.  Functions with an
 """
 import numpy as np
 
+from ruda import _dtypes
+from ruda._devices import CPU
 from ruda.distributed import _check, _route, _state
 from ruda.distributed._pending import Work
 
@@ -75,7 +77,9 @@ def _run(fn, x, method, *args, ax=-1, async_op=False, dev=None):
 
 def all_reduce(x, op="sum", *, async_op=False):
     """Reduce ``x`` over all ranks with ``op`` (sum, prod, min, max, mean); every rank gets it."""
-    _setup("all_reduce", x, op=op)
+    ctx = _setup("all_reduce", x, op=op)[0]
+    if not async_op and x.device is CPU and x.dtype != _dtypes.bfloat16:
+        return _route.wrap(ctx.mpi.all_reduce_host(_route.native(x), op), CPU)
     return _run("all_reduce", x, "all_reduce", op, async_op=async_op)
 
 

@@ -66,4 +66,5 @@ class Watchdog:
                f"{self.timeout:g} s (RUDA_DIST_TIMEOUT); another rank died, hung or did not "
                f"call it; aborting the job")
         print(msg, file=sys.stderr, flush=True)
+        time.sleep(0.5)         # let mpiexec forward the message before the job is torn down
         self._abort(msg)
