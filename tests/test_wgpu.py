@@ -192,3 +192,19 @@ def test_fallback_table_lists_only_linalg():
     for op, reason in WgpuBackend.fallbacks.items():
         assert op.startswith("linalg_") or op.startswith("fft_"), op
         assert reason
+
+
+def test_vec4_map_variant_matches(dev, monkeypatch):
+    """Unit-stride 4-byte maps take the vec4 kernel; misaligned views and broadcast scalars too."""
+    from ruda.backends.wgpu import _ops
+    monkeypatch.setattr(_ops, "VEC4_MIN", 8)
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal(1000).astype(np.float32)
+    b = rng.standard_normal(1000).astype(np.float32)
+    x, y = xp.asarray(a, device=dev), xp.asarray(b, device=dev)
+    np.testing.assert_array_equal(np.asarray((x + y).to_device("cpu")), a + b)
+    np.testing.assert_array_equal(np.asarray((x * 2.5).to_device("cpu")), a * np.float32(2.5))
+    np.testing.assert_array_equal(np.asarray((x[4:] - y[:996]).to_device("cpu")), a[4:] - b[:996])
+    np.testing.assert_array_equal(np.asarray((x[1:997] - y[:996]).to_device("cpu")), a[1:997] - b[:996])
+    np.testing.assert_array_equal(np.asarray(xp.where(x > y, x, y).to_device("cpu")), np.where(a > b, a, b))
+    assert any(getattr(k, "name", "").endswith("_v4") for k in _ops._K.values())

@@ -84,7 +84,7 @@ def _param_words(dtype, value):
     raise ValueError(f"packing: unknown param dtype {dtype!r}")
 
 
-def pack(kernel, shape, views, params=(), extras=None, out=None):
+def pack(kernel, shape, views, params=(), extras=None, out=None, lay=None):
     """The metadata words of one launch as a uint32 array.
 
     ``shape``: iteration shape (``len == kernel.ndim``); for a Reduce, the outer
@@ -92,7 +92,8 @@ def pack(kernel, shape, views, params=(), extras=None, out=None):
     with ``len(strides) == arg.ndim``.  ``params``: Python values of
     ``kernel.params``.  ``extras``: overrides of the extra words (e.g. ``nsplit``).
     """
-    lay = layout(kernel)
+    if lay is None:
+        lay = layout(kernel)
     words = [0] * lay.words
     body = kernel.body
     if isinstance(body, ir.Reduce):

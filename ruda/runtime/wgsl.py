@@ -97,6 +97,8 @@ class Program:
         n = int(words[0])
         if self.kind == "map" or self.kind == "serial":
             g = -(-n // WG)
+            if self.kernel.hint("vec4"):
+                g = -(-(n // 4) // WG)
         elif self.kind == "reduce":
             g = n * int(words[self.layout.extra_at["nsplit"]])
         else:  # scan: one workgroup per row
@@ -142,6 +144,8 @@ class _Render:
         self.counter = 0
         self.uses_f16 = False
         self.outer_coords = None   # names of coords for Reduce output index
+        self.lane = None           # vec4 Map: the lane being rendered
+        self.vec_mask = kernel.hint("vec4")
 
     # ---------------------------------------------------------------- helpers
     def need(self, name):
@@ -227,7 +231,7 @@ class _Render:
         if isinstance(node, ir.Var):
             return node.name
         if isinstance(node, ir.Coord):
-            return f"c{node.dim}"
+            return self.cname(node.dim)
         if isinstance(node, ir.Size):
             return f"i32({self.w(self.lay.shape_at + node.dim)})"
         if isinstance(node, ir.Fold):
@@ -285,17 +289,27 @@ class _Render:
         else:
             coords = idx.coords
             if coords is None:
-                coords = [f"c{d}" for d in range(self.k.args[arg].ndim)]
+                coords = [self.cname(d) for d in range(self.k.args[arg].ndim)]
             else:
                 coords = [self.expr(c, sc) for c in coords]
             for d, c in enumerate(coords):
                 parts.append(f"{c} * {self.wi(at + 1 + d)}")
         return f"u32({' + '.join(parts)})"
 
+    def cname(self, d):
+        return f"c{d}" if self.lane is None else f"c{d}_{self.lane}"
+
     def load(self, node, sc):
         a = self.k.args[node.arg]
         if a.dtype != node.dtype:
             raise RenderError(f"wgsl: load of {a.name} as {node.dtype}; the arg is {a.dtype}")
+        if self.lane is not None:
+            if self.vec_mask[node.arg] and isinstance(node.index, ir.Strided) and node.index.coords is None:
+                s = f"v{node.arg}.{'xyzw'[self.lane]}"
+            else:
+                e = self.index(node.arg, node.index, sc)
+                s = f"a{node.arg}[{e} >> 2u][{e} & 3u]"
+            return f"({s} != 0u)" if node.dtype == "bool" else s
         s = f"a{node.arg}[{self.index(node.arg, node.index, sc)}]"
         if node.dtype == "bool":
             return f"({s} != 0u)"
@@ -693,10 +707,14 @@ class _Render:
     # ---------------------------------------------------------------- program
     def coords_from(self, lin, lo, hi, prefix="c"):
         """WGSL lines decomposing u32 ``lin`` into coords lo..hi-1 (row-major)."""
+        if hi <= lo:
+            return []
         lines = [f"var rem_{lo} = {lin};"]
-        for d in reversed(range(lo, hi)):
+        for d in reversed(range(lo + 1, hi)):
             s = self.w(self.lay.shape_at + d)
             lines.append(f"let {prefix}{d} = i32(rem_{lo} % {s}); rem_{lo} = rem_{lo} / {s};")
+        # the linear index is in range, so the outermost coordinate needs no modulo
+        lines.append(f"let {prefix}{lo} = i32(rem_{lo});")
         return lines
 
     def program(self):
@@ -725,7 +743,8 @@ class _Render:
         out.append(f"@group(0) @binding(0) var<uniform> rmeta: array<vec4<u32>, {nvec}>;")
         for i, a in enumerate(k.args):
             acc = "read_write" if a.writable else "read"
-            out.append(f"@group(0) @binding({i + 1}) var<storage, {acc}> a{i}: array<{STORAGE[a.dtype]}>;")
+            T = STORAGE[a.dtype] if not self.vec_mask else f"vec4<{STORAGE[a.dtype]}>"
+            out.append(f"@group(0) @binding({i + 1}) var<storage, {acc}> a{i}: array<{T}>;")
         out.extend(src for src in self.helpers.values())
         out.append(main)
         return Program(k, "\n".join(out) + "\n", kind)
@@ -736,7 +755,34 @@ class _Render:
                 f"@builtin(num_workgroups) nwg: vec3<u32>) {{")
         return "\n".join([extra, head] + ["  " + ln for ln in lines] + ["}"])
 
+    def map_vec4_main(self, body):
+        """1-D Map over vec4 storage: unit-stride aligned args move as vec4, others per element."""
+        k = self.k
+        lines = [f"let nv = {self.w(0)} / 4u;",
+                 f"for (var vi: u32 = gid.x; vi < nv; vi = vi + nwg.x * {WG}u) {{"]
+        for i, a in enumerate(k.args):
+            if self.vec_mask[i] and not a.writable:
+                lines.append(f"  let v{i} = a{i}[u32({self.wi(self.lay.arg_at[i])} >> 2u) + vi];")
+        outs = {}
+        for lane in range(4):
+            self.lane = lane
+            sc = _Scope()
+            lines.append(f"  let c0_{lane} = i32(vi) * 4 + {lane};")
+            for st in body.stores:
+                v = self.expr(st.value, sc)
+                outs.setdefault(st.arg, []).append((sc, self.store_value(v, k.args[st.arg].dtype)))
+            lines += ["  " + ln for ln in sc.lines]
+        self.lane = None
+        for arg, vals in outs.items():
+            T = STORAGE[k.args[arg].dtype]
+            lines.append(f"  a{arg}[u32({self.wi(self.lay.arg_at[arg])} >> 2u) + vi] = "
+                         f"vec4<{T}>({', '.join(v for _, v in vals)});")
+        lines.append("}")
+        return self._fn(lines)
+
     def map_main(self, body):
+        if self.vec_mask:
+            return self.map_vec4_main(body)
         sc = _Scope()
         for st in body.stores:
             self.emit_store(st, sc)

@@ -21,7 +21,7 @@ _contexts = {}
 
 
 def _enabled():
-    return os.environ.get("RUDA_WGPU", "0") not in ("0", "", "no", "false")
+    return os.environ.get("RUDA_WGPU", "1") not in ("0", "", "no", "false")
 
 
 class WgpuBackend(FftOps, MatmulOps, Ops, Backend):
@@ -44,7 +44,7 @@ class WgpuBackend(FftOps, MatmulOps, Ops, Backend):
     @classmethod
     def unavailable_reason(cls):
         if not _enabled():
-            return "off by default until the suite passes on it: set RUDA_WGPU=1"
+            return "disabled by RUDA_WGPU=0"
         try:
             import wgpu  # noqa: F401
         except ImportError as e:
@@ -148,7 +148,13 @@ class WgpuBackend(FftOps, MatmulOps, Ops, Backend):
         return self.astype(a, dtype, True)
 
     def scalar(self, value, dtype):
-        return self.full((), value, dtype)
+        # a queued 4-16 byte upload into a fresh pooled buffer: no dispatch
+        dtype = np.dtype(dtype)
+        self._check_dtype("scalar", dtype)
+        store = HOST_STORAGE.get(IR[dtype], dtype)
+        if dtype.kind in "iu" and store != dtype:
+            value = np.array(value, dtype=dtype)
+        return WArray(self.ctx.upload(np.array(value, dtype=store)), (), (), 0, dtype)
 
     def from_dlpack(self, obj, copy=None):
         raise BufferError("ruda wgpu.from_dlpack: WebGPU buffers cannot be imported through DLPack; "

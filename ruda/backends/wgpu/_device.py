@@ -22,6 +22,7 @@ os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")   # silences Mesa's warning on 
 FLUSH_EVERY = 256
 ARENA_BYTES = 1 << 20
 READ_CHUNK = 64 << 20
+BIND_GROUP_CACHE = 4096
 # Optional features ruda uses (wgpu-native spellings), requested when the adapter has them.
 WANTED_FEATURES = ("shader-f16", "shader-f64", "shader-int64", "subgroup", "timestamp-query")
 _BACKEND_RANK = {"Vulkan": 0, "Metal": 0, "D3D12": 0, "OpenGL": 1, "OpenGLES": 1}
@@ -114,6 +115,7 @@ class Context:
         self.arena_used = 0
         self.pool = {}
         self.live = {}
+        self.bind_groups = {}
         self._pending_free = []
         self.staging = {}
         self.enc = None
@@ -126,7 +128,8 @@ class Context:
         wgpu = self.wgpu
         dev = self.device
         B = wgpu.ShaderStage.COMPUTE
-        entries = [{"binding": 0, "visibility": B, "buffer": {"type": wgpu.BufferBindingType.uniform}}]
+        entries = [{"binding": 0, "visibility": B, "buffer": {"type": wgpu.BufferBindingType.uniform,
+                                                              "has_dynamic_offset": True}}]
         for i, a in enumerate(prog.kernel.args):
             t = wgpu.BufferBindingType.storage if a.writable else wgpu.BufferBindingType.read_only_storage
             entries.append({"binding": i + 1, "visibility": B, "buffer": {"type": t}})
@@ -159,6 +162,7 @@ class Context:
                     for b in bufs:
                         self.live.pop(id(b), None)
                 self.pool.clear()
+                self.bind_groups.clear()
                 buf = self.device.create_buffer(size=size, usage=self.usage)
             # every buffer stays reachable from the context, so the cyclic GC never finalizes
             # (releases) a GPUBuffer that a dying Storage is about to return to the pool
@@ -202,20 +206,28 @@ class Context:
         if self.arena_used + need > self.arena.size:
             self.flush()
         at = self.arena_used
-        packing.pack(kernel, shape, views, params, extras, out=self.arena[at:at + lay.words])
+        packing.pack(kernel, shape, views, params, extras, out=self.arena[at:at + lay.words], lay=lay)
         words = self.arena[at:at + lay.words]
         groups = prog.grid(words)
         if groups == 0:
             return
         self.arena_used = at + -(-need // aw) * aw
-        entries = [{"binding": 0, "resource": {"buffer": self.arena_buf, "offset": at * 4, "size": need * 4}}]
-        for i, st in enumerate(storages):
-            entries.append({"binding": i + 1, "resource": {"buffer": st.buffer, "offset": 0,
-                                                           "size": max(16, -(-st.nbytes // 4) * 4)}})
-        bg = self.device.create_bind_group(layout=bgl, entries=entries)
+        # bind groups are cached per (layout, buffers): the metadata slot is a dynamic offset and
+        # storage bindings cover whole pooled buffers, so a loop over recycled buffers hits
+        key = (id(bgl), need) + tuple(id(st.buffer) for st in storages)
+        bg = self.bind_groups.get(key)
+        if bg is None:
+            entries = [{"binding": 0, "resource": {"buffer": self.arena_buf, "offset": 0, "size": need * 4}}]
+            for i, st in enumerate(storages):
+                entries.append({"binding": i + 1, "resource": {"buffer": st.buffer, "offset": 0,
+                                                               "size": st.buffer.size}})
+            bg = self.device.create_bind_group(layout=bgl, entries=entries)
+            if len(self.bind_groups) >= BIND_GROUP_CACHE:
+                self.bind_groups.clear()
+            self.bind_groups[key] = bg
         cp = self._pass()
         cp.set_pipeline(pipe)
-        cp.set_bind_group(0, bg)
+        cp.set_bind_group(0, bg, [at * 4])
         cp.dispatch_workgroups(groups, 1, 1)
         self.ndispatch += 1
         self.stats["dispatches"] += 1

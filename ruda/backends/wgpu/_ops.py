@@ -15,6 +15,7 @@ from ruda.backends.wgpu._array import (IR, HOST_STORAGE, WArray, basic_index, br
 from ruda.runtime import ir
 
 _K = {}   # op key -> ir.Kernel
+VEC4_MIN = 1 << 16   # elements: from here on, unit-stride 4-byte maps use the vec4 variant
 I = ir.INDEX
 
 UNARY = {
@@ -105,6 +106,25 @@ class Ops:
 
     def _run_map(self, kkey, fn, inputs, out, cshape, csts, params=(), param_dtypes=()):
         nd = len(cshape)
+        if nd == 1 and cshape[0] >= VEC4_MIN and cshape[0] % 4 == 0 and out.offset % 4 == 0 and \
+                csts[-1][0] == 1 and all(self.ctx.renderer.itemsize[a.ir] == 4 for a in list(inputs) + [out]) and \
+                all(s[0] in (0, 1) for s in csts):
+            # unit-stride 4-byte operands: the vec4 variant (16-byte loads/stores per lane group)
+            mask = tuple(s[0] == 1 and a.offset % 4 == 0 for a, s in zip(list(inputs) + [out], csts))
+            if all(m or s[0] == 0 for m, s in zip(mask, csts)):
+                k = _K.get((kkey, "vec4", mask))
+                if k is None:
+                    base = self._map_kernel(kkey, fn, inputs, out, 1, param_dtypes)
+                    k = _K[(kkey, "vec4", mask)] = ir.Kernel(base.name + "_v4", base.args, base.params, 1, base.body,
+                                                             (("vec4", mask),))
+                self._launch(k, list(inputs) + [out], csts, cshape, params)
+                return
+        k = _K.get((kkey, nd))
+        if k is None:
+            k = _K[(kkey, nd)] = self._map_kernel(kkey, fn, inputs, out, nd, param_dtypes)
+        self._launch(k, list(inputs) + [out], csts, cshape, params)
+
+    def _map_kernel(self, kkey, fn, inputs, out, nd, param_dtypes):
         k = _K.get((kkey, nd))
         if k is None:
             dts = [a.ir for a in inputs]
@@ -115,7 +135,7 @@ class Ops:
             store = ir.Store(len(dts), ir.Strided(), ir.cast(val, out.ir))
             k = _K[(kkey, nd)] = ir.Kernel(f"map_{kkey[0][-1] if isinstance(kkey[0], tuple) else kkey[0]}",
                                            args, tuple(param_dtypes), nd, ir.Map((store,)))
-        self._launch(k, list(inputs) + [out], csts, cshape, params)
+        return k
 
     def _write(self, dst, fn, inputs, key, params=(), param_dtypes=()):
         """Evaluate ``fn`` elementwise and store it into the (strided) view ``dst``."""
@@ -492,7 +512,7 @@ class Ops:
         nout = math.prod(osh)
         serial = nout >= 256 or R <= 64
         split = not serial and not index_out and R >= 16384 and nout < 64
-        nsplit = min(max(1, R // 4096), 1024) if split else 1
+        nsplit = min(max(1, R // 8192), 2048) if split else 1
         dts = tuple(a.ir for a in ins)
         kkey = ("reduce", key or op, dts, acc, out.ir, k_out, k_red, serial, split, index_out)
         k = _K.get(kkey)
@@ -595,6 +615,8 @@ class Ops:
         return self._argreduce(x, axis, keepdims, "argmin")
 
     def diff(self, x, axis=-1, n=1, prepend=None, append=None):
+        if n == 0:
+            return self.copy(x)                     # NumPy: n=0 returns x (prepend/append ignored)
         parts = [a for a in (prepend, x, append) if a is not None]
         if len(parts) > 1:
             x = self.concat(parts, axis=axis)
@@ -823,9 +845,39 @@ class Ops:
         return self.copy(result) if result is x else result
 
     # ================================================================== indexing (basic; advanced in _index.py)
+    def _bool_scalars(self, key):
+        """Replace Python bools / 0-d bool arrays by None; positions of the False ones (empty axis)."""
+        if not any(isinstance(k, bool) or (isinstance(k, WArray) and k.ndim == 0 and k.dtype.kind == "b")
+                   for k in key):
+            return key, ()
+        out, empty, newdim = [], [], 0
+        for k in key:
+            if isinstance(k, WArray) and k.ndim == 0 and k.dtype.kind == "b":
+                k = bool(self.to_host(k))      # size readback: the result shape depends on it
+            if isinstance(k, bool):
+                if not k:
+                    empty.append(newdim)
+                out.append(None)
+                newdim += 1
+            else:
+                out.append(k)
+                if k is not Ellipsis and not isinstance(k, int):
+                    newdim += 1
+        return tuple(out), tuple(empty)
+
     def getitem(self, x, key):
         if not isinstance(key, tuple):
             key = (key,)
+        key, empty = self._bool_scalars(key)
+        if empty:
+            if any(isinstance(k, WArray) for k in key) or Ellipsis in key:
+                raise NotImplementedError("ruda: 'getitem' with a False scalar index mixed with arrays or "
+                                          "an ellipsis is not implemented on device 'wgpu'")
+            r = self.getitem(x, key)
+            shape = list(r.shape)
+            for d in empty:
+                shape[d] = 0
+            return r.view(shape, r.strides, r.offset)
         if all(k is None or k is Ellipsis or isinstance(k, (int, slice)) for k in key):
             return basic_index(x, key)
         return self._advanced_getitem(x, key)
@@ -833,6 +885,9 @@ class Ops:
     def setitem(self, x, key, value):
         if not isinstance(key, tuple):
             key = (key,)
+        key, empty = self._bool_scalars(key)
+        if empty:
+            return                                  # x[False] = v selects nothing
         if all(k is None or k is Ellipsis or isinstance(k, (int, slice)) for k in key):
             dst = basic_index(x, key)
             if value.dtype != x.dtype:

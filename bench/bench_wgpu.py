@@ -1,0 +1,167 @@
+"""wgpu device benchmark: one command, a table of ratios/throughputs, JSON to a path.
+
+    python bench/bench_wgpu.py [out.json] [--size-mib 1024] [--device wgpu:0] [--repeat 10]
+
+Cases (issue 3 targets on an NVIDIA H200 through Vulkan):
+  add      f32 elementwise add of SIZE bytes per operand; GB/s counts 2 reads + 1 write
+  sum      f32 sum of SIZE bytes; GB/s counts the bytes read
+  small    a loop of 1,000 small ops (1e3 elements each): microseconds per op
+  readback device-to-host copy of SIZE bytes into a NumPy array: GB/s
+Anchors in the same run, when importable: PyTorch (CUDA) and CuPy for add/sum/small/readback.
+Sizes above the adapter's max-storage-buffer-binding-size are clamped to it (printed).
+Never a test: it prints measurements, it asserts nothing.
+"""
+import argparse
+import json
+import platform
+import sys
+import time
+
+import numpy as np
+
+import ruda as xp
+
+
+def _best(fn, repeat, sync):
+    fn()
+    sync()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        sync()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def bench_ruda(dev, nbytes, repeat):
+    b = dev.backend
+    n = nbytes // 4
+    rng = np.random.default_rng(0)
+    host = rng.standard_normal(n, dtype=np.float32)
+    x = xp.asarray(host, device=dev)
+    y = xp.asarray(host[::-1].copy(), device=dev)
+    sync = b.synchronize
+    out = {}
+    t = _best(lambda: x + y, repeat, sync)
+    out["add_GBps"] = 3 * nbytes / t / 1e9
+    t = _best(lambda: xp.sum(x), repeat, sync)
+    out["sum_GBps"] = nbytes / t / 1e9
+    s = xp.asarray(rng.standard_normal(1000, dtype=np.float32), device=dev)
+
+    def small():
+        z = s
+        for _ in range(1000):
+            z = z * 1.0001
+        return z
+    t = _best(small, max(2, repeat // 3), sync)
+    out["small_op_us"] = t / 1000 * 1e6
+    dst = np.empty(n, np.float32)
+
+    def readback():
+        b.ctx.read(x._data.st, 0, nbytes, dst.view(np.uint8))
+    t = _best(readback, max(2, repeat // 3), sync)
+    out["readback_GBps"] = nbytes / t / 1e9
+    assert np.array_equal(dst[:1000], host[:1000])
+    return out
+
+
+def bench_torch(nbytes, repeat):
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            return None
+    except ImportError:
+        return None
+    n = nbytes // 4
+    x = torch.randn(n, device="cuda")
+    y = torch.randn(n, device="cuda")
+    sync = torch.cuda.synchronize
+    out = {"add_GBps": 3 * nbytes / _best(lambda: x + y, repeat, sync) / 1e9,
+           "sum_GBps": nbytes / _best(lambda: x.sum(), repeat, sync) / 1e9}
+    s = torch.randn(1000, device="cuda")
+
+    def small():
+        z = s
+        for _ in range(1000):
+            z = z * 1.0001
+    out["small_op_us"] = _best(small, max(2, repeat // 3), sync) / 1000 * 1e6
+    dst = torch.empty(n, pin_memory=True)
+    out["readback_GBps"] = nbytes / _best(lambda: dst.copy_(x), max(2, repeat // 3), sync) / 1e9
+    return out
+
+
+def bench_cupy(nbytes, repeat):
+    try:
+        import cupy as cp
+        cp.cuda.runtime.getDeviceCount()
+    except Exception:  # noqa: BLE001 - not installed or no GPU
+        return None
+    n = nbytes // 4
+    x = cp.random.standard_normal(n, dtype=cp.float32)
+    y = cp.random.standard_normal(n, dtype=cp.float32)
+    sync = cp.cuda.Device().synchronize
+    out = {"add_GBps": 3 * nbytes / _best(lambda: x + y, repeat, sync) / 1e9,
+           "sum_GBps": nbytes / _best(lambda: x.sum(), repeat, sync) / 1e9}
+    s = cp.random.standard_normal(1000, dtype=cp.float32)
+
+    def small():
+        z = s
+        for _ in range(1000):
+            z = z * 1.0001
+    out["small_op_us"] = _best(small, max(2, repeat // 3), sync) / 1000 * 1e6
+    dst = np.empty(n, np.float32)
+    out["readback_GBps"] = nbytes / _best(lambda: x.get(out=dst), max(2, repeat // 3), sync) / 1e9
+    return out
+
+
+TARGETS = {"add_GBps": (">=", 3300), "sum_GBps": (">=", 3500), "small_op_us": ("<=", 15),
+           "readback_GBps": (">=", 5)}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out", nargs="?", help="JSON output path")
+    ap.add_argument("--size-mib", type=int, default=1024)
+    ap.add_argument("--device", default="wgpu")
+    ap.add_argument("--repeat", type=int, default=10)
+    args = ap.parse_args(argv)
+    dev = xp.device(args.device)
+    ctx = dev.backend.ctx
+    nbytes = args.size_mib << 20
+    if nbytes > ctx.max_binding:
+        print(f"note: {args.size_mib} MiB exceeds max-storage-buffer-binding-size "
+              f"({ctx.max_binding >> 20} MiB); using {ctx.max_binding >> 20} MiB", file=sys.stderr)
+        nbytes = ctx.max_binding
+    results = {"ruda-wgpu": bench_ruda(dev, nbytes, args.repeat)}
+    for name, fn in (("torch", bench_torch), ("cupy", bench_cupy)):
+        r = fn(nbytes, args.repeat)
+        if r is not None:
+            results[name] = r
+    meta = {"device": dev.backend.describe(), "bytes": nbytes, "python": platform.python_version(),
+            "numpy": np.__version__, "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
+    try:
+        import wgpu
+        meta["wgpu"] = wgpu.__version__
+    except ImportError:
+        pass
+    cols = list(results)
+    print(f"# {meta['device']}  ({nbytes >> 20} MiB, {meta['date']})")
+    print(f"{'case':16s}" + "".join(f"{c:>14s}" for c in cols) + f"{'target':>12s}" + "  ratio to anchors")
+    for key, (cmp, tgt) in TARGETS.items():
+        row = f"{key:16s}" + "".join(f"{results[c][key]:14.2f}" for c in cols) + f"{cmp + str(tgt):>12s}"
+        mine = results["ruda-wgpu"][key]
+        ratios = []
+        for c in cols[1:]:
+            other = results[c][key]
+            ratios.append(f"{c}: {(other / mine if key == 'small_op_us' else mine / other):.2f}x")
+        ok = mine >= tgt if cmp == ">=" else mine <= tgt
+        print(row + "  " + ", ".join(ratios) + ("" if ok else "   (below target)"))
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"meta": meta, "results": results, "targets": TARGETS}, f, indent=2)
+        print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
