@@ -60,6 +60,19 @@ def _nbytes(host):
     return sum(a.nbytes if isinstance(a, np.ndarray) else sum(x.nbytes for x in a) for a in host)
 
 
+def _fill(reader, batches, put):
+    """Read the batches and put them in groups; False if the consumer stopped listening."""
+    group, size = [], 0
+    for b in batches:
+        group.append(reader.take(b))
+        size += _nbytes(group[-1])
+        if size >= GROUP_BYTES:
+            if not put(group):
+                return False
+            group, size = [], 0
+    return not group or put(group)
+
+
 def _prefetched(reader, batches, depth, release):
     """Host batches read by a background thread, up to ``depth`` groups ahead (handing over
     groups rather than single batches keeps thread switches rare)."""
@@ -77,21 +90,13 @@ def _prefetched(reader, batches, depth, release):
 
     def work():
         try:
-            group, size = [], 0
-            for b in batches:
-                group.append(reader.take(b))
-                size += _nbytes(group[-1])
-                if size >= GROUP_BYTES:
-                    if not put(group):
-                        return
-                    group, size = [], 0
-            if group:
-                put(group)
-            put(_DONE)
+            outcome = _DONE if _fill(reader, batches, put) else None
         except BaseException as e:  # handed to the consumer
-            put(e)
+            outcome = e
         finally:
-            release(reader)
+            release(reader)         # before the consumer hears of the end and asks again
+        if outcome is not None:
+            put(outcome)
 
     thread = threading.Thread(target=work, name="ruda.data prefetch", daemon=True)
     thread.start()

@@ -44,6 +44,8 @@ def guard(path):
     """Turn SQLite errors into DatasetError naming the file."""
     try:
         yield
+    except sqlite3.ProgrammingError:      # misuse (a closed dataset, another thread): as is
+        raise
     except sqlite3.OperationalError as e:
         if "locked" in str(e) or "busy" in str(e):
             raise DatasetError(f"ruda.data: {path}: the file is locked by another writer ({e})") \
