@@ -51,6 +51,9 @@ def test_shards_are_disjoint_and_complete(tmp_path, shuffle, world):
     flat = sum(parts, [])
     assert sorted(flat) == list(range(50)) and len(flat) == len(set(flat))
     assert max(map(len, parts)) - min(map(len, parts)) <= 1
+    counts = {len(list(ds.batches(4, shuffle=shuffle, seed=3, shard=(r, world), drop_last=True)))
+              for r in range(world)}
+    assert counts == {50 // world // 4}                  # lockstep: same number of full batches
 
 
 def test_batches_on_device(tmp_path, device):

@@ -14,10 +14,12 @@ GROUP_BYTES = 8 << 20      # the prefetch thread hands over batches in groups of
 def plan(n, batch_size, shuffle, seed, drop_last, shard):
     """The index arrays of the batches, in order."""
     order = np.random.default_rng(seed).permutation(n) if shuffle else np.arange(n)
+    full = len(order)
     if shard is not None:
         rank, world = shard
         order = order[rank * n // world:(rank + 1) * n // world]
-    stop = len(order) - len(order) % batch_size if drop_last else len(order)
+        full = n // world               # the shortest rank's share: same batch count on all
+    stop = full - full % batch_size if drop_last else len(order)
     return [order[i:i + batch_size] for i in range(0, stop, batch_size)]
 
 

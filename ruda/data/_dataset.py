@@ -194,8 +194,10 @@ class Dataset:
 
         ``shuffle`` draws one permutation from ``numpy.random.default_rng(seed)``;
         ``shard=(rank, world_size)`` gives rank its contiguous part of that order, so ranks
-        that share the seed get disjoint parts that together cover every record.  Up to
-        ``prefetch`` batches are read ahead by a background thread (0: none).
+        that share the seed get disjoint parts that together cover every record (their sizes
+        differ by at most one record); with ``drop_last`` every rank gets the same number of
+        full batches, as collectives in lockstep need.  Up to ``prefetch`` groups of batches
+        (about 8 MiB each) are read ahead by a background thread (0: none).
         """
         from ruda.data._batches import iterate
         return iterate(self, batch_size, shuffle, seed, drop_last, device, shard, prefetch)
