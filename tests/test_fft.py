@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import ruda as xp
-from strategies import assert_result, default, dtypes, host64, rand, seeds, shapes, supported
+from strategies import assert_result, default, dtypes, host64, layouts, rand, seeds, shapes, supported, view
 
 NORMS = st.sampled_from(["backward", "ortho", "forward"])
 COMPLEX_OF = {np.dtype("float32"): np.dtype("complex64"), np.dtype("float64"): np.dtype("complex128")}
@@ -32,16 +32,18 @@ def _check(res, exp, want, size):
 
 
 @pytest.mark.parametrize("name", sorted(ONE_D))
-@given(data=st.data(), seed=seeds, shape=shapes(1, 3, 1, 6), norm=NORMS, use_n=st.booleans())
-def test_fft_1d(device, name, data, seed, shape, norm, use_n):
+@given(data=st.data(), seed=seeds, shape=shapes(1, 3, 1, 6), norm=NORMS, use_n=st.booleans(), layout=layouts)
+def test_fft_1d(device, name, data, seed, shape, norm, use_n, layout):
     kind, how = ONE_D[name]
     dt = data.draw(dtypes(device, kind), label="dtype")
+    x, a = view(xp.asarray(rand(np.random.default_rng(seed), shape, dt, -1, 1), device=device),
+                rand(np.random.default_rng(seed), shape, dt, -1, 1), layout)
+    shape = a.shape
     axis = data.draw(st.integers(-len(shape), len(shape) - 1), label="axis")
     n = data.draw(st.integers(1, 8), label="n") if use_n else None
     if name in ("irfft", "hfft") and n is None and shape[axis] < 2:
         n = 2
-    a = rand(np.random.default_rng(seed), shape, dt, -1, 1)
-    res = getattr(xp.fft, name)(xp.asarray(a, device=device), n=n, axis=axis, norm=norm)
+    res = getattr(xp.fft, name)(x, n=n, axis=axis, norm=norm)
     exp = getattr(np.fft, name)(host64(a), n=n, axis=axis, norm=norm)
     _check(res, exp, _out_dtype(dt, how), exp.size)
 

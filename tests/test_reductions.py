@@ -139,15 +139,17 @@ def test_std_var(device, name, data, seed, sa, keepdims, correction):
 
 
 @pytest.mark.parametrize("name", ["cumulative_sum", "cumulative_prod"])
-@given(data=st.data(), seed=seeds, shape=shapes(1, 3, 0, 4), include_initial=st.booleans())
-def test_cumulative(device, name, data, seed, shape, include_initial):
+@given(data=st.data(), seed=seeds, shape=shapes(1, 3, 0, 4), include_initial=st.booleans(), layout=layouts)
+def test_cumulative(device, name, data, seed, shape, include_initial, layout):
     dt = data.draw(dtypes(device, ("bool", "integral", "real floating", "complex floating")), label="dtype")
     k = np.dtype(dt).kind
     a = rand(np.random.default_rng(seed), shape, dt, *((0.5, 1.5) if k in "fc" else (0, 3) if k == "u" else (-3, 3)))
+    x, a = view(xp.asarray(a, device=device), a, layout)
+    shape = a.shape
     axis = data.draw(st.integers(-len(shape), len(shape) - 1), label="axis") if len(shape) > 1 else \
         data.draw(st.none() | st.just(0), label="axis")
     want = accumulation_dtype(device, dt)
-    res = getattr(xp, name)(xp.asarray(a, device=device), axis=axis, include_initial=include_initial)
+    res = getattr(xp, name)(x, axis=axis, include_initial=include_initial)
     wide = a.astype(np.complex128 if want.kind == "c" else np.float64 if want.kind == "f" else want)
     exp = getattr(np, name)(wide, axis=axis, include_initial=include_initial)
     assert_result(res, exp, dtype=want, loose=True)
@@ -166,13 +168,14 @@ def test_cumulative_dtype_argument_and_errors(device):
 
 @pytest.mark.parametrize("name", ["all", "any"])
 @given(data=st.data(), seed=seeds, sa=shape_and_axis(min_side=0), keepdims=st.booleans(),
-       density=st.sampled_from([0.0, 0.2, 0.9, 1.0]))
-def test_all_any(device, name, data, seed, sa, keepdims, density):
+       density=st.sampled_from([0.0, 0.2, 0.9, 1.0]), layout=layouts)
+def test_all_any(device, name, data, seed, sa, keepdims, density, layout):
     shape, axis = sa
     dt = data.draw(st.sampled_from(supported(device)), label="dtype")
     rng = np.random.default_rng(seed)
     a = rand(rng, shape, dt, 1, 9) * (rng.random(shape) < density).astype(dt)   # mix of zeros and nonzeros
-    res = getattr(xp, name)(xp.asarray(a, device=device), axis=axis, keepdims=keepdims)
+    x, a = view(xp.asarray(a, device=device), a, layout)
+    res = getattr(xp, name)(x, axis=axis, keepdims=keepdims)
     assert_result(res, getattr(np, name)(a, axis=_np_axis(axis), keepdims=keepdims), dtype=xp.bool)
 
 
