@@ -148,13 +148,23 @@ class WgpuBackend(FftOps, MatmulOps, Ops, Backend):
         return self.astype(a, dtype, True)
 
     def scalar(self, value, dtype):
-        # a queued 4-16 byte upload into a fresh pooled buffer: no dispatch
+        # Operand scalars (the frontend's 0-d arrays for Python scalars, never mutated) are cached
+        # per device by (dtype, exact value): no dispatch, no upload after the first use, and a
+        # stable buffer, so loops like ``z = z * 1.0001`` hit the bind-group cache.
         dtype = np.dtype(dtype)
+        key = (dtype, type(value), repr(value))
+        cache = self.ctx.scalars
+        a = cache.get(key)
+        if a is not None:
+            return a
         self._check_dtype("scalar", dtype)
         store = HOST_STORAGE.get(IR[dtype], dtype)
-        if dtype.kind in "iu" and store != dtype:
-            value = np.array(value, dtype=dtype)
-        return WArray(self.ctx.upload(np.array(value, dtype=store)), (), (), 0, dtype)
+        v = np.array(value, dtype=dtype) if dtype.kind in "iu" and store != dtype else value
+        a = WArray(self.ctx.upload(np.array(v, dtype=store)), (), (), 0, dtype)
+        if len(cache) >= 1024:
+            cache.clear()
+        cache[key] = a
+        return a
 
     def from_dlpack(self, obj, copy=None):
         raise BufferError("ruda wgpu.from_dlpack: WebGPU buffers cannot be imported through DLPack; "

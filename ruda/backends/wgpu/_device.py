@@ -116,10 +116,12 @@ class Context:
         self.pool = {}
         self.live = {}
         self.bind_groups = {}
+        self.scalars = {}
         self._pending_free = []
         self.staging = {}
         self.enc = None
         self.cpass = None
+        self.last_pipe = None
         self.ndispatch = 0
         self.stats = {"dispatches": 0, "submits": 0, "uploads": 0, "readbacks": 0}
 
@@ -144,14 +146,20 @@ class Context:
         return pipe, bgl
 
     # ------------------------------------------------------------------ buffers
-    def alloc(self, nbytes):
+    def alloc(self, nbytes, upload=False):
         if nbytes > self.max_binding:
             raise MemoryError(f"ruda wgpu: an array of {nbytes} bytes exceeds this adapter's "
                               f"max-storage-buffer-binding-size ({self.max_binding} bytes)")
         size = min(_size_class(nbytes), max(self.max_binding, 16)) if nbytes <= self.max_binding else nbytes
         size = max(size, -(-nbytes // 4) * 4, 16)
+        # A buffer freed since the last submit may still be read by recorded dispatches: a later
+        # dispatch may write it (WebGPU orders dispatches), a queued upload may not (write_buffer
+        # runs before the whole command buffer), so uploads take only from the submitted pool.
+        hot = None if upload else self._hot(size)
         free = self.pool.get(size)
-        if free:
+        if hot is not None:
+            buf = hot
+        elif free:
             buf = free.pop()
         else:
             try:
@@ -174,9 +182,16 @@ class Context:
             self.pool.setdefault(b.size, []).append(b)
         self._pending_free.clear()
 
+    def _hot(self, size):
+        pf = self._pending_free
+        for i in range(len(pf) - 1, max(-1, len(pf) - 65), -1):
+            if pf[i].size == size:
+                return pf.pop(i)
+        return None
+
     def upload(self, host):
         """A new Storage holding the bytes of C-contiguous ``host``."""
-        st = self.alloc(host.nbytes)
+        st = self.alloc(host.nbytes, upload=True)
         if host.nbytes:
             data = host if host.nbytes % 4 == 0 else np.concatenate(
                 [host.reshape(-1).view(np.uint8), np.zeros(4 - host.nbytes % 4, np.uint8)])
@@ -192,10 +207,16 @@ class Context:
             self.cpass = self.enc.begin_compute_pass()
         return self.cpass
 
+    def _end_pass_of(self, enc):
+        if self.cpass is not None:
+            cp, self.cpass, self.last_pipe = self.cpass, None, None
+            cp.end()
+
     def _end_pass(self):
         if self.cpass is not None:
             self.cpass.end()
             self.cpass = None
+            self.last_pipe = None
 
     def launch(self, kernel, storages, views, shape, params=(), extras=None):
         """Record one dispatch of ``kernel`` over ``shape`` with buffers ``storages``."""
@@ -248,15 +269,18 @@ class Context:
         if self.enc is None:
             self._recycle()
             return
-        self._end_pass()
-        if self.arena_used:
-            self.queue.write_buffer(self.arena_buf, 0, self.arena[:self.arena_used])
-        self.queue.submit([self.enc.finish()])
-        self.stats["submits"] += 1
-        self.enc = None
+        enc, used = self.enc, self.arena_used
+        self.enc = None                     # a failed submit must not leave a finished encoder open
         self.ndispatch = 0
         self.arena_used = 0
-        self._recycle()
+        try:
+            self._end_pass_of(enc)
+            if used:
+                self.queue.write_buffer(self.arena_buf, 0, self.arena[:used])
+            self.queue.submit([enc.finish()])
+            self.stats["submits"] += 1
+        finally:
+            self._recycle()
 
     def synchronize(self):
         self.flush()
