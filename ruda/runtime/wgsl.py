@@ -10,6 +10,8 @@ Bindings: ``@binding(0)`` is the metadata (a uniform ``array<vec4<u32>, K>`` lai
 :mod:`ruda.runtime.packing`); buffer ``i`` of ``Kernel.args`` is ``@binding(i + 1)``.
 Launch: :meth:`Program.grid` gives the workgroup count for the packed metadata.
 """
+import math
+
 from ruda.runtime import ir
 from ruda.runtime.packing import layout as _layout
 from ruda.runtime.wgsl_math import _GENERIC, HELPERS
@@ -588,7 +590,7 @@ class _Render:
         if fn in self.helpers:
             return fn
         z, o = literal(0, r), literal(1, r)
-        f = lambda n: self.need(f"{n}_{r}") if not (r == "f32" and n in _F32_BUILTIN and n not in ("sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "tan")) else n  # noqa: E731
+        f = lambda n: self.real_fn(n, r)  # noqa: E731
         src = None
         if name == "mul":
             src = f"fn {fn}(a: {T}, b: {T}) -> {T} {{ return {T}(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }}"
@@ -608,8 +610,13 @@ class _Render:
             self.complex_helper("div", dt)
             src = f"fn {fn}(a: {T}) -> {T} {{ return cdiv_{dt}({T}({o}, {z}), a); }}"
         elif name == "exp":
+            fin, isinf, nan, inf = (self.need(f"{n}_{r}") for n in ("isfin", "isinf", "nan", "inf"))
             src = f"""fn {fn}(a: {T}) -> {T} {{
   if (a.y == {z}) {{ return {T}({f('exp')}(a.x), a.y); }}
+  if ({isinf}(a.x) && !{fin}(a.y)) {{
+    if (a.x < {z}) {{ return {T}({z}, {z}); }}
+    return {T}({inf}(), {nan}());
+  }}
   let e = {f('exp')}(a.x);
   return {T}(e * {f('cos')}(a.y), e * {f('sin')}(a.y));
 }}"""
@@ -626,34 +633,96 @@ class _Render:
 }}"""
         elif name == "sign":
             h = self.need("hypot_" + r)
-            src = f"fn {fn}(a: {T}) -> {T} {{ if (a.x == {z} && a.y == {z}) {{ return a; }} let m = {h}(a.x, a.y); return {T}(a.x / m, a.y / m); }}"
-        elif name in ("expm1", "log1p", "log2", "log10", "pow", "sin", "cos", "tan", "sinh", "cosh", "tanh"):
+            src = f"fn {fn}(a: {T}) -> {T} {{ if (a.x == {z} && a.y == {z}) {{ return {T}({z}, {z}); }} let m = {h}(a.x, a.y); return {T}(a.x / m, a.y / m); }}"
+        elif name in ("sin", "cos", "tan"):
+            h = self.complex_helper({"sin": "sinh", "cos": "cosh", "tan": "tanh"}[name], dt)
+            body = {"sin": f"let w = {h}({T}(-a.y, a.x)); return {T}(w.y, -w.x);",
+                    "cos": f"return {h}({T}(-a.y, a.x));",
+                    "tan": f"let w = {h}({T}(-a.y, a.x)); return {T}(w.y, -w.x);"}[name]
+            src = f"fn {fn}(a: {T}) -> {T} {{ {body} }}"
+        elif name in ("expm1", "log1p", "log2", "log10", "pow", "sinh", "cosh", "tanh"):
             e, lg, mul, div = (self.complex_helper(n, dt) for n in ("exp", "log", "mul", "div"))
+            fin, isinf, isnan, nan, inf = (self.need(f"{n}_{r}") for n in ("isfin", "isinf", "isnan", "nan", "inf"))
             bodies = {
                 "expm1": f"return {e}(a) - {T}({o}, {z});",
                 "log1p": f"return {lg}(a + {T}({o}, {z}));",
                 "log2": f"return {lg}(a) * {literal(1.4426950408889634, r)};",
                 "log10": f"return {lg}(a) * {literal(0.4342944819032518, r)};",
-                "sinh": f"return (({e}(a) - {e}(-a)) * {literal(0.5, r)});",
-                "cosh": f"return (({e}(a) + {e}(-a)) * {literal(0.5, r)});",
-                "tanh": f"if (a.x > {literal(20, r)}) {{ return {T}({o}, {z}); }} if (a.x < {literal(-20, r)}) {{ return {T}(-{o}, {z}); }} let p = {e}(a); let q = {e}(-a); return {div}(p - q, p + q);",
-                "sin": f"let b = {T}(-a.y, a.x); let p = {e}(b); let q = {e}(-b); let s = (p - q) * {literal(0.5, r)}; return {T}(s.y, -s.x);",
-                "cos": f"let b = {T}(-a.y, a.x); return ({e}(b) + {e}(-b)) * {literal(0.5, r)};",
-                "tan": f"let b = {T}(-a.y * {literal(2, r)}, a.x * {literal(2, r)}); if (b.x > {literal(40, r)}) {{ return {T}({z}, {o}); }} if (b.x < {literal(-40, r)}) {{ return {T}({z}, -{o}); }} let p = {e}(b); let s = {div}(p - {T}({o}, {z}), p + {T}({o}, {z})); return {T}(s.y, -s.x);",
+                "sinh": f"""if (a.y == {z}) {{ return {T}({f('sinh')}(a.x), a.y); }}
+  if (a.x == {z} && !{fin}(a.y)) {{ return {T}(a.x, {nan}()); }}
+  if ({isinf}(a.x) && !{fin}(a.y)) {{ return {T}(a.x, {nan}()); }}
+  return {T}({f('sinh')}(a.x) * {f('cos')}(a.y), {f('cosh')}(a.x) * {f('sin')}(a.y));""",
+                "cosh": f"""if (a.y == {z}) {{ return {T}({f('cosh')}(a.x), a.y); }}
+  if (a.x == {z} && !{fin}(a.y)) {{ return {T}({nan}(), {z}); }}
+  if ({isinf}(a.x) && !{fin}(a.y)) {{ return {T}({inf}(), {nan}()); }}
+  return {T}({f('cosh')}(a.x) * {f('cos')}(a.y), {f('sinh')}(a.x) * {f('sin')}(a.y));""",
+                "tanh": f"""if (a.y == {z}) {{ return {T}({f('tanh')}(a.x), a.y); }}
+  if ({isnan}(a.y) && a.x == {z}) {{ return {T}(a.x, a.y); }}
+  if ({isinf}(a.x)) {{ return {T}({self.need('copysign_' + r)}({o}, a.x), {self.need('copysign_' + r)}({z}, select({f('sin')}({literal(2, r)} * a.y), {o}, !{fin}(a.y)))); }}
+  if (!{fin}(a.y)) {{ if (a.x == {z}) {{ return {T}(a.x, {nan}()); }} return {T}({nan}(), {nan}()); }}
+  if (abs(a.x) > {literal(20, r)}) {{ return {T}({self.need('copysign_' + r)}({o}, a.x), {self.need('copysign_' + r)}({z}, {f('sin')}({literal(2, r)} * a.y))); }}
+  let d = {f('cosh')}({literal(2, r)} * a.x) + {f('cos')}({literal(2, r)} * a.y);
+  return {T}({f('sinh')}({literal(2, r)} * a.x) / d, {f('sin')}({literal(2, r)} * a.y) / d);""",
+
                 "pow": f"if (b.x == {z} && b.y == {z}) {{ return {T}({o}, {z}); }} if (a.x == {z} && a.y == {z}) {{ if (b.x > {z}) {{ return {T}({z}, {z}); }} }} return {e}({mul}(b, {lg}(a)));",
             }
             args = f"a: {T}, b: {T}" if name == "pow" else f"a: {T}"
             src = f"fn {fn}({args}) -> {T} {{ {bodies[name]} }}"
-        elif name in ("asin", "acos", "atan", "asinh", "acosh", "atanh"):
+        elif name in ("asin", "atan", "acosh"):
+            # through the C99 special-value tables of asinh / atanh / acos
+            base = {"asin": "asinh", "atan": "atanh", "acosh": "acos"}[name]
+            h = self.complex_helper(base, dt)
+            if name == "acosh":    # acosh z = i acos z for Im z >= 0; conj-symmetric
+                sb = self.need("sbit_" + r)
+                body = (f"let neg = {sb}(a.y); let c = select(a, {T}(a.x, -a.y), neg); let w = {h}(c); "
+                        f"let v = {T}(abs(w.y), w.x); return select(v, {T}(v.x, -v.y), neg);")
+            else:                  # asin z = -i asinh(iz), atan z = -i atanh(iz)
+                body = f"let w = {h}({T}(-a.y, a.x)); return {T}(w.y, -w.x);"
+            src = f"fn {fn}(a: {T}) -> {T} {{ {body} }}"
+        elif name in ("asinh", "atanh", "acos"):
+            core = self.complex_helper(name + "_core", dt)
+            isnan, isinf, sb, cs, nan, inf = (self.need(f"{n}_{r}") for n in ("isnan", "isinf", "sbit", "copysign", "nan", "inf"))
+            pi = lambda q: literal(math.pi * q, r)  # noqa: E731
+            if name == "asinh":      # odd, conj-symmetric: table on (|x|, |y|)
+                body = f"""let X = abs(a.x); let Y = abs(a.y);
+  var w: {T};
+  if ({isinf}(X)) {{ if ({isnan}(Y)) {{ w = {T}({inf}(), {nan}()); }} else if ({isinf}(Y)) {{ w = {T}({inf}(), {pi(0.25)}); }} else {{ w = {T}({inf}(), {z}); }} }}
+  else if ({isinf}(Y)) {{ if ({isnan}(X)) {{ w = {T}({inf}(), {nan}()); }} else {{ w = {T}({inf}(), {pi(0.5)}); }} }}
+  else if ({isnan}(X)) {{ if (Y == {z}) {{ w = {T}({nan}(), {z}); }} else {{ w = {T}({nan}(), {nan}()); }} }}
+  else if ({isnan}(Y)) {{ w = {T}({nan}(), {nan}()); }}
+  else {{ return {core}(a); }}
+  return {T}({cs}(w.x, a.x), {cs}(w.y, a.y));"""
+            elif name == "atanh":    # odd, conj-symmetric
+                body = f"""let X = abs(a.x); let Y = abs(a.y);
+  var w: {T};
+  if (X == {o} && Y == {z}) {{ w = {T}({inf}(), {z}); }}
+  else if ({isnan}(X)) {{ if ({isinf}(Y)) {{ w = {T}({z}, {pi(0.5)}); }} else {{ w = {T}({nan}(), {nan}()); }} }}
+  else if ({isnan}(Y)) {{ if (X == {z} || {isinf}(X)) {{ w = {T}({z}, {nan}()); }} else {{ w = {T}({nan}(), {nan}()); }} }}
+  else if ({isinf}(X) || {isinf}(Y)) {{ w = {T}({z}, {pi(0.5)}); }}
+  else {{ return {core}(a); }}
+  return {T}({cs}(w.x, a.x), {cs}(w.y, a.y));"""
+            else:                    # acos: conj-symmetric, table on (x, |y|)
+                body = f"""let Y = abs(a.y); let x = a.x;
+  var w: {T};
+  if ({isnan}(x)) {{ if ({isinf}(Y)) {{ w = {T}({nan}(), -{inf}()); }} else {{ w = {T}({nan}(), {nan}()); }} }}
+  else if ({isnan}(Y)) {{ if (x == {z}) {{ w = {T}({pi(0.5)}, {nan}()); }} else if ({isinf}(x)) {{ w = {T}({nan}(), {inf}()); }} else {{ w = {T}({nan}(), {nan}()); }} }}
+  else if ({isinf}(x)) {{ if (x < {z}) {{ w = {T}(select({pi(1)}, {pi(0.75)}, {isinf}(Y)), -{inf}()); }} else {{ w = {T}(select({z}, {pi(0.25)}, {isinf}(Y)), -{inf}()); }} }}
+  else if ({isinf}(Y)) {{ w = {T}({pi(0.5)}, -{inf}()); }}
+  else {{ return {core}(a); }}
+  if ({sb}(a.y)) {{ return {T}(w.x, -w.y); }}
+  return w;"""
+            src = f"fn {fn}(a: {T}) -> {T} {{\n  {body}\n}}"
+        elif name in ("asinh_core", "atanh_core", "acos_core"):
+            name = name[:-5]
             lg, sq, mul = (self.complex_helper(n, dt) for n in ("log", "sqrt", "mul"))
             one = f"{T}({o}, {z})"
             bodies = {
                 # asin z = -i log(iz + sqrt(1 - z^2)); acos z = -i log(z + i sqrt(1 - z^2))
-                "asin": f"let w = {lg}({T}(-a.y, a.x) + {sq}({one} - {mul}(a, a))); return {T}(w.y, -w.x);",
+                "asin": f"let s = select({o}, -{o}, a.y > {z}); let b = a * s; let w = {lg}({T}(-b.y, b.x) + {sq}({one} - {mul}(b, b))); return {T}(w.y, -w.x) * s;",
                 "acos": f"let s = {sq}({one} - {mul}(a, a)); let w = {lg}(a + {T}(-s.y, s.x)); return {T}(w.y, -w.x);",
                 # atan z = i/2 (log(1 - iz) - log(1 + iz))
                 "atan": f"let iz = {T}(-a.y, a.x); let w = {lg}({one} - iz) - {lg}({one} + iz); return {T}(-w.y * {literal(0.5, r)}, w.x * {literal(0.5, r)});",
-                "asinh": f"return {lg}(a + {sq}({mul}(a, a) + {one}));",
+                "asinh": f"let s = select({o}, -{o}, a.x < {z}); let b = a * s; return {lg}(b + {sq}({mul}(b, b) + {one})) * s;",
                 "acosh": f"return {lg}(a + {mul}({sq}(a + {one}), {sq}(a - {one})));",
                 "atanh": f"return ({lg}({one} + a) - {lg}({one} - a)) * {literal(0.5, r)};",
             }
@@ -662,6 +731,18 @@ class _Render:
             raise RenderError(f"wgsl: op {name!r} is not defined for {dt}")
         self.helpers[fn] = src
         return fn
+
+    def real_fn(self, n, r):
+        """Name of a WGSL function computing real ``n`` on type ``r`` (accurate f32 through f64)."""
+        if r == "f64":
+            return self.need(f"{n}_f64")
+        if self.r.f64:
+            name = f"{n}_f32w"
+            if name not in self.helpers:
+                self.need(f"{n}_f64")
+                self.helpers[name] = f"fn {name}(x: f32) -> f32 {{ return f32({n}_f64(f64(x))); }}"
+            return name
+        return n if n in _F32_BUILTIN else self.need(f"{n}_f32")
 
     def _atan2(self, r):
         return "atan2" if r == "f32" else self.need("atan2_f64")

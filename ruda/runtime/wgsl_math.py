@@ -227,7 +227,7 @@ fn rem_pio2_big(x: f64) -> vec2<f64> {{
     "cos_f64": (("trig_f64",), "fn cos_f64(x: f64) -> f64 { return trig_f64(x).y; }"),
     "tan_f64": (("trig_f64",), "fn tan_f64(x: f64) -> f64 { if (x == 0.0lf) { return x; } let t = trig_f64(x); return t.x / t.y; }"),
     "atan_f64": (("isnan_f64",), f"""fn atan_f64(x: f64) -> f64 {{
-  if (isnan_f64(x)) {{ return x; }}
+  if (isnan_f64(x) || x == 0.0lf) {{ return x; }}
   var a = abs(x);
   var base = 0.0lf;
   var inv = false;
@@ -270,6 +270,7 @@ fn rem_pio2_big(x: f64) -> vec2<f64> {{
   return 2.0lf * atan_f64(sqrt((1.0lf - x) / (1.0lf + x)));
 }"""),
     "sinh_f64": (("expm1_f64", "exp_f64"), """fn sinh_f64(x: f64) -> f64 {
+  if (x == 0.0lf) { return x; }
   let a = abs(x);
   var r: f64;
   if (a < 22.0lf) { let t = expm1_f64(a); r = 0.5lf * (t + t / (t + 1.0lf)); }
@@ -314,6 +315,7 @@ fn rem_pio2_big(x: f64) -> vec2<f64> {{
   return log1p_f64(t + sqrt(2.0lf * t + t * t));
 }"""),
     "atanh_f64": (("log1p_f64", "nan_f64", "isnan_f64"), """fn atanh_f64(x: f64) -> f64 {
+  if (x == 0.0lf) { return x; }
   let a = abs(x);
   if (a > 1.0lf  || isnan_f64(x)) { return nan_f64(); }
   var r: f64;
@@ -369,7 +371,7 @@ _GENERIC = {
 }"""),
     "fmax": (("isnan",), "fn fmax_{S}(a: {T}, b: {T}) -> {T} { if (isnan_{S}(a) || a > b) { return a; } return b; }"),
     "fmin": (("isnan",), "fn fmin_{S}(a: {T}, b: {T}) -> {T} { if (isnan_{S}(a) || a < b) { return a; } return b; }"),
-    "fsign": (("isnan",), "fn fsign_{S}(a: {T}) -> {T} { if (isnan_{S}(a)) { return a; } if (a > {Z}) { return {O}; } if (a < {Z}) { return -{O}; } return a; }"),
+    "fsign": (("isnan",), "fn fsign_{S}(a: {T}) -> {T} { if (isnan_{S}(a)) { return a; } if (a > {Z}) { return {O}; } if (a < {Z}) { return -{O}; } return abs(a); }"),
     "hypot": (("isinf", "isnan", "inf"), """fn hypot_{S}(x: {T}, y: {T}) -> {T} {
   let a = abs(x); let b = abs(y);
   if (isinf_{S}(a) || isinf_{S}(b)) { return inf_{S}(); }

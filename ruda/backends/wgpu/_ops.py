@@ -198,7 +198,7 @@ class Ops:
                 v = ir.select(ir.op("gt", v, hi), hi, v) if a.dtype not in ir.FLOATS else \
                     ir.select(ir.op("or", ir.op("isnan", v), ir.op("le", v, hi)), v, hi)
             return v
-        return self._map(("clip", has), fn, ins, x.dtype, shape=x.shape)
+        return self._map(("clip", has), fn, ins, x.dtype)     # the frontend allows broadcasting bounds
 
     def where(self, condition, x1, x2):
         return self._map(("where",), lambda c, a, b: ir.select(c, a, b), [condition, x1, x2])
