@@ -45,8 +45,7 @@ def iterate(ds, batch_size, shuffle, seed, drop_last, device, shard, prefetch):
     batches = plan(len(ds), batch_size, shuffle, seed, drop_last, shard)
     reader = ds._reader
     if prefetch:
-        worker = reader.worker()
-        return _convert(ds, _prefetched(worker, batches, prefetch, reader.release), device)
+        return _convert(ds, _prefetched(reader, batches, prefetch), device)
     return _convert(ds, (reader.take(b) for b in batches), device)
 
 
@@ -75,9 +74,10 @@ def _fill(reader, batches, put):
     return not group or put(group)
 
 
-def _prefetched(reader, batches, depth, release):
+def _prefetched(main, batches, depth):
     """Host batches read by a background thread, up to ``depth`` groups ahead (handing over
     groups rather than single batches keeps thread switches rare)."""
+    reader = main.worker()
     q = queue.Queue(depth)
     stop = threading.Event()
 
@@ -96,7 +96,7 @@ def _prefetched(reader, batches, depth, release):
         except BaseException as e:  # handed to the consumer
             outcome = e
         finally:
-            release(reader)         # before the consumer hears of the end and asks again
+            main.release(reader)    # before the consumer hears of the end and asks again
         if outcome is not None:
             put(outcome)
 
