@@ -715,14 +715,20 @@ class _Render:
         elif name in ("asinh_core", "atanh_core", "acos_core"):
             name = name[:-5]
             lg, sq, mul = (self.complex_helper(n, dt) for n in ("log", "sqrt", "mul"))
+            big = literal(1e8 if r == "f32" else 1e16, r)    # beyond: z*z would overflow / lose 1
             one = f"{T}({o}, {z})"
             bodies = {
                 # asin z = -i log(iz + sqrt(1 - z^2)); acos z = -i log(z + i sqrt(1 - z^2))
                 "asin": f"let s = select({o}, -{o}, a.y > {z}); let b = a * s; let w = {lg}({T}(-b.y, b.x) + {sq}({one} - {mul}(b, b))); return {T}(w.y, -w.x) * s;",
-                "acos": f"let s = {sq}({one} - {mul}(a, a)); let w = {lg}(a + {T}(-s.y, s.x)); return {T}(w.y, -w.x);",
+                "acos": f"if (max(abs(a.x), abs(a.y)) > {big}) {{ let neg = a.y < {z}; let c = {T}(a.x, abs(a.y)); "
+                        f"let w = {lg}(c) + {T}({literal(math.log(2), r)}, {z}); let v = {T}(w.y, -w.x); "
+                        f"return select(v, {T}(v.x, -v.y), neg); }} "
+                        f"let s = {sq}({one} - {mul}(a, a)); let w = {lg}(a + {T}(-s.y, s.x)); return {T}(w.y, -w.x);",
                 # atan z = i/2 (log(1 - iz) - log(1 + iz))
                 "atan": f"let iz = {T}(-a.y, a.x); let w = {lg}({one} - iz) - {lg}({one} + iz); return {T}(-w.y * {literal(0.5, r)}, w.x * {literal(0.5, r)});",
-                "asinh": f"let s = select({o}, -{o}, a.x < {z}); let b = a * s; return {lg}(b + {sq}({mul}(b, b) + {one})) * s;",
+                "asinh": f"let s = select({o}, -{o}, a.x < {z}); let b = a * s; "
+                         f"if (max(abs(b.x), abs(b.y)) > {big}) {{ return ({lg}(b) + {T}({literal(math.log(2), r)}, {z})) * s; }} "
+                         f"return {lg}(b + {sq}({mul}(b, b) + {one})) * s;",
                 "acosh": f"return {lg}(a + {mul}({sq}(a + {one}), {sq}(a - {one})));",
                 "atanh": f"return ({lg}({one} + a) - {lg}({one} - a)) * {literal(0.5, r)};",
             }

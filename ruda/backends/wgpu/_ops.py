@@ -267,6 +267,7 @@ class Ops:
     def eye(self, n_rows, n_cols, k, dtype):
         dtype = np.dtype(dtype)
         out = self._new((n_rows, n_cols), dtype)
+        k = max(-n_rows - 1, min(n_cols + 1, k))      # keep the int32 parameter in range
         if out.size:
             p = IR[dtype]
             self._write_coords(out, lambda c, kk: ir.cast(ir.op("eq", ir.op("sub", c[1], c[0]), kk), p),
@@ -1102,7 +1103,16 @@ class Ops:
         pa = ir.op("ge", ia, n)
         pb = ir.op("ge", ib, n)
         lt_i = ir.op("lt", ia, ib)
-        if a.dtype in ir.FLOATS:
+        if a.dtype in ir.COMPLEX:          # lexicographic (real, imag), NaNs last (unique_* only)
+            ra, xa, rb, xb = ir.op("real", a), ir.op("imag", a), ir.op("real", b), ir.op("imag", b)
+            o = "gt" if descending else "lt"
+            cmp = ir.op("or", ir.op(o, ra, rb), ir.op("and", ir.op("eq", ra, rb), ir.op(o, xa, xb)))
+            eq = ir.op("eq", a, b)
+            na, nb_ = ir.op("isnan", a), ir.op("isnan", b)
+            num = ir.op("or", cmp, ir.op("and", eq, lt_i))
+            v = ir.select(ir.op("and", na, nb_), lt_i, ir.select(na, ir.Const(False, "bool"),
+                                                                 ir.select(nb_, ir.Const(True, "bool"), num)))
+        elif a.dtype in ir.FLOATS:
             na, nb_ = ir.op("isnan", a), ir.op("isnan", b)
             cmp = ir.op("gt" if descending else "lt", a, b)
             eq = ir.op("eq", a, b)
