@@ -208,3 +208,28 @@ def test_vec4_map_variant_matches(dev, monkeypatch):
     np.testing.assert_array_equal(np.asarray((x[1:997] - y[:996]).to_device("cpu")), a[1:997] - b[:996])
     np.testing.assert_array_equal(np.asarray(xp.where(x > y, x, y).to_device("cpu")), np.where(a > b, a, b))
     assert any(getattr(k, "name", "").endswith("_v4") for k in _ops._K.values())
+
+
+@pytest.mark.parametrize("name", ["asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "tanh",
+                                  "sin", "cos", "tan", "exp"])
+def test_complex_functions_and_c99_special_values(dev, name):
+    """Finite values against NumPy; infinities/NaNs as C99 Annex G (the standard's special cases)."""
+    rng = np.random.default_rng(10)
+    z = rng.uniform(-3, 3, 200) + 1j * rng.uniform(-3, 3, 200)
+    z = np.concatenate([z, [1e20 + 3e19j, -4e18 - 1e19j]])
+    got = np.asarray(getattr(xp, name)(xp.asarray(z, device=dev)).to_device("cpu"))
+    np.testing.assert_allclose(got, getattr(np, name)(z), rtol=1e-12, atol=1e-300)
+    inf, nan = math.inf, math.nan
+    special = {  # (input, expected); NaN parts compared as NaN, unspecified signs as abs
+        "acos": [(complex(1.0, inf), (math.pi / 2, -inf)), (complex(-inf, inf), (3 * math.pi / 4, -inf))],
+        "asinh": [(complex(inf, inf), (inf, math.pi / 4)), (complex(nan, 0.0), (nan, 0.0))],
+        "atanh": [(complex(1.0, 0.0), (inf, 0.0)), (complex(inf, 2.0), (0.0, math.pi / 2))],
+        "acosh": [(complex(-inf, 1.0), (inf, math.pi)), (complex(nan, inf), (inf, nan))],
+        "exp": [(complex(-inf, inf), (0.0, 0.0)), (complex(inf, nan), (inf, nan))],
+        "sinh": [(complex(0.0, inf), (0.0, nan)), (complex(inf, 0.0), (inf, 0.0))],
+        "tanh": [(complex(inf, 1.0), (1.0, 0.0)), (complex(0.0, nan), (0.0, nan))],
+    }.get(name, [])
+    for zin, (er, ei) in special:
+        g = complex(np.asarray(getattr(xp, name)(xp.asarray(zin, device=dev)).to_device("cpu")))
+        for part, want in ((g.real, er), (g.imag, ei)):
+            assert (math.isnan(part) and math.isnan(want)) or abs(part) == pytest.approx(abs(want)), (zin, g)
