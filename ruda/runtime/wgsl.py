@@ -658,7 +658,7 @@ class _Render:
   return {T}({f('cosh')}(a.x) * {f('cos')}(a.y), {f('sinh')}(a.x) * {f('sin')}(a.y));""",
                 "tanh": f"""if (a.y == {z}) {{ return {T}({f('tanh')}(a.x), a.y); }}
   if ({isnan}(a.y) && a.x == {z}) {{ return {T}(a.x, a.y); }}
-  if ({isinf}(a.x)) {{ return {T}({self.need('copysign_' + r)}({o}, a.x), {self.need('copysign_' + r)}({z}, select({f('sin')}({literal(2, r)} * a.y), {o}, !{fin}(a.y)))); }}
+  if ({isinf}(a.x)) {{ return {T}({self.need('copysign_' + r)}({o}, a.x), {self.need('copysign_' + r)}({z}, select(a.y, {o}, !{fin}(a.y)))); }}
   if (!{fin}(a.y)) {{ if (a.x == {z}) {{ return {T}(a.x, {nan}()); }} return {T}({nan}(), {nan}()); }}
   if (abs(a.x) > {literal(20, r)}) {{ return {T}({self.need('copysign_' + r)}({o}, a.x), {self.need('copysign_' + r)}({z}, {f('sin')}({literal(2, r)} * a.y))); }}
   let d = {f('cosh')}({literal(2, r)} * a.x) + {f('cos')}({literal(2, r)} * a.y);
