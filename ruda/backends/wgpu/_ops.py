@@ -906,10 +906,17 @@ class Ops:
                 continue
             used += k.ndim if isinstance(k, WArray) and k.dtype.kind == "b" else 1
         out = []
+        pos = 0
         for k in key:
             if k is Ellipsis:
                 out.extend([slice(None)] * (x.ndim - used))
+                pos += x.ndim - used
             elif isinstance(k, WArray) and k.dtype.kind == "b":
+                dims = x.shape[pos:pos + k.ndim]
+                if len(dims) < k.ndim or any(ks not in (xs, 0) for ks, xs in zip(k.shape, dims)):
+                    raise IndexError(f"boolean index of shape {k.shape} does not match the indexed "
+                                     f"dimensions {tuple(dims)} of an array of shape {x.shape}")
+                pos += k.ndim
                 if k.ndim == 0:
                     raise NotImplementedError("ruda: 'getitem' with a 0-d boolean array index is not "
                                               "implemented on device 'wgpu'")
@@ -919,6 +926,8 @@ class Ops:
                                           "on device 'wgpu'")
             else:
                 out.append(k)
+                if k is not None:
+                    pos += 1
         n_used = sum(1 for k in out if k is not None)
         out.extend([slice(None)] * (x.ndim - n_used))
         return out
