@@ -44,6 +44,9 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
     dev = None if device is None else _devices.device(device)
     if obj.__class__ is Array:
         return _asarray_array(obj, dtype, dev, copy)
+    if isinstance(obj, list | tuple) and _holds_arrays(obj):
+        home = dev or _first_array(obj)._device   # arrays in a sequence keep their device and dtype
+        return _stack_nested(obj, None if dtype is None else v.dtype("asarray", dtype, home), home)
     foreign = None if isinstance(obj, np.ndarray) else _dlpack_device(obj)
     if dev is None:   # another library's device array stays on its device
         dev = foreign if foreign is not None and foreign.kind != "cpu" else _devices.default()
@@ -91,6 +94,37 @@ def _dlpack_device(obj):
     if src is None:
         return None
     return _devices.device(src if src == "cpu" else f"{src}:{index}")
+
+
+def _holds_arrays(obj):
+    return any(o.__class__ is Array or isinstance(o, list | tuple) and _holds_arrays(o) for o in obj)
+
+
+def _first_array(obj):
+    for o in obj:
+        if o.__class__ is Array:
+            return o
+        if isinstance(o, list | tuple) and _holds_arrays(o):
+            return _first_array(o)
+
+
+def _stack_nested(obj, dtype, dev):
+    """asarray of nested sequences holding ruda arrays of ``dev``: stacked on the device, no host copy."""
+    from ruda._manipulation import stack
+    items = [_stack_nested(o, None, dev) if isinstance(o, list | tuple) else o for o in obj]
+    arrays = [i for i in items if i.__class__ is Array]
+    for a in arrays:
+        if a._device is not dev:
+            raise ValueError(f"ruda.asarray: the sequence holds an array on '{a._device}', but "
+                             f"device='{dev}'; move it explicitly with .to_device()")
+    dt = arrays[0].dtype
+    for a in arrays[1:]:
+        dt = _dtypes.promote(dt, a.dtype)
+    for i in items:
+        if i.__class__ is not Array:
+            dt = v.scalar_dtype("asarray", i, dt, dev)
+    out = stack([i if i.__class__ is Array else asarray(i, dtype=dt, device=dev) for i in items])
+    return out if dtype is None or out.dtype == dtype else asarray(out, dtype=dtype)
 
 
 def _has_big_int(obj):

@@ -245,3 +245,11 @@ def test_tril_needs_2d(device):
     x = xp.asarray(rand(np.random.default_rng(1), (3,), supported(device, "real floating")[0]), device=device)
     with pytest.raises(ValueError, match=r"ruda\.tril: x must have at least 2 dimensions; got shape \(3,\)"):
         xp.tril(x)
+
+
+def test_asarray_of_nested_device_arrays_stays_on_their_device(device, rng):
+    vals = rng.standard_normal(3).astype(np.float32)
+    a = xp.asarray(vals, device=device)
+    out = xp.asarray([[a[0], a[1]], [a[2], a[0]]])
+    assert out.device == device and out.dtype == xp.float32
+    np.testing.assert_array_equal(to_numpy(out), np.asarray([[vals[0], vals[1]], [vals[2], vals[0]]]))
