@@ -723,7 +723,10 @@ class _Render:
                 "acos": f"if (max(abs(a.x), abs(a.y)) > {big}) {{ let neg = a.y < {z}; let c = {T}(a.x, abs(a.y)); "
                         f"let w = {lg}(c) + {T}({literal(math.log(2), r)}, {z}); let v = {T}(w.y, -w.x); "
                         f"return select(v, {T}(v.x, -v.y), neg); }} "
-                        f"let s = {sq}({one} - {mul}(a, a)); let w = {lg}(a + {T}(-s.y, s.x)); return {T}(w.y, -w.x);",
+                        # Kahan: no cancellation (z + i sqrt(1 - z^2) vanishes for large Re z, Im z < 0)
+                        f"let s1 = {sq}({one} - a); let s2 = {sq}({one} + a); "
+                        f"return {T}({literal(2, r)} * {self._atan2(r)}(s1.x, s2.x), "
+                        f"{self.real_fn('asinh', r)}(s2.x * s1.y - s2.y * s1.x));",
                 # atan z = i/2 (log(1 - iz) - log(1 + iz))
                 "atan": f"let iz = {T}(-a.y, a.x); let w = {lg}({one} - iz) - {lg}({one} + iz); return {T}(-w.y * {literal(0.5, r)}, w.x * {literal(0.5, r)});",
                 "asinh": f"let s = select({o}, -{o}, a.x < {z}); let b = a * s; "
