@@ -85,7 +85,7 @@ def operands(fn, x1, x2, cat, broadcast=True):
         v.category(fn, "x1" if c1 else "x2", a.dtype, cat)
         v.category(fn, arg, dt, cat)
     a = _cast(dev, a, dt)
-    s = v.scalar(dev, val, dt)
+    s = v.scalar(dev, val, dt, fn)
     return (dev, a, s) if c1 else (dev, s, a)
 
 
@@ -121,7 +121,10 @@ def _make_binary(name, cat):
                     return _new(getattr(dev._backend, name)(a, b), dev)
             elif a.dtype in fast_scalar.get(x2.__class__, ()):
                 backend = dev._backend
-                return _new(getattr(backend, name)(a, backend.scalar(x2, a.dtype)), dev)
+                try:
+                    return _new(getattr(backend, name)(a, backend.scalar(x2, a.dtype)), dev)
+                except OverflowError:
+                    pass   # the general path below says which function and value
         dev, a, b = operands(name, x1, x2, cat)
         if float_result and a.dtype.kind in "biu":
             dt = v.default_dtype(dev, "real floating")
@@ -175,4 +178,4 @@ def _clip_bound(dev, x, arg, b, to_int):
                 b = to_int(b)
         info = _dtypes.iinfo_object(dt)
         b = info.min if b < info.min else info.max if b > info.max else b
-    return v.scalar(dev, b, dt)
+    return v.scalar(dev, b, dt, "clip")

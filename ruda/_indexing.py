@@ -117,7 +117,7 @@ def setitem(self, key, value, /):
     if data.shape and _simple(key) and data.dtype.kind in _SCALAR_KINDS.get(value.__class__, "") \
             and (key.__class__ is slice or -data.shape[0] <= key < data.shape[0]):
         backend = self._device._backend
-        return backend.setitem(data, (key,), backend.scalar(value, data.dtype))
+        return backend.setitem(data, (key,), v.scalar(self._device, value, data.dtype, "__setitem__"))
     k = normalize_key("__setitem__", self, key)
     dev, dt = self._device, self._data.dtype
     if value.__class__ is Array:
@@ -137,7 +137,7 @@ def setitem(self, key, value, /):
             raise TypeError(f"ruda: __setitem__: cannot store a float in a {_dtypes.name(dt)} array")
         if isinstance(value, int) and dt.kind == "b" and not isinstance(value, builtins.bool):
             raise TypeError("ruda: __setitem__: cannot store an int in a bool array")
-        val = v.scalar(dev, value, dt)
+        val = v.scalar(dev, value, dt, "__setitem__")
     else:
         raise TypeError(f"ruda: __setitem__: value must be a ruda array or a Python scalar; "
                         f"got {type(value).__name__}")

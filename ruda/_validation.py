@@ -162,11 +162,15 @@ def _scalar_type(fn, value):
     raise TypeError(f"ruda.{fn}: expected a ruda array or a Python scalar; got {type(value).__name__}")
 
 
-def scalar(dev, value, dt):
+def scalar(dev, value, dt, fn="asarray"):
     """A 0-d native array holding Python scalar ``value`` as ``dt`` on ``dev``."""
     if isinstance(value, np.generic):
         value = value.item()
     if dt.kind in "iu" and isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
-            raise ValueError(f"ruda: cannot represent {value} in {_dtypes.name(dt)}")
-    return dev.backend.scalar(value, dt)
+            raise ValueError(f"ruda.{fn}: cannot represent {value} in {_dtypes.name(dt)}")
+    try:
+        return dev.backend.scalar(value, dt)
+    except OverflowError:
+        raise OverflowError(f"ruda.{fn}: the Python scalar {value} is out of range for "
+                            f"{_dtypes.name(dt)}") from None

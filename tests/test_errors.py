@@ -142,3 +142,11 @@ def test_other_function_category_error(device, name):
     dt = dts[0]
     with pytest.raises(TypeError, match=rf"ruda\.{name}: x1? must have an? .* dtype; got {dt.name}"):
         call(_arr(device, dt))
+
+
+def test_out_of_range_python_int_names_the_function(device):
+    x = xp.asarray([1, 2], dtype=xp.uint8, device=device)
+    with pytest.raises(OverflowError, match=r"ruda\.add: .*300.*uint8"):
+        x + 300
+    with pytest.raises(OverflowError, match=r"ruda\.__setitem__: .*300.*uint8"):
+        x[0] = 300
