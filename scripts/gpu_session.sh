@@ -3,6 +3,8 @@
 # were made): the device-parametrized suite on cuda and wgpu, array-api-tests on cuda, the
 # benchmarks with their same-run anchors, and the NCCL world-size-1 check. Logs go to $OUT.
 #   bash scripts/gpu_session.sh [path-to-array-api-tests]
+# The suite's own requirements (hypothesis, ndindex, pytest-json-report) must be importable there:
+# on a machine without a registry, carry their wheels and pip-install them first.
 set -u
 OUT=${OUT:-/tmp/ruda-gpu}; mkdir -p "$OUT"
 SUITE=${1:-.suite/array-api-tests}
