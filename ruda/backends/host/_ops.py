@@ -56,3 +56,21 @@ def expm1(x):
 def vecdot(x1, x2, axis=-1):
     """np.vecdot is a ufunc: spelled out here so the ufunc fast path keeps the axis keyword."""
     return np.vecdot(x1, x2, axis=axis)
+
+
+# Reductions through the ufuncs' C-level reduce (np.sum & co. add a Python wrapper per call);
+# the frontend has already normalized the axes and made the result dtype concrete.
+def sum(x, axis, dtype, keepdims=False):
+    return np.add.reduce(x, axis=axis, dtype=dtype, keepdims=keepdims)
+
+
+def prod(x, axis, dtype, keepdims=False):
+    return np.multiply.reduce(x, axis=axis, dtype=dtype, keepdims=keepdims)
+
+
+def max(x, axis, keepdims=False):
+    return np.maximum.reduce(x, axis=axis, keepdims=keepdims)
+
+
+def min(x, axis, keepdims=False):
+    return np.minimum.reduce(x, axis=axis, keepdims=keepdims)
