@@ -57,5 +57,16 @@ def pytest_runtest_call(item):
     """
     outcome = yield
     exc = outcome.excinfo[1] if outcome.excinfo else None
+    gaps = _backend_gaps(exc)
+    if gaps:
+        outcome.force_exception(pytest.skip.Exception(f"backend gap: {gaps[0]}", _use_item_location=True))
+
+
+def _backend_gaps(exc):
+    """The backend NotImplementedErrors that make up ``exc`` (hypothesis may group several), or []."""
+    if isinstance(exc, BaseExceptionGroup):
+        leaves = [g for e in exc.exceptions for g in (_backend_gaps(e) or [None])]
+        return [] if None in leaves else leaves
     if isinstance(exc, NotImplementedError) and "is not implemented on device" in str(exc):
-        outcome.force_exception(pytest.skip.Exception(f"backend gap: {exc}", _use_item_location=True))
+        return [exc]
+    return []
