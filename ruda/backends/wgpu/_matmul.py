@@ -39,8 +39,8 @@ import weakref
 import numpy as np
 
 from ruda.backends.wgpu import _device
-from ruda.backends.wgpu._array import broadcast_strides, collapse, contiguous_strides
-from ruda.backends.wgpu._ops import _bshape
+from ruda.backends.wgpu._array import broadcast_strides, collapse
+from ruda.backends.wgpu._ops import _as_matrices, _drop_vector_dims
 from ruda.runtime import tune
 from ruda.runtime.kernels import matmul_wgsl as mm
 
@@ -149,15 +149,7 @@ class MatmulOps:
         ir = _IR.get(dt)
         if ir is None or x2.dtype != dt or (ir == "f16" and "shader-f16" not in self.ctx.features):
             return super().matmul(x1, x2)
-        a, b = x1, x2
-        va, vb = a.ndim == 1, b.ndim == 1
-        if va:
-            a = a.view((1, a.shape[0]), (0, a.strides[0]), a.offset)
-        if vb:
-            b = b.view((b.shape[0], 1), (b.strides[0], 0), b.offset)
-        batch = _bshape(a.shape[:-2], b.shape[:-2])
-        M, K = a.shape[-2:]
-        N = b.shape[-1]
+        a, b, va, vb, batch, M, K, N = _as_matrices(x1, x2)
         oshape = batch + (M, N)
         st = self._mm_state()
         gx, gy = -(-N // 16), -(-M // 16)          # the smallest tiles: the most workgroups
@@ -170,10 +162,7 @@ class MatmulOps:
         else:
             out = self._new(oshape, dt)
             self._mm_run(st, ir, a, b, out, batch, M, N, K)
-        if va or vb:
-            s = oshape[:-2] + (() if va else (M,)) + (() if vb else (N,))
-            return out.view(s, contiguous_strides(s), 0)
-        return out
+        return _drop_vector_dims(out, va, vb)
 
     # ------------------------------------------------------------------ launch
     def _mm_operand(self, x, batch, rows, cols):

@@ -57,6 +57,28 @@ def _bshape(*shapes):
     return tuple(out)
 
 
+def _as_matrices(x1, x2):
+    """matmul operands as (stacks of) matrices: 1-D ones become a row / a column view.
+
+    Returns (a, b, x1 was 1-D, x2 was 1-D, batch shape, M, K, N)."""
+    a, b = x1, x2
+    va, vb = a.ndim == 1, b.ndim == 1
+    if va:
+        a = a.view((1, a.shape[0]), (0, a.strides[0]), a.offset)
+    if vb:
+        b = b.view((b.shape[0], 1), (b.strides[0], 0), b.offset)
+    M, K = a.shape[-2:]
+    return a, b, va, vb, _bshape(a.shape[:-2], b.shape[:-2]), M, K, b.shape[-1]
+
+
+def _drop_vector_dims(out, va, vb):
+    """The matmul result without the unit dimensions that 1-D operands were given."""
+    if not (va or vb):
+        return out
+    s = out.shape[:-2] + (() if va else out.shape[-2:-1]) + (() if vb else out.shape[-1:])
+    return out.view(s, contiguous_strides(s), 0)
+
+
 def _unary_op(name, irop):
     def method(self, x):
         return self._map(("u", irop), lambda a: ir.op(irop, a), [x])
@@ -674,16 +696,7 @@ class Ops:
 
     # ================================================================== linear algebra
     def matmul(self, x1, x2):
-        a, b = x1, x2
-        va = a.ndim == 1
-        vb = b.ndim == 1
-        if va:
-            a = a.view((1, a.shape[0]), (0, a.strides[0]), a.offset)
-        if vb:
-            b = b.view((b.shape[0], 1), (b.strides[0], 0), b.offset)
-        batch = _bshape(a.shape[:-2], b.shape[:-2])
-        M, K = a.shape[-2:]
-        N = b.shape[-1]
+        a, b, va, vb, batch, M, K, N = _as_matrices(x1, x2)
         oshape = batch + (M, N)
         out = self._new(oshape, a.dtype)
         if out.size:
@@ -708,15 +721,7 @@ class Ops:
                                                         ir.Arg("out", a.ir, nd, True)), (I,), nd,
                                              ir.Map((ir.Store(2, ir.Strided(), f),)))
                 self._launch(k, [a, b, out], [sa, sb, out.strides], oshape, (K,))
-        if va and vb:
-            return out.view(oshape[:-2], contiguous_strides(oshape[:-2]), 0)
-        if va:
-            s = oshape[:-2] + (N,)
-            return out.view(s, contiguous_strides(s), 0)
-        if vb:
-            s = oshape[:-2] + (M,)
-            return out.view(s, contiguous_strides(s), 0)
-        return out
+        return _drop_vector_dims(out, va, vb)
 
     def tensordot(self, x1, x2, axes):
         ax1, ax2 = axes
