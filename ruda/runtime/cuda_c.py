@@ -552,6 +552,18 @@ class _Render:
         dummy = ir.Op(bop, (ir.Const(0, dt),) * 2, dt)
         return self.op(dummy, [x, y])
 
+    def accumulate(self, body, k, sc, v, dt, is_arg):
+        """Body of a reduction loop over ``r``: the element's coordinates, its value ``v``, folded
+        into ``acc`` (and its index into ``acci`` for arg-reductions), indented for the loop."""
+        inner = self.coords_from("o", 0, body.outer_ndim) + self.coords_from("r", body.outer_ndim, k.ndim)
+        inner += sc.lines
+        if is_arg:
+            inner.append(f"if ({self.arg_better(body.op, v, '(long long)r', 'acc', 'acci', dt)}) "
+                         f"{{ acc = {v}; acci = (long long)r; }}")
+        else:
+            inner.append(f"acc = {self.combine(body.op, 'acc', v, dt)};")
+        return ["    " + ln for ln in inner]
+
     def arg_better(self, op, va, ia, vb, ib, dt):
         """(va, ia) wins over (vb, ib): NumPy's first-NaN / first-extreme rule."""
         cmp = ">" if op == "argmax" else "<"
@@ -663,14 +675,7 @@ class _Render:
         if is_arg:
             lines.append("  long long acci = 9223372036854775807LL;")
         lines.append(f"  for (unsigned long long r = r0 + threadIdx.x; r < r1; r += {BLOCK}) {{")
-        inner = self.coords_from("o", 0, body.outer_ndim) + self.coords_from("r", body.outer_ndim, k.ndim)
-        inner += sc.lines
-        if is_arg:
-            inner.append(f"if ({self.arg_better(body.op, v, '(long long)r', 'acc', 'acci', dt)}) "
-                         f"{{ acc = {v}; acci = (long long)r; }}")
-        else:
-            inner.append(f"acc = {self.combine(body.op, 'acc', v, dt)};")
-        lines += ["    " + ln for ln in inner]
+        lines += self.accumulate(body, k, sc, v, dt, is_arg)
         lines += ["  }", "  sv[threadIdx.x] = acc;"]
         if is_arg:
             lines.append("  si[threadIdx.x] = acci;")
@@ -706,14 +711,7 @@ class _Render:
         if is_arg:
             lines.append("  long long acci = 9223372036854775807LL;")
         lines.append("  for (unsigned long long r = 0; r < red_n; ++r) {")
-        inner = self.coords_from("o", 0, body.outer_ndim) + self.coords_from("r", body.outer_ndim, k.ndim)
-        inner += sc.lines
-        if is_arg:
-            inner.append(f"if ({self.arg_better(body.op, v, '(long long)r', 'acc', 'acci', dt)}) "
-                         f"{{ acc = {v}; acci = (long long)r; }}")
-        else:
-            inner.append(f"acc = {self.combine(body.op, 'acc', v, dt)};")
-        lines += ["    " + ln for ln in inner]
+        lines += self.accumulate(body, k, sc, v, dt, is_arg)
         lines.append("  }")
         lines += ["  " + ln for ln in self.coords_from("o", 0, body.outer_ndim)]
         lines += ["  " + ln for ln in self.reduce_store(body, "acc", "acci", "o")]

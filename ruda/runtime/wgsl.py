@@ -783,6 +783,17 @@ class _Render:
         dummy = ir.Op(bop, (ir.Const(0, dt),) * 2, dt)
         return self.op(dummy, [x, y])
 
+    def accumulate(self, body, k, sc, v, dt, is_arg):
+        """Body of a reduction loop over ``r``: the element's coordinates, its value ``v``, folded
+        into ``acc`` (and its index into ``acci`` for arg-reductions), indented for the loop."""
+        inner = self.coords_from("o", 0, body.outer_ndim) + self.coords_from("r", body.outer_ndim, k.ndim)
+        inner += sc.lines
+        if is_arg:
+            inner += [f"if ({self.arg_better(body.op, v, 'i32(r)', 'acc', 'acci', dt)}) {{ acc = {v}; acci = i32(r); }}"]
+        else:
+            inner += [f"acc = {self.combine(body.op, 'acc', v, dt)};"]
+        return ["    " + ln for ln in inner]
+
     def arg_better(self, op, va, ia, vb, ib, dt):
         """WGSL bool: (va, ia) wins over (vb, ib) -- NumPy's first-NaN / first-extreme rule."""
         cmp = ">" if op == "argmax" else "<"
@@ -914,13 +925,7 @@ class _Render:
         if is_arg:
             lines.append("  var acci: i32 = 2147483647;")
         lines.append(f"  for (var r: u32 = r0 + lid.x; r < r1; r = r + {WG}u) {{")
-        inner = self.coords_from("o", 0, body.outer_ndim) + self.coords_from("r", body.outer_ndim, k.ndim)
-        inner += sc.lines
-        if is_arg:
-            inner += [f"if ({self.arg_better(body.op, v, 'i32(r)', 'acc', 'acci', dt)}) {{ acc = {v}; acci = i32(r); }}"]
-        else:
-            inner += [f"acc = {self.combine(body.op, 'acc', v, dt)};"]
-        lines += ["    " + ln for ln in inner]
+        lines += self.accumulate(body, k, sc, v, dt, is_arg)
         lines.append("  }")
         lines.append("  sv[lid.x] = acc;")
         if is_arg:
@@ -980,13 +985,7 @@ class _Render:
         if is_arg:
             lines.append("  var acci: i32 = 2147483647;")
         lines.append("  for (var r: u32 = 0u; r < red_n; r = r + 1u) {")
-        inner = self.coords_from("o", 0, body.outer_ndim) + self.coords_from("r", body.outer_ndim, k.ndim)
-        inner += sc.lines
-        if is_arg:
-            inner += [f"if ({self.arg_better(body.op, v, 'i32(r)', 'acc', 'acci', dt)}) {{ acc = {v}; acci = i32(r); }}"]
-        else:
-            inner += [f"acc = {self.combine(body.op, 'acc', v, dt)};"]
-        lines += ["    " + ln for ln in inner]
+        lines += self.accumulate(body, k, sc, v, dt, is_arg)
         lines.append("  }")
         lines += ["  " + ln for ln in self.coords_from("o", 0, body.outer_ndim)]
         lines += ["  " + ln for ln in self.reduce_store(body, "acc", "acci", "o")]
