@@ -15,7 +15,11 @@ def info():
             continue
         for index in found:
             dev = _devices._get(kind, index)
-            b = dev.backend
+            try:
+                b = dev.backend
+            except Exception as e:  # noqa: BLE001 - report a device that fails to open, go on
+                print(f"  {dev}: failed to open ({type(e).__name__}: {e})")
+                continue
             names = ", ".join(_dtypes.name(d) for d in b.dtypes())
             print(f"  {dev}: {b.describe()}")
             print(f"      dtypes: {names}")

@@ -36,6 +36,17 @@ def _wgpu():
 _adapters = None
 
 
+def _is_gl(adapter):
+    return adapter.info.get("backend_type", "").startswith("OpenGL")
+
+
+def _computes(adapter):
+    """The adapter can run ruda's kernels: 256-invocation workgroups with 8 storage buffers."""
+    lim = adapter.limits
+    return (lim.get("max-compute-invocations-per-workgroup", 0) >= 256
+            and lim.get("max-storage-buffers-per-shader-stage", 0) >= 8)
+
+
 def adapters():
     """Usable adapters, high-performance first; one per physical device (native API over GL)."""
     global _adapters
@@ -45,6 +56,12 @@ def adapters():
         want = os.environ.get("RUDA_WGPU_BACKEND")
         if want:
             found = [a for a in found if a.info.get("backend_type", "").lower() == want.lower()]
+        # OpenGL adapters only where no native one exists: beside Vulkan/Metal/D3D12 they
+        # duplicate a native adapter (under another name) and may lack compute shaders
+        # (NVIDIA's GL adapter failed every pipeline on an H200)
+        if any(not _is_gl(a) for a in found):
+            found = [a for a in found if not _is_gl(a)]
+        found = [a for a in found if _computes(a)]
         rank = {"DiscreteGPU": 0, "IntegratedGPU": 1, "VirtualGPU": 2, "CPU": 3}
         found.sort(key=lambda a: (rank.get(a.info.get("adapter_type"), 4),
                                   _BACKEND_RANK.get(a.info.get("backend_type"), 2)))
