@@ -151,12 +151,12 @@ class WgpuBackend(FftOps, MatmulOps, Ops, Backend):
         # Operand scalars (the frontend's 0-d arrays for Python scalars, never mutated) are cached
         # per device by (dtype, exact value): no dispatch, no upload after the first use, and a
         # stable buffer, so loops like ``z = z * 1.0001`` hit the bind-group cache.
-        dtype = np.dtype(dtype)
-        key = (dtype, type(value), repr(value))
+        key = (dtype, type(value), repr(value))     # a dtype spelled otherwise is another key
         cache = self.ctx.scalars
         a = cache.get(key)
         if a is not None:
             return a
+        dtype = np.dtype(dtype)
         self._check_dtype("scalar", dtype)
         store = HOST_STORAGE.get(IR[dtype], dtype)
         v = np.array(value, dtype=dtype) if dtype.kind in "iu" and store != dtype else value

@@ -7,7 +7,9 @@ metadata arena is full, or after ``FLUSH_EVERY`` dispatches.  Freed buffers retu
 pool only at a submit, so a buffer still referenced by recorded work is never handed out
 and overwritten by a queued upload.
 """
+import itertools
 import math
+import operator
 import os
 import weakref
 
@@ -76,6 +78,46 @@ def adapters():
     return _adapters
 
 
+_epochs = itertools.count(1)     # arena generations, unique across contexts
+_buffer_of = operator.attrgetter("buffer")
+
+
+def _native_pass_calls():
+    """wgpu-native's compute-pass entry points, called without wgpu-py's per-call wrappers.
+
+    Errors inside a pass are reported by wgpu-native when the pass ends and the encoder
+    finishes (both still go through wgpu-py), so nothing is lost.  None where this wgpu-py
+    lacks the internals (another version): the public API is used instead.
+    """
+    try:
+        from wgpu.backends.wgpu_native import _api
+        lib = _api.lib
+        return (lib.wgpuComputePassEncoderSetPipeline, lib.wgpuComputePassEncoderSetBindGroup,
+                lib.wgpuComputePassEncoderDispatchWorkgroups, _api.ffi.new("uint32_t[1]"))
+    except Exception:  # noqa: BLE001 - any other wgpu-py layout
+        return None
+
+
+class Launch:
+    """One prepared dispatch: pipeline, metadata words and workgroups, replayable as is.
+
+    ``epoch``/``at``: the arena slot its words were last written to; within one submit
+    (same epoch) a replay binds that slot again instead of writing the words anew.
+    """
+
+    __slots__ = ("pipe", "bgl", "words", "need", "groups", "bg_key", "epoch", "at")
+
+    def __init__(self, pipe, bgl, words, need, groups):
+        self.pipe = pipe
+        self.bgl = bgl
+        self.words = words
+        self.need = need
+        self.groups = groups
+        self.bg_key = (id(bgl), need)
+        self.epoch = 0
+        self.at = 0
+
+
 def _size_class(n):
     n = max(n, 16)
     if n <= 1 << 20:
@@ -139,7 +181,15 @@ class Context:
         self.enc = None
         self.cpass = None
         self.last_pipe = None
+        self.last_bind = None
+        self.last_at = -1
         self.ndispatch = 0
+        self.epoch = next(_epochs)
+        self.capture = None      # a list while the ops layer records launches (see _ops plans)
+        self.plans = {}          # the ops layer's replayable launches, keyed by op and operand views
+        self._sizes = {}
+        self._native = _native_pass_calls() if hasattr(self.arena_buf, "_internal") else None
+        self._cp_h = None
         self.stats = {"dispatches": 0, "submits": 0, "uploads": 0, "readbacks": 0}
 
     # ------------------------------------------------------------------ compile
@@ -163,12 +213,18 @@ class Context:
         return pipe, bgl
 
     # ------------------------------------------------------------------ buffers
-    def alloc(self, nbytes, upload=False):
+    def _size_for(self, nbytes):
         if nbytes > self.max_binding:
             raise MemoryError(f"ruda wgpu: an array of {nbytes} bytes exceeds this adapter's "
                               f"max-storage-buffer-binding-size ({self.max_binding} bytes)")
-        size = min(_size_class(nbytes), max(self.max_binding, 16)) if nbytes <= self.max_binding else nbytes
-        size = max(size, -(-nbytes // 4) * 4, 16)
+        size = max(min(_size_class(nbytes), max(self.max_binding, 16)), -(-nbytes // 4) * 4, 16)
+        if len(self._sizes) >= 4096:
+            self._sizes.clear()
+        self._sizes[nbytes] = size
+        return size
+
+    def alloc(self, nbytes, upload=False):
+        size = self._sizes.get(nbytes) or self._size_for(nbytes)
         # A buffer freed since the last submit may still be read by recorded dispatches: a later
         # dispatch may write it (WebGPU orders dispatches), a queued upload may not (write_buffer
         # runs before the whole command buffer), so uploads take only from the submitted pool.
@@ -201,7 +257,11 @@ class Context:
 
     def _hot(self, size):
         pf = self._pending_free
-        for i in range(len(pf) - 1, max(-1, len(pf) - 65), -1):
+        if not pf:
+            return None
+        if pf[-1].size == size:
+            return pf.pop()
+        for i in range(len(pf) - 2, max(-1, len(pf) - 65), -1):
             if pf[i].size == size:
                 return pf.pop(i)
         return None
@@ -222,51 +282,95 @@ class Context:
             self.enc = self.device.create_command_encoder()
         if self.cpass is None:
             self.cpass = self.enc.begin_compute_pass()
+            self._cp_h = self.cpass._internal if self._native else None
         return self.cpass
-
-    def _end_pass_of(self, enc):
-        if self.cpass is not None:
-            cp, self.cpass, self.last_pipe = self.cpass, None, None
-            cp.end()
 
     def _end_pass(self):
         if self.cpass is not None:
-            self.cpass.end()
-            self.cpass = None
-            self.last_pipe = None
+            cp, self.cpass, self._cp_h, self.last_pipe, self.last_bind = self.cpass, None, None, None, None
+            cp.end()
 
-    def launch(self, kernel, storages, views, shape, params=(), extras=None):
-        """Record one dispatch of ``kernel`` over ``shape`` with buffers ``storages``."""
-        prog, (pipe, bgl) = self.cache.get(kernel)
-        lay = prog.layout
-        aw = self.align_words
-        need = -(-lay.words // 4) * 4
+    def put(self, words):
+        """Write metadata ``words`` (a uint32 array) into the arena; returns their word offset."""
+        n = words.size
+        need = -(-n // 4) * 4
         if self.arena_used + need > self.arena.size:
             self.flush()
         at = self.arena_used
-        packing.pack(kernel, shape, views, params, extras, out=self.arena[at:at + lay.words], lay=lay)
-        words = self.arena[at:at + lay.words]
-        groups = prog.grid(words)
-        if groups == 0:
-            return
+        self.arena[at:at + n] = words
+        aw = self.align_words
         self.arena_used = at + -(-need // aw) * aw
+        return at
+
+    def prepare(self, kernel, views, shape, params=(), extras=None):
+        """A :class:`Launch` of ``kernel`` over ``shape`` (operand views and params packed)."""
+        prog, (pipe, bgl) = self.cache.get(kernel)
+        lay = prog.layout
+        words = packing.pack(kernel, shape, views, params, extras, lay=lay)
+        return Launch(pipe, bgl, words, -(-lay.words // 4) * 4, prog.grid(words))
+
+    def launch(self, kernel, storages, views, shape, params=(), extras=None):
+        """Record one dispatch of ``kernel`` over ``shape`` with buffers ``storages``."""
+        lau = self.prepare(kernel, views, shape, params, extras)
+        if self.capture is not None:
+            self.capture.append((lau, storages))
+        self.replay(lau, storages)
+
+    def replay(self, lau, storages):
+        """Record ``lau`` again with buffers ``storages`` (its words bound in place when they are
+        already in the arena of this submit)."""
+        if not lau.groups:
+            return
+        if lau.epoch != self.epoch:
+            lau.at = self.put(lau.words)
+            lau.epoch = self.epoch
         # bind groups are cached per (layout, buffers): the metadata slot is a dynamic offset and
         # storage bindings cover whole pooled buffers, so a loop over recycled buffers hits
-        key = (id(bgl), need) + tuple(id(st.buffer) for st in storages)
+        key = (lau.bg_key, *map(_buffer_of, storages))
         bg = self.bind_groups.get(key)
         if bg is None:
-            entries = [{"binding": 0, "resource": {"buffer": self.arena_buf, "offset": 0, "size": need * 4}}]
-            for i, st in enumerate(storages):
-                entries.append({"binding": i + 1, "resource": {"buffer": st.buffer, "offset": 0,
-                                                               "size": st.buffer.size}})
-            bg = self.device.create_bind_group(layout=bgl, entries=entries)
-            if len(self.bind_groups) >= BIND_GROUP_CACHE:
-                self.bind_groups.clear()
-            self.bind_groups[key] = bg
-        cp = self._pass()
-        cp.set_pipeline(pipe)
-        cp.set_bind_group(0, bg, [at * 4])
-        cp.dispatch_workgroups(groups, 1, 1)
+            bg = self._bind_group(key, lau.bgl, lau.need, storages)
+        self.record(lau.pipe, bg, lau.at, lau.groups)
+
+    def _bind_group(self, key, bgl, need, storages):
+        entries = [{"binding": 0, "resource": {"buffer": self.arena_buf, "offset": 0, "size": need * 4}}]
+        for i, st in enumerate(storages):
+            entries.append({"binding": i + 1, "resource": {"buffer": st.buffer, "offset": 0,
+                                                           "size": st.buffer.size}})
+        bg = self.device.create_bind_group(layout=bgl, entries=entries)
+        if len(self.bind_groups) >= BIND_GROUP_CACHE:
+            self.bind_groups.clear()
+        self.bind_groups[key] = bg
+        return bg
+
+    def record(self, pipe, bg, at, gx, gy=1, gz=1):
+        """Record one dispatch into the open compute pass: metadata at arena word ``at``.
+
+        The pipeline is set only when it changes, the bind group only when it or its offset
+        changes (state persists within a pass)."""
+        cp = self.cpass
+        if cp is None:
+            cp = self._pass()
+        nat = self._native
+        if nat is not None:
+            h = self._cp_h
+            if pipe is not self.last_pipe:
+                nat[0](h, pipe._internal)
+                self.last_pipe, self.last_bind = pipe, None
+            if self.last_bind is not bg or self.last_at != at:
+                offs = nat[3]
+                offs[0] = at * 4
+                nat[1](h, 0, bg._internal, 1, offs)
+                self.last_bind, self.last_at = bg, at
+            nat[2](h, gx, gy, gz)
+        else:
+            if pipe is not self.last_pipe:
+                cp.set_pipeline(pipe)
+                self.last_pipe, self.last_bind = pipe, None
+            if self.last_bind is not bg or self.last_at != at:
+                cp.set_bind_group(0, bg, [at * 4])
+                self.last_bind, self.last_at = bg, at
+            cp.dispatch_workgroups(gx, gy, gz)
         self.ndispatch += 1
         self.stats["dispatches"] += 1
         if self.ndispatch >= FLUSH_EVERY:
@@ -290,8 +394,9 @@ class Context:
         self.enc = None                     # a failed submit must not leave a finished encoder open
         self.ndispatch = 0
         self.arena_used = 0
+        self.epoch = next(_epochs)          # the arena's slots are free again
         try:
-            self._end_pass_of(enc)
+            self._end_pass()
             if used:
                 self.queue.write_buffer(self.arena_buf, 0, self.arena[:used])
             self.queue.submit([enc.finish()])

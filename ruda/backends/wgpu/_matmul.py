@@ -38,7 +38,6 @@ import weakref
 
 import numpy as np
 
-from ruda.backends.wgpu import _device
 from ruda.backends.wgpu._array import broadcast_strides, collapse
 from ruda.backends.wgpu._ops import _as_matrices, _drop_vector_dims
 from ruda.runtime import tune
@@ -289,14 +288,8 @@ def _np_name(ir):
 
 def _record(ctx, st, pipe, words, storages, groups):
     """Record one dispatch into the context's open compute pass (uniforms in its metadata arena)."""
-    n = words.size
-    need = -(-n // 4) * 4
-    if ctx.arena_used + need > ctx.arena.size:
-        ctx.flush()
-    at = ctx.arena_used
-    ctx.arena[at:at + n] = words
-    aw = ctx.align_words
-    ctx.arena_used = at + -(-need // aw) * aw
+    need = -(-words.size // 4) * 4
+    at = ctx.put(words)
     bufs = tuple(s.buffer for s in storages)
     key = tuple(map(id, bufs))
     hit = st.bind_groups.get(key)
@@ -310,11 +303,4 @@ def _record(ctx, st, pipe, words, storages, groups):
         if len(st.bind_groups) >= _BIND_GROUP_CACHE:
             st.bind_groups.clear()
         st.bind_groups[key] = (bg, tuple(map(weakref.ref, bufs)))
-    cp = ctx._pass()
-    cp.set_pipeline(pipe)
-    cp.set_bind_group(0, bg, [at * 4])
-    cp.dispatch_workgroups(*groups)
-    ctx.ndispatch += 1
-    ctx.stats["dispatches"] += 1
-    if ctx.ndispatch >= _device.FLUSH_EVERY:
-        ctx.flush()
+    ctx.record(pipe, bg, at, *groups)
