@@ -18,6 +18,7 @@ from ruda.runtime.wgsl_math import _GENERIC, HELPERS
 
 WG = 256      # workgroup size of every kernel
 MAX_GROUPS = 65535
+VEC_UNROLL = 4  # vec4 kernels: vec4s per invocation per step (WG apart, so each load coalesces)
 
 STORAGE = {"bool": "u32", "i8": "i32", "i16": "i32", "u8": "u32", "u16": "u32",
            "i32": "i32", "u32": "u32", "i64": "i64", "u64": "u64", "f16": "f16",
@@ -100,7 +101,7 @@ class Program:
         if self.kind == "map" or self.kind == "serial":
             g = -(-n // WG)
             if self.kernel.hint("vec4"):
-                g = -(-(n // 4) // WG)
+                g = -(-(n // 4) // (WG * VEC_UNROLL))
         elif self.kind == "reduce":
             g = n * int(words[self.layout.extra_at["nsplit"]])
         else:  # scan: one workgroup per row
@@ -112,8 +113,9 @@ class Program:
 class WGSLRenderer:
     """Renders IR kernels to WGSL for an adapter with the given features."""
 
-    def __init__(self, f16=False, f64=False, int64=False):
+    def __init__(self, f16=False, f64=False, int64=False, subgroup=False):
         self.f16, self.f64, self.int64 = f16, f64, int64
+        self.subgroup = subgroup
         self.storage = STORAGE
         self.itemsize = ITEMSIZE
 
@@ -146,7 +148,7 @@ class _Render:
         self.counter = 0
         self.uses_f16 = False
         self.outer_coords = None   # names of coords for Reduce output index
-        self.lane = None           # vec4 Map: the lane being rendered
+        self.lane = None           # vec4 kernels: (name suffix, load of a vec4 arg's lane) being rendered
         self.vec_mask = kernel.hint("vec4")
 
     # ---------------------------------------------------------------- helpers
@@ -299,20 +301,18 @@ class _Render:
         return f"u32({' + '.join(parts)})"
 
     def cname(self, d):
-        return f"c{d}" if self.lane is None else f"c{d}_{self.lane}"
+        return f"c{d}" if self.lane is None else f"c{d}_{self.lane[0]}"
 
     def load(self, node, sc):
         a = self.k.args[node.arg]
         if a.dtype != node.dtype:
             raise RenderError(f"wgsl: load of {a.name} as {node.dtype}; the arg is {a.dtype}")
-        if self.lane is not None:
-            if self.vec_mask[node.arg] and isinstance(node.index, ir.Strided) and node.index.coords is None:
-                s = f"v{node.arg}.{'xyzw'[self.lane]}"
-            else:
-                e = self.index(node.arg, node.index, sc)
-                s = f"a{node.arg}[{e} >> 2u][{e} & 3u]"
-            return f"({s} != 0u)" if node.dtype == "bool" else s
-        s = f"a{node.arg}[{self.index(node.arg, node.index, sc)}]"
+        if self.lane is not None and self.vec_mask[node.arg]:
+            if not (isinstance(node.index, ir.Strided) and node.index.coords is None):
+                raise RenderError(f"wgsl: vec4 arg {a.name} of {self.k.name!r} is loaded off its element")
+            s = self.lane[1].format(i=node.arg)
+        else:
+            s = f"a{node.arg}[{self.index(node.arg, node.index, sc)}]"
         if node.dtype == "bool":
             return f"({s} != 0u)"
         return s
@@ -828,6 +828,10 @@ class _Render:
         elif isinstance(body, ir.Reduce):
             if k.hint("serial"):
                 kind, main = "serial", self.serial_reduce_main(body)
+            elif self.vec_mask:
+                if not (body.split and body.outer_ndim == 0 and k.ndim == 1 and body.index_out is None):
+                    raise RenderError(f"wgsl: vec4 reduction {k.name!r} must be a 1-D split full reduction")
+                kind, main = "reduce", self.reduce_vec4_main(body)
             else:
                 kind, main = "reduce", self.reduce_main(body)
         elif isinstance(body, ir.Scan):
@@ -846,42 +850,165 @@ class _Render:
         out.append(f"@group(0) @binding(0) var<uniform> rmeta: array<vec4<u32>, {nvec}>;")
         for i, a in enumerate(k.args):
             acc = "read_write" if a.writable else "read"
-            T = STORAGE[a.dtype] if not self.vec_mask else f"vec4<{STORAGE[a.dtype]}>"
+            T = f"vec4<{STORAGE[a.dtype]}>" if self.vec_mask and self.vec_mask[i] else STORAGE[a.dtype]
             out.append(f"@group(0) @binding({i + 1}) var<storage, {acc}> a{i}: array<{T}>;")
         out.extend(src for src in self.helpers.values())
         out.append(main)
         return Program(k, "\n".join(out) + "\n", kind)
 
-    def _fn(self, lines, extra=""):
+    def _fn(self, lines, extra="", subgroups=False):
+        sg = (", @builtin(subgroup_invocation_id) sgi: u32, @builtin(subgroup_size) sgs: u32, "
+              "@builtin(subgroup_id) sgid: u32, @builtin(num_subgroups) nsg: u32") if subgroups else ""
         head = (f"@compute @workgroup_size({WG})\nfn main(@builtin(global_invocation_id) gid: vec3<u32>, "
                 f"@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, "
-                f"@builtin(num_workgroups) nwg: vec3<u32>) {{")
+                f"@builtin(num_workgroups) nwg: vec3<u32>{sg}) {{")
         return "\n".join([extra, head] + ["  " + ln for ln in lines] + ["}"])
 
-    def map_vec4_main(self, body):
-        """1-D Map over vec4 storage: unit-stride aligned args move as vec4, others per element."""
-        k = self.k
-        lines = [f"let nv = {self.w(0)} / 4u;",
-                 f"for (var vi: u32 = gid.x; vi < nv; vi = vi + nwg.x * {WG}u) {{"]
-        for i, a in enumerate(k.args):
-            if self.vec_mask[i] and not a.writable:
-                lines.append(f"  let v{i} = a{i}[u32({self.wi(self.lay.arg_at[i])} >> 2u) + vi];")
-        outs = {}
-        for lane in range(4):
-            self.lane = lane
-            sc = _Scope()
-            lines.append(f"  let c0_{lane} = i32(vi) * 4 + {lane};")
-            for st in body.stores:
-                v = self.expr(st.value, sc)
-                outs.setdefault(st.arg, []).append((sc, self.store_value(v, k.args[st.arg].dtype)))
-            lines += ["  " + ln for ln in sc.lines]
+    # ---------------------------------------------------------------- vec4 kernels
+    # Kernels with the ("vec4", mask) hint: 1-D, every arg with mask[i] unit-stride from an
+    # element offset that is a multiple of 4, bound as array<vec4<T>>; the others are read per
+    # element (broadcast scalars).  Each invocation takes VEC_UNROLL vec4s per step, WG apart
+    # (every load of a workgroup is one contiguous 4 KiB run), their loads issued before any use;
+    # the n % 4 tail goes through single components of the vec4 after the last whole one.
+
+    def vec4_prologue(self):
+        """Lines binding ``o{i}``: the vec4 offset of every vec4 arg."""
+        return [f"let o{i} = {self.w(self.lay.arg_at[i])} >> 2u;"
+                for i, m in enumerate(self.vec_mask) if m]
+
+    def vec4_step(self, base, bound):
+        """Lines of one step at vec4 ``base`` (< ``bound``): indices ``i{j}`` (clamped in range)
+        and the loads ``v{i}_{j}`` of the read-only vec4 args."""
+        lines = [f"let i{j} = {base};" if j == 0 else f"let i{j} = min({base} + {j * WG}u, {bound} - 1u);"
+                 for j in range(VEC_UNROLL)]
+        for j in range(VEC_UNROLL):
+            lines += [f"let v{i}_{j} = a{i}[o{i} + i{j}];" for i, m in enumerate(self.vec_mask)
+                      if m and not self.k.args[i].writable]
+        return lines
+
+    def lane_values(self, values, suffix, load, coord):
+        """Render IR ``values`` for one element: vec4 args read through ``load`` (a format with
+        ``{i}``), coordinate 0 = ``coord``.  Returns (lines, WGSL names)."""
+        self.lane = (suffix, load)
+        sc = _Scope()
+        names = [self.expr(v, sc) for v in values]
         self.lane = None
-        for arg, vals in outs.items():
-            T = STORAGE[k.args[arg].dtype]
-            lines.append(f"  a{arg}[u32({self.wi(self.lay.arg_at[arg])} >> 2u) + vi] = "
-                         f"vec4<{T}>({', '.join(v for _, v in vals)});")
+        return [f"let c0_{suffix} = {coord};"] + sc.lines, names
+
+    def map_vec4_main(self, body):
+        """1-D Map over vec4 storage (see the vec4 kernels above)."""
+        k = self.k
+        vals = [st.value for st in body.stores]
+        T = [STORAGE[k.args[st.arg].dtype] for st in body.stores]
+        dts = [k.args[st.arg].dtype for st in body.stores]
+        lines = [f"let n = {self.w(0)};", "let nv = n / 4u;"] + self.vec4_prologue()
+        lines.append(f"for (var b: u32 = wid.x * {WG * VEC_UNROLL}u + lid.x; b < nv; "
+                     f"b = b + nwg.x * {WG * VEC_UNROLL}u) {{")
+        lines += ["  " + ln for ln in self.vec4_step("b", "nv")]
+        for j in range(VEC_UNROLL):
+            lanes = []
+            for lane in range(4):
+                ls, names = self.lane_values(vals, f"{j}_{lane}", f"v{{i}}_{j}.{'xyzw'[lane]}",
+                                             f"i32(i{j} * 4u + {lane}u)")
+                lines += ["  " + ln for ln in ls]
+                lanes.append(names)
+            for s, st in enumerate(body.stores):
+                vec = ", ".join(self.store_value(names[s], dts[s]) for names in lanes)
+                store = f"a{st.arg}[o{st.arg} + i{j}] = vec4<{T[s]}>({vec});"
+                lines.append(f"  {store}" if j == 0 else f"  if (b + {j * WG}u < nv) {{ {store} }}")
         lines.append("}")
+        # the n % 4 tail: one invocation, component by component (no two invocations share a vec4)
+        ls, names = self.lane_values(vals, "t", "a{i}[o{i} + nv][t & 3u]", "i32(t)")
+        lines += ["if (gid.x == 0u) {", "  for (var t: u32 = nv * 4u; t < n; t = t + 1u) {"]
+        lines += ["    " + ln for ln in ls]
+        lines += [f"    a{st.arg}[o{st.arg} + nv][t & 3u] = {self.store_value(names[s], dts[s])};"
+                  for s, st in enumerate(body.stores)]
+        lines += ["  }", "}"]
         return self._fn(lines)
+
+    def tree(self, op, n, dt):
+        """WGSL combining names ``n`` (of type ``dt``) pairwise with reduction ``op``."""
+        while len(n) > 1:
+            n = [self.combine(op, n[i], n[i + 1], dt) if i + 1 < len(n) else n[i]
+                 for i in range(0, len(n), 2)]
+        return n[0]
+
+    def reduce_vec4_main(self, body):
+        """Split full reduction of a 1-D vec4 operand: job ``s`` folds elements
+        [s * chunk, (s + 1) * chunk) (chunk a multiple of 4) into partial ``s``; each invocation
+        keeps one accumulator, folding VEC_UNROLL vec4s per step pairwise (lanes, then vec4s)."""
+        dt = body.value.dtype
+        T = VALUE[dt]
+        ident = self.identity(body.op, dt)
+        ex = self.lay.extra_at
+        lines = [f"let red_n = {self.w(ex['red_n'])};", f"let nsplit = {self.w(ex['nsplit'])};",
+                 f"let chunk = {self.w(ex['chunk'])};"] + self.vec4_prologue()
+        lines += ["for (var job: u32 = wid.x; job < nsplit; job = job + nwg.x) {",
+                  "  let r1 = min(job * chunk + chunk, red_n);",
+                  "  let v1 = r1 / 4u;",
+                  f"  var acc: {T} = {ident};",
+                  f"  for (var b: u32 = job * (chunk / 4u) + lid.x; b < v1; b = b + {WG * VEC_UNROLL}u) {{"]
+        lines += ["    " + ln for ln in self.vec4_step("b", "v1")]
+        parts = []
+        for j in range(VEC_UNROLL):
+            lanes = []
+            for lane in range(4):
+                ls, names = self.lane_values([body.value], f"{j}_{lane}", f"v{{i}}_{j}.{'xyzw'[lane]}",
+                                             f"i32(i{j} * 4u + {lane}u)")
+                lines += ["    " + ln for ln in ls]
+                lanes.append(names[0])
+            p = self.tree(body.op, lanes, dt)
+            parts.append(p if j == 0 else f"select({ident}, {p}, b + {j * WG}u < v1)")
+        lines.append(f"    acc = {self.combine(body.op, 'acc', self.tree(body.op, parts, dt), dt)};")
+        lines.append("  }")
+        ls, names = self.lane_values([body.value], "t", "a{i}[o{i} + v1][lid.x]", "i32(v1 * 4u + lid.x)")
+        lines += ["  if (lid.x < r1 - v1 * 4u) {"] + ["    " + ln for ln in ls]
+        lines += [f"    acc = {self.combine(body.op, 'acc', names[0], dt)};", "  }"]
+        sg = self.subgroup_op(body.op, dt)
+        if sg:
+            # one value per subgroup into shared memory, the first subgroup folds those
+            lines += [f"  let sr = {sg}(acc);",
+                      "  if (sgi == 0u) { sv[sgid] = sr; }",
+                      "  workgroupBarrier();",
+                      "  if (sgid == 0u) {",
+                      f"    var t: {T} = {ident};",
+                      f"    for (var q: u32 = sgi; q < nsg; q = q + sgs) {{ t = {self.combine(body.op, 't', 'sv[q]', dt)}; }}",
+                      f"    let r = {sg}(t);",
+                      "    if (sgi == 0u) {"]
+            lines += ["      " + ln for ln in self.reduce_store(body, "r", None, "job")]
+            lines += ["    }", "  }"]
+        else:
+            lines.append("  sv[lid.x] = acc;")
+            lines += ["  " + ln for ln in self.wg_tree(body.op, dt, False)]
+            lines.append("  if (lid.x == 0u) {")
+            lines += ["    " + ln for ln in self.reduce_store(body, "sv[0]", None, "job")]
+            lines.append("  }")
+        lines += ["  workgroupBarrier();", "}"]
+        return self._fn(lines, f"var<workgroup> sv: array<{T}, {WG}>;", subgroups=bool(sg))
+
+    def subgroup_op(self, op, dt):
+        """The WGSL subgroup builtin folding ``op`` over ``dt`` exactly as ``combine`` does, or None
+        (floats' max/min propagate NaN, which the builtins need not)."""
+        if not self.r.subgroup or dt not in ("f32", "i32", "u32"):
+            return None
+        if op in ("sum", "prod"):
+            return {"sum": "subgroupAdd", "prod": "subgroupMul"}[op]
+        if op in ("max", "min") and dt != "f32":
+            return {"max": "subgroupMax", "min": "subgroupMin"}[op]
+        return None
+
+    def wg_tree(self, op, dt, is_arg):
+        """Lines folding ``sv[0..WG)`` (and ``si`` for arg-reductions) into ``sv[0]`` (``si[0]``)."""
+        lines = ["workgroupBarrier();",
+                 f"for (var wd: u32 = {WG // 2}u; wd > 0u; wd = wd >> 1u) {{",
+                 "  if (lid.x < wd) {"]
+        if is_arg:
+            better = self.arg_better(op, "sv[lid.x + wd]", "si[lid.x + wd]", "sv[lid.x]", "si[lid.x]", dt)
+            lines.append(f"    if ({better}) {{ sv[lid.x] = sv[lid.x + wd]; si[lid.x] = si[lid.x + wd]; }}")
+        else:
+            lines.append(f"    sv[lid.x] = {self.combine(op, 'sv[lid.x]', 'sv[lid.x + wd]', dt)};")
+        lines += ["  }", "  workgroupBarrier();", "}"]
+        return lines
 
     def map_main(self, body):
         if self.vec_mask:
@@ -932,17 +1059,7 @@ class _Render:
         lines.append("  sv[lid.x] = acc;")
         if is_arg:
             lines.append("  si[lid.x] = acci;")
-        lines.append("  workgroupBarrier();")
-        lines.append(f"  for (var wd: u32 = {WG // 2}u; wd > 0u; wd = wd >> 1u) {{")
-        lines.append("    if (lid.x < wd) {")
-        if is_arg:
-            better = self.arg_better(body.op, "sv[lid.x + wd]", "si[lid.x + wd]", "sv[lid.x]", "si[lid.x]", dt)
-            lines.append(f"      if ({better}) {{ sv[lid.x] = sv[lid.x + wd]; si[lid.x] = si[lid.x + wd]; }}")
-        else:
-            lines.append(f"      sv[lid.x] = {self.combine(body.op, 'sv[lid.x]', 'sv[lid.x + wd]', dt)};")
-        lines.append("    }")
-        lines.append("    workgroupBarrier();")
-        lines.append("  }")
+        lines += ["  " + ln for ln in self.wg_tree(body.op, dt, is_arg)]
         lines.append("  if (lid.x == 0u) {")
         lines += ["    " + ln for ln in self.coords_from("o", 0, body.outer_ndim)]
         lines += ["    " + ln for ln in self.reduce_store(body, "sv[0]", "si[0]", "job")]
