@@ -38,6 +38,16 @@ def device(request):
     return ruda.device(request.param)
 
 
+@pytest.fixture(scope="session")
+def wgpu_device():
+    """The first wgpu device (tests of that backend's internals); skips where there is none."""
+    pytest.importorskip("wgpu")
+    try:
+        return ruda.device("wgpu")
+    except ValueError as e:
+        pytest.skip(f"no wgpu device: {e}")
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
