@@ -13,10 +13,13 @@ from ruda import _dtypes
 from ruda.backends.wgpu._array import (IR, HOST_STORAGE, WArray, basic_index, broadcast_strides,
                                        collapse, contiguous_strides, permute, reshape_view)
 from ruda.runtime import ir
+from ruda.runtime.wgsl import VEC_UNROLL, WG
 
 _K = {}   # op key -> ir.Kernel
 PLANS = 4096        # replayable elementwise launches kept per device (see Ops._replay)
-VEC4_MIN = 1 << 16   # elements: from here on, unit-stride 4-byte maps use the vec4 variant
+VEC4_MIN = 1 << 16   # elements: from here on, unit-stride 4-byte maps and full reductions use vec4 kernels
+RED_PARTS = 4096     # vec4 full reductions: at most this many partials (workgroups) in the first pass
+RED_CHUNK = 4 * WG * VEC_UNROLL * 4   # ... each folding a multiple of this many elements (>= 4 steps)
 I = ir.INDEX
 
 UNARY = {
@@ -192,23 +195,40 @@ class Ops:
 
     def _run_map(self, kkey, fn, inputs, out, cshape, csts, params=(), param_dtypes=()):
         nd = len(cshape)
-        if nd == 1 and cshape[0] >= VEC4_MIN and cshape[0] % 4 == 0 and out.offset % 4 == 0 and \
-                csts[-1][0] == 1 and all(self.ctx.renderer.itemsize[a.ir] == 4 for a in list(inputs) + [out]) and \
-                all(s[0] in (0, 1) for s in csts):
-            # unit-stride 4-byte operands: the vec4 variant (16-byte loads/stores per lane group)
-            mask = tuple(s[0] == 1 and a.offset % 4 == 0 for a, s in zip(list(inputs) + [out], csts))
-            if all(m or s[0] == 0 for m, s in zip(mask, csts)):
+        arrays = list(inputs) + [out]
+        if nd == 1 and cshape[0] >= VEC4_MIN:
+            mask = self._vec4_mask(arrays, csts)
+            if mask is not None and mask[-1]:
+                # unit-stride 4-byte operands: the vec4 kernel (16-byte loads/stores, n % 4 tail)
                 k = _K.get((kkey, "vec4", mask))
                 if k is None:
                     base = self._map_kernel(kkey, fn, inputs, out, 1, param_dtypes)
                     k = _K[(kkey, "vec4", mask)] = ir.Kernel(base.name + "_v4", base.args, base.params, 1, base.body,
                                                              (("vec4", mask),))
-                self._launch(k, list(inputs) + [out], csts, cshape, params)
+                self._launch(k, arrays, csts, cshape, params)
                 return
         k = _K.get((kkey, nd))
         if k is None:
             k = _K[(kkey, nd)] = self._map_kernel(kkey, fn, inputs, out, nd, param_dtypes)
-        self._launch(k, list(inputs) + [out], csts, cshape, params)
+        self._launch(k, arrays, csts, cshape, params)
+
+    def _vec4_mask(self, arrays, strides):
+        """For 1-D operands with ``strides``: per operand True (read/written as vec4: unit stride,
+        4-byte storage, element offset a multiple of 4) or False (broadcast, stride 0); None when
+        an operand is neither.  Depends on the views only (elementwise plans replay it); pooled
+        buffers hold whole vec4s when the binding limit is a multiple of 16 bytes (size classes)."""
+        if self.ctx.max_binding % 16:
+            return None
+        isz = self.ctx.renderer.itemsize
+        mask = []
+        for a, s in zip(arrays, strides):
+            if s[0] == 0:
+                mask.append(False)
+            elif s[0] == 1 and isz[a.ir] == 4 and a.offset % 4 == 0:
+                mask.append(True)
+            else:
+                return None
+        return tuple(mask)
 
     def _map_kernel(self, kkey, fn, inputs, out, nd, param_dtypes):
         k = _K.get((kkey, nd))
@@ -597,6 +617,11 @@ class Ops:
         shape = osh + rsh
         in_sts = [o + r for o, r in zip(ost, rst)]
         nout = math.prod(osh)
+        if nout == 1 and not index_out and R >= VEC4_MIN and len(rsh) == 1:
+            mask = self._vec4_mask(ins, rst)
+            if mask is not None and mask[0]:
+                out = self._reduce_vec4(ins, rst, mask, R, op, acc, out, value, key)
+                return self._finish_reduce(out, None, kshape)
         serial = nout >= 256 or R <= 64
         split = not serial and not index_out and R >= 16384 and nout < 64
         nsplit = min(max(1, R // 8192), 2048) if split else 1
@@ -632,6 +657,28 @@ class Ops:
             osts.append(contiguous_strides(osh))
         self._launch(k, ins + [out] + ([iout] if index_out else []), in_sts + osts, shape)
         return self._finish_reduce(out, iout, kshape)
+
+    def _reduce_vec4(self, ins, rst, mask, R, op, acc, out, value, key):
+        """Full reduction of 1-D vec4 operands (``_vec4_mask``): up to RED_PARTS workgroups each
+        fold a contiguous chunk into one partial, then one small reduction of the partials."""
+        dts = tuple(a.ir for a in ins)
+        kkey = ("reduce_v4", key or op, dts, acc, mask)
+        k = _K.get(kkey)
+        if k is None:
+            loads = [ir.load(i, dt) for i, dt in enumerate(dts)]
+            v = ir.cast(value(*loads) if value is not None else loads[0], acc)
+            args = tuple(ir.Arg(f"x{i}", dt, 1) for i, dt in enumerate(dts)) + (ir.Arg("part", acc, 0, True),)
+            k = _K[kkey] = ir.Kernel(f"reduce_{op}_v4", args, (), 1, ir.Reduce(op, v, len(ins), 0, None, True),
+                                     (("vec4", mask + (False,)),))
+        chunk = -(-max(R // RED_PARTS, 1) // RED_CHUNK) * RED_CHUNK
+        nsplit = -(-R // chunk)
+        final = nsplit == 1 and out.ir == acc
+        part = out if final else self._new((nsplit,), _np(acc))
+        self._launch(k, ins + [part], [tuple(s) for s in rst] + [()], (R,),
+                     extras={"nsplit": nsplit, "chunk": chunk})
+        if final:
+            return out
+        return self._reduce(part, (0,), op, acc, out.dtype, False)
 
     def _finish_reduce(self, out, iout, kshape):
         r = iout if iout is not None else out
