@@ -24,6 +24,8 @@ os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")   # silences Mesa's warning on 
 FLUSH_EVERY = 256
 ARENA_BYTES = 1 << 20
 READ_CHUNK = 64 << 20
+READ_THREADS = max(1, min(8, os.cpu_count() or 1))   # host threads copying a readback out
+READ_SPLIT = 4 << 20                                 # ... each taking at least this many bytes
 BIND_GROUP_CACHE = 4096
 # Optional features ruda uses (wgpu-native spellings), requested when the adapter has them.
 WANTED_FEATURES = ("shader-f16", "shader-f64", "shader-int64", "subgroup", "timestamp-query")
@@ -164,6 +166,7 @@ class Context:
         self.max_buffer = int(self.limits["max-buffer-size"])
         self.queue = self.device.queue
         self.renderer = WGSLRenderer(f16="shader-f16" in self.features, f64="shader-f64" in self.features,
+                                     subgroup="subgroup" in self.features,
                                      int64="shader-int64" in self.features)
         self.cache = ProgramCache(self.renderer, self._compile)
         U = wgpu.BufferUsage
@@ -418,7 +421,13 @@ class Context:
         return b
 
     def read(self, st, byte_off, nbytes, out):
-        """Copy ``nbytes`` from ``st`` at ``byte_off`` into the uint8 view ``out`` (chunked, overlapped)."""
+        """Copy ``nbytes`` from ``st`` at ``byte_off`` into the uint8 view ``out``.
+
+        In READ_CHUNK pieces through two staging buffers: while the host copies piece *i* out of
+        its mapped staging buffer (on READ_THREADS threads when large; NumPy drops the GIL), the
+        device copies piece *i+1* into the other one and the main thread maps it.  A map waits
+        for the device's last submission, so piece *i+1* is submitted only after piece *i* is
+        mapped: the wait covers exactly its own copy."""
         self.stats["readbacks"] += 1
         if nbytes == 0:
             self.flush()
@@ -426,23 +435,44 @@ class Context:
         mode = self.wgpu.MapMode.READ
         chunk = min(READ_CHUNK, -(-nbytes // 4) * 4)
         nchunks = -(-nbytes // chunk)
+        size = _size_class(chunk)
 
-        def drain(b, lo, n):
-            n4 = -(-n // 4) * 4
-            b.map_sync(mode, 0, n4)
-            try:
-                out[lo:lo + n] = np.frombuffer(b.read_mapped(0, n4, copy=False), np.uint8, n)
-            finally:
-                b.unmap()
-
-        prev = None
-        for i in range(nchunks):
+        def issue(i):
             lo = i * chunk
             n = min(chunk, nbytes - lo)
-            sb = self._staging(_size_class(chunk), i % 2)
-            self.copy(st.buffer, byte_off + lo, sb, 0, -(-n // 4) * 4)
+            n4 = -(-n // 4) * 4
+            sb = self._staging(size, i % 2)
+            self.copy(st.buffer, byte_off + lo, sb, 0, n4)
             self.flush()
-            if prev is not None:
-                drain(*prev)
-            prev = (sb, lo, n)
-        drain(*prev)
+            sb.map_sync(mode, 0, n4)
+            return sb, lo, n, np.frombuffer(sb.read_mapped(0, n4, copy=False), np.uint8, n)
+
+        cur = issue(0)
+        for i in range(nchunks):
+            sb, lo, n, src = cur
+            jobs = _host_copy(out[lo:lo + n], src)
+            try:
+                cur = issue(i + 1) if i + 1 < nchunks else None
+            finally:
+                for j in jobs:
+                    j.result()
+                sb.unmap()
+
+
+_copy_pool = None
+
+
+def _host_copy(dst, src):
+    """Start ``dst[:] = src`` (uint8): on READ_THREADS threads when at least READ_SPLIT bytes per
+    thread, else done here.  Returns the futures to wait for."""
+    global _copy_pool
+    n = src.size
+    parts = min(READ_THREADS, n // READ_SPLIT)
+    if parts <= 1:
+        np.copyto(dst, src)
+        return ()
+    if _copy_pool is None:
+        from concurrent.futures import ThreadPoolExecutor
+        _copy_pool = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="ruda-wgpu-read")
+    step = -(-n // parts)
+    return [_copy_pool.submit(np.copyto, dst[a:a + step], src[a:a + step]) for a in range(0, n, step)]
