@@ -233,3 +233,188 @@ def test_complex_functions_and_c99_special_values(dev, name):
         g = complex(np.asarray(getattr(xp, name)(xp.asarray(zin, device=dev)).to_device("cpu")))
         for part, want in ((g.real, er), (g.imag, ei)):
             assert (math.isnan(part) and math.isnan(want)) or abs(part) == pytest.approx(abs(want)), (zin, g)
+
+
+# ------------------------------------------------------------------ vec4 fast paths
+VEC4_SIZES = [1, 3, 4, 5, 7, 8, 1023, 1025, 70_001]
+
+VEC4_OPS = {   # name -> (dtypes, operand sampler); every elementwise category
+    "add": ("f32 i32 u32 i8 u8", None), "subtract": ("f32 i32 u32", None),
+    "multiply": ("f32 i32 i16", None), "divide": ("f32", "nonzero"), "floor_divide": ("i32 u32", "nonzero"),
+    "remainder": ("f32 i32", "nonzero"), "pow": ("f32", "positive"), "maximum": ("f32 i32", None),
+    "atan2": ("f32", None), "bitwise_and": ("i32 u32", None), "bitwise_left_shift": ("i32", "shift"),
+    "less": ("f32 i32", None), "not_equal": ("u32", None), "logical_and": ("bool", None),
+    "negative": ("f32 i32", None), "abs": ("f32 i32", None), "sqrt": ("f32", "positive"),
+    "exp": ("f32", None), "sin": ("f32", None), "floor": ("f32", None), "sign": ("f32 i32", None),
+    "isnan": ("f32", None), "logical_not": ("bool", None), "bitwise_invert": ("u32 i8", None),
+}
+_NP = {"f32": np.float32, "i32": np.int32, "u32": np.uint32, "i8": np.int8, "u8": np.uint8,
+       "i16": np.int16, "bool": np.bool_}
+
+
+def _sample(rng, dt, n, kind=None):
+    if dt == "bool":
+        return rng.random(n) < 0.5
+    if kind == "shift":
+        return rng.integers(0, 31, n).astype(_NP[dt])
+    if dt == "f32":
+        a = rng.standard_normal(n).astype(np.float32) * 4
+        if kind == "positive":
+            a = np.abs(a) + np.float32(0.5)
+        if kind == "nonzero":
+            a[a == 0] = 1
+        return a
+    info = np.iinfo(_NP[dt])
+    a = rng.integers(max(info.min, -1000), min(info.max, 1000), n, endpoint=True).astype(_NP[dt])
+    if kind == "nonzero":
+        a[a == 0] = 1
+    return a
+
+
+@pytest.mark.parametrize("name", sorted(VEC4_OPS))
+def test_vec4_elementwise_every_category_and_tail(dev, monkeypatch, name):
+    """Same-shape contiguous 4-byte operands take the vec4 kernel at every length (n % 4 tails,
+    n < 4, n = 0); values and dtypes equal NumPy's."""
+    from ruda.backends.wgpu import _ops
+    monkeypatch.setattr(_ops, "VEC4_MIN", 0)
+    dts, kind = VEC4_OPS[name]
+    f = getattr(xp, name)
+    nf = getattr(np, {"pow": "power", "bitwise_invert": "invert", "bitwise_left_shift": "left_shift"}.get(name, name))
+    rng = np.random.default_rng(abs(hash(name)) % 2**32)
+    binary = name in _ops.BINARY
+    for dt in dts.split():
+        for n in VEC4_SIZES + [0]:
+            ins = [_sample(rng, dt, n, kind if i == 1 or not binary else None) for i in range(2 if binary else 1)]
+            got = f(*[xp.asarray(a, device=dev) for a in ins])
+            with np.errstate(all="ignore"):
+                ref = nf(*ins)
+            g = np.asarray(got.to_device("cpu"))
+            assert g.dtype == ref.dtype, (dt, n)
+            if dt == "f32" and name in ("exp", "sin", "pow", "atan2", "divide", "remainder", "sqrt"):
+                # WGSL's f32 division, sqrt and builtins are within a few ULP, not correctly rounded
+                np.testing.assert_allclose(g, ref, rtol=2e-6, atol=1e-6, err_msg=f"{dt} n={n}")
+            else:
+                np.testing.assert_array_equal(g, ref, err_msg=f"{dt} n={n}")
+    irop = {**_ops.UNARY, **_ops.BINARY}[name]
+    for dt in dts.split():                             # the vec4 kernel was the one chosen
+        assert any(len(k) == 3 and k[1] == "vec4" and k[0][0] == ("ub"[binary], irop) and k[0][1] == (dt,) * (1 + binary)
+                   for k in _ops._K if isinstance(k, tuple)), dt
+
+
+def test_vec4_elementwise_views_scalars_and_fallbacks(dev, monkeypatch):
+    """Views at offsets that are multiples of 4 and broadcast scalars stay on vec4; offsets that are
+    not, strided views and 8-byte/mixed dtypes take the generic kernel; values/dtypes as NumPy."""
+    from ruda.backends.wgpu import _ops
+    monkeypatch.setattr(_ops, "VEC4_MIN", 0)
+    rng = np.random.default_rng(11)
+    n = 5_000_003                                     # many workgroups and grid-stride steps
+    a = rng.standard_normal(n).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    x, y = xp.asarray(a, device=dev), xp.asarray(b, device=dev)
+    cases = [
+        (x + y, a + b), (x * 2.5, a * np.float32(2.5)), (3 - x, np.float32(3) - a),
+        (x + xp.asarray(np.float32(0.25), device=dev), a + np.float32(0.25)),
+        (x[4:] - y[:-4], a[4:] - b[:-4]), (x[8:1031] * y[4:1027], a[8:1031] * b[4:1027]),
+        (x[1:] - y[:-1], a[1:] - b[:-1]), (x[3:11] + y[:8], a[3:11] + b[:8]),     # offsets not % 4
+        (x[::2] + y[::2], a[::2] + b[::2]), (x[::-1] + y, a[::-1] + b),             # strided
+        (xp.where(x > y, x, y), np.where(a > b, a, b)),
+    ]
+    for got, ref in cases:
+        g = np.asarray(got.to_device("cpu"))
+        assert g.dtype == ref.dtype
+        np.testing.assert_array_equal(g, ref)
+    m = dev.backend._vec4_mask                        # the choice: True vec4, False broadcast, None generic
+    assert m([x[4:]._data, y._data], [(1,), (0,)]) == (True, False)
+    assert m([x[1:]._data], [(1,)]) is None and m([x[::2]._data], [(2,)]) is None
+    assert m([xp.asarray(a[:8].astype(np.float64), device=dev)._data], [(1,)]) is None
+    a64 = rng.standard_normal(1001)
+    i32 = rng.integers(-50, 50, 1001).astype(np.int32)
+    for got, ref in ((x[:1001] + xp.asarray(a64, device=dev), a[:1001] + a64),
+                     (xp.asarray(i32, device=dev) * x[:1001], i32 * a[:1001]),
+                     (xp.asarray(i32, device=dev) + 1, i32 + 1)):
+        g = np.asarray(got.to_device("cpu"))
+        assert g.dtype == ref.dtype
+        np.testing.assert_allclose(g, ref, rtol=1e-15)
+    # a store into a view writes exactly its elements, the tail included
+    z = xp.zeros(2000, dtype=xp.float32, device=dev)
+    zr = np.zeros(2000, np.float32)
+    for lo, m in ((4, 101), (8, 1), (12, 3), (200, 1003), (1500, 500)):
+        z[lo:lo + m] = x[:m] + 1
+        zr[lo:lo + m] = a[:m] + 1
+    np.testing.assert_array_equal(np.asarray(z.to_device("cpu")), zr)
+
+
+RED_CASES = [  # (function, dtype)
+    ("sum", "f32"), ("sum", "i32"), ("sum", "u32"), ("prod", "f32"), ("prod", "i32"), ("max", "f32"),
+    ("min", "f32"), ("max", "i32"), ("min", "u32"), ("mean", "f32"), ("all", "bool"), ("any", "bool"),
+    ("count_nonzero", "f32"), ("var", "f32"),
+]
+
+
+@pytest.mark.parametrize("subgroup", [True, False], ids=["subgroup", "shared"])
+@pytest.mark.parametrize("fname,dt", RED_CASES)
+def test_vec4_full_reductions(dev, monkeypatch, fname, dt, subgroup):
+    """Full reductions of contiguous 4-byte arrays take the split vec4 kernel (workgroup fold by
+    subgroup builtins where the adapter has them, else shared memory); values and dtypes as
+    NumPy's, f32 sums within 2e-6 * sum|x| of the float64 sum."""
+    from ruda.backends.wgpu import _ops
+    ctx = dev.backend.ctx
+    if subgroup and not ctx.renderer.subgroup:
+        pytest.skip("adapter without subgroups")
+    monkeypatch.setattr(_ops, "VEC4_MIN", 0)
+    monkeypatch.setattr(ctx.renderer, "subgroup", subgroup)
+    monkeypatch.setattr(ctx.cache, "programs", {})       # render again under this renderer setting
+    monkeypatch.setattr(ctx.cache, "by_id", {})
+    rng = np.random.default_rng(abs(hash((fname, dt))) % 2**32)
+    f = getattr(xp, fname)
+    for n in VEC4_SIZES + [5_000_003]:
+        if dt == "bool":
+            a = rng.random(n) < (0.999 if fname == "all" else 0.001)
+        elif fname == "prod":
+            a = (rng.uniform(0.999, 1.001, n) if dt == "f32" else rng.choice([-1, 1, 1, 1, 2], n)).astype(_NP[dt])
+        else:
+            a = _sample(rng, dt, n)
+        x = xp.asarray(a, device=dev)
+        for view, ref_in in ((x, a), (x[4:], a[4:]), (x[1:], a[1:])):
+            if ref_in.size == 0:
+                continue
+            g = np.asarray(f(view).to_device("cpu"))
+            ref = {"count_nonzero": lambda v: np.asarray(np.count_nonzero(v), np.int64)}.get(fname, getattr(np, fname))(ref_in)
+            assert g.dtype == np.asarray(ref).dtype or fname == "count_nonzero", (fname, dt, n)
+            if dt == "f32" and fname in ("sum", "mean"):
+                exact = ref_in.astype(np.float64)
+                scale = np.abs(exact).sum() / (ref_in.size if fname == "mean" else 1)
+                assert abs(float(g) - getattr(np, fname)(exact)) <= 2e-6 * scale, (fname, n)
+            elif dt == "f32" and fname in ("prod", "var"):
+                # an f32 product of n factors drifts by up to ~n * eps even in IEEE order (NumPy's too)
+                np.testing.assert_allclose(g, getattr(np, fname)(ref_in.astype(np.float64)),
+                                           rtol=max(2e-4, ref_in.size * 2e-9))
+            else:
+                np.testing.assert_array_equal(g, ref, err_msg=f"{fname} {dt} n={n}")
+    assert any(k[0] == "reduce_v4" and k[2][0] == dt for k in _ops._K if isinstance(k, tuple) and k)
+
+
+def test_vec4_max_min_propagate_nan(dev, monkeypatch):
+    from ruda.backends.wgpu import _ops
+    monkeypatch.setattr(_ops, "VEC4_MIN", 0)
+    rng = np.random.default_rng(12)
+    for n, at in ((70_001, 70_000), (70_001, 5), (9, 2)):
+        a = rng.standard_normal(n).astype(np.float32)
+        a[at] = np.nan
+        x = xp.asarray(a, device=dev)
+        assert np.isnan(np.asarray(xp.max(x).to_device("cpu")))
+        assert np.isnan(np.asarray(xp.min(x).to_device("cpu")))
+        assert np.isnan(np.asarray(xp.sum(x).to_device("cpu")))
+
+
+def test_readback_threads_are_exact(dev, monkeypatch):
+    from ruda.backends.wgpu import _device
+    monkeypatch.setattr(_device, "READ_CHUNK", 40_000)
+    monkeypatch.setattr(_device, "READ_SPLIT", 3000)
+    monkeypatch.setattr(_device, "READ_THREADS", 3)
+    rng = np.random.default_rng(13)
+    for n in (1, 7, 9_999, 100_003):
+        a = rng.standard_normal(n).astype(np.float32)
+        x = xp.asarray(a, device=dev)
+        np.testing.assert_array_equal(np.asarray(x.to_device("cpu")), a)
+        np.testing.assert_array_equal(np.asarray(x[5::3].to_device("cpu")), a[5::3])
