@@ -3,6 +3,7 @@
 ``ops_for(mod)`` returns them bound to ``mod``; a backend's ``_ops`` module takes them with
 ``globals().update(ops_for(mod))`` and defines only what differs on its device.
 """
+import math
 
 
 def ops_for(mod):
@@ -58,3 +59,39 @@ def ops_for(mod):
 
     return {f.__name__: f for f in (getitem, setitem, astype, arange, empty, eye, linspace, tril,
                                      triu, isin, sum, prod, max, min, permute_dims, matmul)}
+
+
+def c99_complex(mod):
+    """``log``, ``log1p``, ``tanh`` and ``acosh`` of ``mod`` with C99's special values for complex input.
+
+    For a module whose complex kernels return NaN + NaN j where C99 (and the standard) do not:
+    CuPy's, from FreeBSD msun through thrust, give NaN + NaN j for log and log1p of
+    (+-inf + NaN j) and (NaN +- inf j) (C99: +inf + NaN j), tanh of (+-0 + inf j) and
+    (+-0 + NaN j) (C99: +-0 + NaN j) and acosh of (+-0 + NaN j) (C99: NaN + pi/2 j).  Each
+    wrapper overwrites exactly those elements (two masked copies, no host synchronization).
+    NumPy follows C99 already and takes none of these.
+    """
+    def inf_and_nan(x):
+        re, im = x.real, x.imag
+        return (mod.isinf(re) & mod.isnan(im)) | (mod.isnan(re) & mod.isinf(im))
+
+    def fixed(name, special, real, imag):     # real None: keep x's real part
+        base = getattr(mod, name)
+
+        def op(x):
+            out = base(x)
+            if x.dtype.kind == "c":
+                mask = special(x)
+                mod.copyto(out.real, x.real if real is None else real, where=mask)
+                mod.copyto(out.imag, imag, where=mask)
+            return out
+
+        op.__name__ = name
+        return op
+
+    return {
+        "log": fixed("log", inf_and_nan, math.inf, math.nan),
+        "log1p": fixed("log1p", inf_and_nan, math.inf, math.nan),
+        "tanh": fixed("tanh", lambda x: (x.real == 0) & ~mod.isfinite(x.imag), None, math.nan),
+        "acosh": fixed("acosh", lambda x: (x.real == 0) & mod.isnan(x.imag), math.nan, math.pi / 2),
+    }

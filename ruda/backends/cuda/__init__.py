@@ -151,6 +151,8 @@ class CudaBackend(Backend):
         """Copy a NumPy array to this GPU; large arrays through double-buffered pinned staging."""
         self._check_dtype("to_device", a.dtype)
         with self._cp_device:
+            if not a.ndim:      # cupy.asarray fills a 0-d array, with a memset for any zero (-0.0 -> +0.0)
+                return _exact_scalar(a, a.dtype)
             if a.nbytes < _PINNED_MIN:
                 return cupy.asarray(a)
             src = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
@@ -199,7 +201,8 @@ class CudaBackend(Backend):
         """A 0-d array of ``value``; cached, since the frontend makes one per Python scalar operand.
 
         The frontend never hands these arrays to users (ops always allocate their results).
-        Zeros (signed) and NaNs are not cached.
+        Only values that equality tells apart are cached: no NaNs, no float zeros, no complex with
+        a zero or NaN part (``1-0j == 1+0j`` and both hash alike, so one would answer for the other).
         """
         key = (value.__class__, value, dtype)
         s = self._scalars.get(key)
@@ -208,7 +211,7 @@ class CudaBackend(Backend):
         with self._cp_device:
             s = _exact_scalar(value, dtype)
             cupy.cuda.get_current_stream().synchronize()   # cached: usable from any stream afterwards
-        if value == value and (value or value.__class__ is int or value.__class__ is bool):
+        if _cacheable(value):
             if len(self._scalars) >= _SCALAR_CACHE_MAX:
                 self._scalars.clear()
             self._scalars[key] = s
@@ -220,6 +223,12 @@ class CudaBackend(Backend):
                 return cupy.from_dlpack(obj).copy()
             return cupy.from_dlpack(obj, copy=copy)
 
+
+
+def _cacheable(value):
+    if value.__class__ is complex:
+        return all(p == p and p != 0 for p in (value.real, value.imag))
+    return value.__class__ in (int, bool) or value == value and value != 0
 
 
 def _bind_on_device(backend):

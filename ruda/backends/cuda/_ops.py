@@ -8,15 +8,17 @@ import math
 import cupy as cp
 import numpy as np
 
-from ruda.backends._numpylike import ops_for
+from ruda.backends._numpylike import c99_complex, ops_for
 from ruda.backends.cuda import _numba
 
 globals().update(ops_for(cp))
+globals().update(c99_complex(cp))   # complex log, log1p, tanh, acosh: C99's special values
 
 
 def _exact_scalar(value, dtype):
     """A 0-d array holding exactly ``value`` (bit copy from the host: CuPy's fill turns -0.0 into
-    +0.0 with a memset, and passes Python ints to its kernels as int64)."""
+    +0.0 with a memset, and passes Python ints to its kernels as int64).  CuPy fills through
+    ``fill`` also in ``cupy.asarray`` of 0-d host arrays, ``cupy.full`` and ``x[key] = scalar``."""
     s = cp.empty((), dtype=dtype)
     s.set(np.asarray(value, dtype=dtype))   # synchronous for pageable host memory
     return s
@@ -30,6 +32,30 @@ def full(shape, fill_value, dtype):
     if exact:
         return cp.broadcast_to(_exact_scalar(fill_value, dtype), shape).copy()
     return cp.full(shape, fill_value, dtype=dtype)
+
+
+def _negative_zero(v):
+    return v == 0 and math.copysign(1.0, v) < 0
+
+
+def linspace(start, stop, num, dtype, endpoint):
+    """cupy.linspace, also for complex bounds (CuPy takes real ones only), and with an exact -0.0 end.
+
+    Complex: the real and imaginary parts are spaced separately, which is NumPy's arithmetic
+    (a real ramp times a complex step).  CuPy stores the endpoint with ``x[-1] = stop``, a memset
+    for any zero, so a -0.0 ``stop`` is written again from an exact scalar.
+    """
+    if dtype.kind == "c":
+        start, stop = complex(start), complex(stop)
+        out = cp.empty((num,), dtype)
+        part = np.dtype(dtype.char.lower())
+        out.real = linspace(start.real, stop.real, num, part, endpoint)
+        out.imag = linspace(start.imag, stop.imag, num, part, endpoint)
+        return out
+    out = cp.linspace(start, stop, num, dtype=dtype, endpoint=endpoint)
+    if endpoint and num > 1 and _negative_zero(stop):
+        out[-1] = _exact_scalar(stop, dtype)
+    return out
 
 
 # NumPy's float floor_divide and remainder (npy_divmod), with the standard's results where exactly one
