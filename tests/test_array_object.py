@@ -281,6 +281,52 @@ def test_dlpack_round_trip_with_numpy(device):
         xp.from_dlpack([1, 2, 3])
 
 
+class _Export:
+    """Hands a consumer ``x.__dlpack__(**kw)``: our dl_device and copy, the consumer's stream and
+    max_version (how a test drives one producer call through NumPy's or ruda's from_dlpack)."""
+
+    def __init__(self, x, **kw):
+        self.x, self.kw = x, kw
+
+    def __dlpack_device__(self):
+        dl = self.kw.get("dl_device")
+        return self.x.__dlpack_device__() if dl is None else dl
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        return self.x.__dlpack__(stream=stream, max_version=max_version, **self.kw)
+
+
+def test_dunder_dlpack_copy_and_dl_device(device):
+    """__dlpack__'s copy and dl_device as the standard has them: copy=True copies (on the array's
+    device too), dl_device=(kDLCPU, 0) exports host data (a copy for a device array, so
+    copy=False raises BufferError there), and the suite's combinations all answer."""
+    a = np.arange(6, dtype=supported(device, "real floating")[0])
+    x = xp.asarray(a.copy(), device=device)
+    if device.kind == "wgpu":     # no DLPack export for WebGPU buffers (conformance/xfails-wgpu.txt)
+        with pytest.raises(BufferError, match="WebGPU"):
+            x.__dlpack__()
+        return
+    own = x.__dlpack_device__()
+    for kw in ({}, {"copy": None}, {"copy": False}, {"dl_device": own}, {"dl_device": own, "copy": False}):
+        x.__dlpack__(**kw)
+        x.__dlpack__(max_version=(1, 0), **kw)
+    copied = xp.from_dlpack(_Export(x, copy=True))
+    for kw in ({"dl_device": (1, 0)}, {"dl_device": (1, 0), "copy": True}):
+        host = np.from_dlpack(_Export(x, **kw))
+        np.testing.assert_array_equal(host, a)
+        if kw.get("copy") or device != "cpu":
+            x[0] = 40.0
+            assert host[0] == 0.0, f"__dlpack__({kw}) shares memory with x"
+            x[0] = 0.0
+    x[1] = 50.0
+    np.testing.assert_array_equal(to_numpy(copied), a)   # copy=True on the device did copy
+    if device == "cpu":
+        np.testing.assert_array_equal(np.from_dlpack(_Export(x, dl_device=(1, 0), copy=False))[1], 50.0)
+    else:
+        with pytest.raises(BufferError, match=r"copy=False.*dl_device=\(1, 0\)"):
+            x.__dlpack__(dl_device=(1, 0), copy=False)
+
+
 def test_dlpack_from_ruda_array(device):
     dt = supported(device, "real floating")[0]
     a = rand(np.random.default_rng(8), (5,), dt)
