@@ -295,6 +295,26 @@ def test_solve(device, data, seed, b, n, k, vector):
     check(res, exp, dt, scale=4)
 
 
+@pytest.mark.parametrize("a_shape, b_shape", [
+    ((0, 0), (0, 0, 0)), ((0, 0), (0,)), ((0, 0), (3, 0, 2)), ((2, 0, 0), (0, 3)), ((3, 3), (3, 0)),
+    ((0, 3, 3), (3, 2)), ((3, 3), (2, 3, 1)), ((2, 1, 3, 3), (4, 3, 2)), ((1, 3, 3), (2, 3, 2)),
+    ((2, 3, 3), (3,)),
+])
+def test_solve_broadcast_stacks_and_empty(device, a_shape, b_shape):
+    """The standard broadcasts the stack dimensions of x1 and x2 (x2 of ndim 1 is one vector for
+    every matrix), also when a dimension is 0 (the suite draws x1 (0, 0) with x2 (0, 0, 0))."""
+    dt = supported(device, "real floating")[0]
+    rng = np.random.default_rng(5)
+    a = well_conditioned(rng, a_shape, dt)
+    rhs = rand(rng, b_shape, dt, -1, 1)
+    res = xp.linalg.solve(xp.asarray(a, device=device), xp.asarray(rhs, device=device))
+    if rhs.ndim == 1:
+        exp = np.linalg.solve(host64(a), np.broadcast_to(host64(rhs), a_shape[:-1])[..., None])[..., 0]
+    else:
+        exp = np.linalg.solve(host64(a), host64(rhs))
+    check(res, exp, dt, scale=4)
+
+
 @given(data=st.data(), seed=seeds, m=size, n=size)
 def test_outer(device, data, seed, m, n):
     dt = data.draw(dtypes(device, NUMERIC), label="dtype")

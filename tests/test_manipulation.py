@@ -141,6 +141,21 @@ def test_repeat(device, data, seed, shape):
         _exact(xp.repeat(x, xp.asarray(reps, device=device), axis=ax), np.repeat(a, reps, axis=ax), dt)
 
 
+@pytest.mark.parametrize("shape, axis", [((0, 2, 0), None), ((0, 2, 0), 0), ((0, 3), 0), ((2, 0), 1),
+                                         ((0,), None), ((3, 2), 0), ((2, 3), None), ((2, 3), 1)])
+def test_repeat_one_repeats_entry_broadcasts(device, shape, axis):
+    """A repeats array of one element (0-D or 1-D) repeats every element, also along an axis of
+    length 0 and for axis=None on an empty x (the suite draws repeats [7] for x of shape (0, 2, 0))."""
+    dt = supported(device, "real floating")[0]
+    a, x = _arr(device, np.random.default_rng(3), shape, dt)
+    for reps in (np.asarray([7]), np.asarray(2), np.asarray([0])):
+        r = xp.asarray(reps, device=device)
+        _exact(xp.repeat(x, r, axis=axis), np.repeat(a, reps, axis=axis), dt)
+    n = a.size if axis is None else shape[axis]
+    reps = np.arange(n) % 3
+    _exact(xp.repeat(x, xp.asarray(reps, device=device), axis=axis), np.repeat(a, reps, axis=axis), dt)
+
+
 @given(data=st.data(), seed=seeds, shape=shapes(0, 4, 1, 4))
 def test_reshape(device, data, seed, shape):
     dt = data.draw(st.sampled_from(supported(device)), label="dtype")

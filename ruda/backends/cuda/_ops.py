@@ -126,10 +126,11 @@ def repeat(x, repeats, axis=None):
         axis = 0
     n = x.shape[axis]
     reps = repeats.astype(cp.int64, copy=False)
-    if reps.ndim == 0:
-        reps = cp.broadcast_to(reps, (n,))
+    if reps.size == 1:     # broadcast to the axis, also to a length-0 one (the standard's rule)
+        reps = cp.broadcast_to(reps.reshape(()), (n,))
     if reps.shape[0] != n:
-        raise ValueError(f"repeats has {reps.shape[0]} entries for an axis of length {n}")
+        raise ValueError(f"ruda.repeat: repeats must have 1 or {n} entries (the length of the axis); "
+                         f"got {reps.shape[0]}")
     if n and bool((reps < 0).any()):
         raise ValueError("repeats must be non-negative")
     ends = cp.cumsum(reps)
@@ -151,6 +152,24 @@ def repeat(x, repeats, axis=None):
         return cp.moveaxis(out.reshape((total,) + moved.shape[1:]), 0, axis)
     idx = cp.searchsorted(ends, cp.arange(total, dtype=cp.int64), side="right")
     return cp.take(x, idx, axis=axis)
+
+
+def linalg_solve(x1, x2):
+    """cupy.linalg.solve with the standard's broadcasting of the stack dimensions (CuPy wants them
+    equal) and empty operands answered without calling cuSOLVER/cuBLAS.  A 1-D ``x2`` is one vector
+    for every matrix of ``x1`` (CuPy broadcasts it itself)."""
+    if x2.ndim == 1:
+        shape = x1.shape[:-1]
+    else:
+        stack = np.broadcast_shapes(x1.shape[:-2], x2.shape[:-2])
+        if x1.shape[:-2] != stack:
+            x1 = cp.ascontiguousarray(cp.broadcast_to(x1, stack + x1.shape[-2:]))
+        if x2.shape[:-2] != stack:
+            x2 = cp.ascontiguousarray(cp.broadcast_to(x2, stack + x2.shape[-2:]))
+        shape = x2.shape
+    if x1.size == 0 or x2.size == 0:
+        return cp.empty(shape, cp.result_type(x1, x2))
+    return cp.linalg.solve(x1, x2)
 
 
 def unstack(x, axis=0):
