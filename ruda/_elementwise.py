@@ -125,6 +125,13 @@ def _make_binary(name, cat):
                     return _new(getattr(backend, name)(a, backend.scalar(x2, a.dtype)), dev)
                 except OverflowError:
                     pass   # the general path below says which function and value
+        elif x2.__class__ is Array and x2._data.dtype in fast_scalar.get(x1.__class__, ()):
+            dev, b = x2._device, x2._data     # a Python scalar first (reflected operators)
+            backend = dev._backend
+            try:
+                return _new(getattr(backend, name)(backend.scalar(x1, b.dtype), b), dev)
+            except OverflowError:
+                pass
         dev, a, b = operands(name, x1, x2, cat)
         if float_result and a.dtype.kind in "biu":
             dt = v.default_dtype(dev, "real floating")
