@@ -259,8 +259,16 @@ def test_reductions_match_numpy(rng, dt):
         out = cupy.empty(13, NP[dt])
         _ir.launch(reduce_kernel(op, dt, dt), h.shape, [c, out])
         want = ref(h, axis=1).astype(NP[dt]) if op != "sum" else h.sum(axis=1, dtype=NP[dt])
-        tol = 1e-4 if dt == "f32" else 1e-12
-        np.testing.assert_allclose(cupy.asnumpy(out), want, rtol=tol, err_msg=f"{op} {dt}")
+        got = cupy.asnumpy(out)
+        if op == "sum" and dt == "f32":
+            # A float32 sum is accurate relative to sum|x|, not to the result (a row summing to
+            # -0.16 from 3001 terms of size ~3 cancels): NumPy's pairwise order and the kernel's
+            # tree order each err by at most about depth * eps32 * sum|x|, depth ~ 20 here.
+            bound = 2e-6 * np.abs(h.astype(np.float64)).sum(axis=1)
+            err = np.abs(got.astype(np.float64) - want)
+            assert (err <= bound).all(), f"sum f32: |error| {err} above 2e-6 * sum|x| = {bound}"
+        else:   # integer sums (wrapping alike) and minima are exact
+            np.testing.assert_array_equal(got, want, err_msg=f"{op} {dt}")
     # split: 4 partials per row, combined on the host here
     out = cupy.empty(13 * 4, NP[dt])
     _ir.launch(reduce_kernel("max", dt, dt, split=True), h.shape, [c, out],
