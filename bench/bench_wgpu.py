@@ -8,6 +8,8 @@ Cases (issue 3 targets on an NVIDIA H200 through Vulkan):
   small    a loop of 1,000 small ops (1e3 elements each): microseconds per op
   readback device-to-host copy of SIZE bytes into a NumPy array: GB/s
 Anchors in the same run, when importable: PyTorch (CUDA) and CuPy for add/sum/small/readback.
+Diagnostics (no target): add/sum with BATCH ops queued before one sync, so the figure is the
+kernels' throughput without the per-sync round trip (which the single-op cases include).
 Sizes above the adapter's max-storage-buffer-binding-size are clamped to it (printed).
 Never a test: it prints measurements, it asserts nothing.
 """
@@ -32,6 +34,22 @@ def _best(fn, repeat, sync):
         sync()
         times.append(time.perf_counter() - t)
     return min(times)
+
+
+BATCH = 10
+
+
+def _batched(fn, repeat, sync):
+    """Seconds per op with BATCH ops queued before one sync (best of repeat // 3 runs)."""
+    def many():
+        for _ in range(BATCH):
+            fn()
+    return _best(many, max(2, repeat // 3), sync) / BATCH
+
+
+def _diagnostics(out, add, total, nbytes, repeat, sync):
+    out["add_batched_GBps"] = 3 * nbytes / _batched(add, repeat, sync) / 1e9
+    out["sum_batched_GBps"] = nbytes / _batched(total, repeat, sync) / 1e9
 
 
 def bench_ruda(dev, nbytes, repeat):
@@ -63,6 +81,7 @@ def bench_ruda(dev, nbytes, repeat):
     t = _best(readback, max(2, repeat // 3), sync)
     out["readback_GBps"] = nbytes / t / 1e9
     assert np.array_equal(dst[:1000], host[:1000])
+    _diagnostics(out, lambda: x + y, lambda: xp.sum(x), nbytes, repeat, sync)
     return out
 
 
@@ -88,6 +107,7 @@ def bench_torch(nbytes, repeat):
     out["small_op_us"] = _best(small, max(2, repeat // 3), sync) / 1000 * 1e6
     dst = torch.empty(n, pin_memory=True)
     out["readback_GBps"] = nbytes / _best(lambda: dst.copy_(x), max(2, repeat // 3), sync) / 1e9
+    _diagnostics(out, lambda: x + y, lambda: x.sum(), nbytes, repeat, sync)
     return out
 
 
@@ -112,6 +132,7 @@ def bench_cupy(nbytes, repeat):
     out["small_op_us"] = _best(small, max(2, repeat // 3), sync) / 1000 * 1e6
     dst = np.empty(n, np.float32)
     out["readback_GBps"] = nbytes / _best(lambda: x.get(out=dst), max(2, repeat // 3), sync) / 1e9
+    _diagnostics(out, lambda: x + y, lambda: x.sum(), nbytes, repeat, sync)
     return out
 
 
@@ -157,6 +178,9 @@ def main(argv=None):
             ratios.append(f"{c}: {(other / mine if key == 'small_op_us' else mine / other):.2f}x")
         ok = mine >= tgt if cmp == ">=" else mine <= tgt
         print(row + "  " + ", ".join(ratios) + ("" if ok else "   (below target)"))
+    for key in ("add_batched_GBps", "sum_batched_GBps"):
+        print(f"{key:16s}" + "".join(f"{results[c][key]:14.2f}" for c in cols) + f"{'-':>12s}"
+              + f"  {BATCH} ops per sync (diagnostic)")
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"meta": meta, "results": results, "targets": TARGETS}, f, indent=2)
