@@ -445,18 +445,24 @@ class Context:
             self.copy(st.buffer, byte_off + lo, sb, 0, n4)
             self.flush()
             sb.map_sync(mode, 0, n4)
-            return sb, lo, n, np.frombuffer(sb.read_mapped(0, n4, copy=False), np.uint8, n)
+            try:
+                return sb, lo, n, np.frombuffer(sb.read_mapped(0, n4, copy=False), np.uint8, n)
+            except BaseException:
+                sb.unmap()
+                raise
 
         cur = issue(0)
         for i in range(nchunks):
             sb, lo, n, src = cur
-            jobs = _host_copy(out[lo:lo + n], src)
+            jobs = ()
             try:
+                jobs = _host_copy(out[lo:lo + n], src)
                 cur = issue(i + 1) if i + 1 < nchunks else None
             finally:
-                for j in jobs:
-                    j.result()
+                _wait(jobs)                 # no thread may still read the mapping when it goes
                 sb.unmap()
+            for j in jobs:
+                j.result()                  # a copy's error, if any
 
 
 _copy_pool = None
@@ -476,3 +482,9 @@ def _host_copy(dst, src):
         _copy_pool = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="ruda-wgpu-read")
     step = -(-n // parts)
     return [_copy_pool.submit(np.copyto, dst[a:a + step], src[a:a + step]) for a in range(0, n, step)]
+
+
+def _wait(jobs):
+    if jobs:
+        from concurrent.futures import wait
+        wait(jobs)
