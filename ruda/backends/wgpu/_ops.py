@@ -16,7 +16,7 @@ from ruda.runtime import ir
 from ruda.runtime.wgsl import VEC_UNROLL, WG
 
 _K = {}   # op key -> ir.Kernel
-PLANS = 4096        # replayable elementwise launches kept per device (see Ops._replay)
+PLANS = 4096        # replayable elementwise launches kept per device (see Ops._replayed)
 VEC4_MIN = 1 << 16   # elements: from here on, unit-stride 4-byte maps and full reductions use vec4 kernels
 RED_PARTS = 4096     # vec4 full reductions: at most this many partials (workgroups) in the first pass
 RED_CHUNK = 4 * WG * VEC_UNROLL * 4   # ... each folding a multiple of this many elements (>= 4 steps)
@@ -91,10 +91,7 @@ def _unary_op(name, irop):
 
     def method(self, x):
         pkey = (key, x.ir, x.shape, x.strides, x.offset)
-        plan = self.ctx.plans.get(pkey)
-        if plan and plan[0] == VEC4_MIN:
-            return self._replay(plan, (x.st,))
-        return self._planned(pkey, key, fn, [x])
+        return self._replayed(pkey, (x.st,)) or self._planned(pkey, key, fn, [x])
     method.__name__ = name
     return method
 
@@ -107,12 +104,16 @@ def _binary_op(name, irop):
 
     def method(self, x1, x2):
         pkey = (key, x1.ir, x1.shape, x1.strides, x1.offset, x2.ir, x2.shape, x2.strides, x2.offset)
-        plan = self.ctx.plans.get(pkey)
-        if plan and plan[0] == VEC4_MIN:
-            return self._replay(plan, (x1.st, x2.st))
-        return self._planned(pkey, key, fn, [x1, x2])
+        return self._replayed(pkey, (x1.st, x2.st)) or self._planned(pkey, key, fn, [x1, x2])
     method.__name__ = name
     return method
+
+
+_COPY = ("copy",)
+
+
+def _identity(a):
+    return a
 
 
 def _out_array(st, shape, strides, dtype, irdt, _alloc=object.__new__):
@@ -136,22 +137,27 @@ class Ops:
     # buffers, skipping broadcasting, collapsing, kernel selection and packing.  Kernel
     # selection in ``_map``/``_run_map`` must therefore depend on these views only (and on
     # VEC4_MIN, which a plan records: tests lower it).
-    def _replay(self, plan, sts):
-        _, shape, strides, dtype, irdt, nbytes, lau = plan
+    def _replayed(self, pkey, sts):
+        """The output of the plan under ``pkey`` replayed on input buffers ``sts``; None without one."""
         ctx = self.ctx
+        plan = ctx.plans.get(pkey)
+        if not plan or plan[0] != VEC4_MIN:
+            return None
+        _, shape, strides, dtype, irdt, nbytes, lau = plan
         st = ctx.alloc(nbytes)
         ctx.replay(lau, (*sts, st))
         return _out_array(st, shape, strides, dtype, irdt)
 
-    def _planned(self, pkey, key, fn, inputs):
-        """``_map(key, fn, inputs)``, remembering a plan under ``pkey`` when it was one launch."""
+    def _planned(self, pkey, key, fn, inputs, out_dtype=None):
+        """``_map(key, fn, inputs, out_dtype)``, remembering a plan under ``pkey`` when it was one
+        launch."""
         ctx = self.ctx
         plans = ctx.plans
         if plans.get(pkey, True) is False:     # known not to be replayable
-            return self._map(key, fn, inputs)
+            return self._map(key, fn, inputs, out_dtype)
         prev, ctx.capture = ctx.capture, []
         try:
-            out = self._map(key, fn, inputs)
+            out = self._map(key, fn, inputs, out_dtype)
             cap = ctx.capture
         finally:
             if prev is not None:           # an enclosing capture sees every launch
@@ -256,7 +262,8 @@ class Ops:
     def copy(self, x, dtype=None):
         """A new C-contiguous array (optionally cast)."""
         dt = x.dtype if dtype is None else np.dtype(dtype)
-        return self._map(("copy",), lambda a: a, [x], dt)
+        pkey = (_COPY, dt, x.ir, x.shape, x.strides, x.offset)
+        return self._replayed(pkey, (x.st,)) or self._planned(pkey, _COPY, _identity, [x], dt)
 
     def _contig(self, x):
         return x if x.is_contiguous() else self.copy(x)
