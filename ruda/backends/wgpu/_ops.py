@@ -677,7 +677,7 @@ class Ops:
             args = tuple(ir.Arg(f"x{i}", dt, 1) for i, dt in enumerate(dts)) + (ir.Arg("part", acc, 0, True),)
             k = _K[kkey] = ir.Kernel(f"reduce_{op}_v4", args, (), 1, ir.Reduce(op, v, len(ins), 0, None, True),
                                      (("vec4", mask + (False,)),))
-        chunk = -(-max(R // RED_PARTS, 1) // RED_CHUNK) * RED_CHUNK
+        chunk = -(-R // (RED_PARTS * RED_CHUNK)) * RED_CHUNK      # nsplit <= RED_PARTS
         nsplit = -(-R // chunk)
         final = nsplit == 1 and out.ir == acc
         part = out if final else self._new((nsplit,), _np(acc))
