@@ -12,8 +12,13 @@ current CuPy stream.  An op CuPy lacks runs through the host only via
 Without CuPy, a CUDA driver or a GPU this module still imports:
 ``discover()`` returns [] and ``unavailable_reason()`` says what is missing.
 
-bfloat16 is not supported on cuda yet (CuPy has no bfloat16): moving a
-bfloat16 array to cuda raises TypeError.
+bfloat16 (``xp.bfloat16``, ml_dtypes' type, an extension beyond the standard) is a cuda dtype
+where CuPy can hold it (CuPy >= 14 with ml_dtypes, NumPy >= 2.1.2): stored by CuPy, computed by
+ruda with ml_dtypes' semantics (float32 arithmetic rounded to nearest even; matmul and
+tensordot in cuBLAS with bfloat16 operands and result and float32 accumulation).  Promotion is
+the frontend's, as on every device.  ``_bf16`` has the routes of every op; the linalg
+decompositions and solvers and complex FFTs raise NotImplementedError for bfloat16.  Without
+such a CuPy, bfloat16 is not listed and moving a bfloat16 array to cuda raises TypeError.
 
 float32/complex64 ``matmul`` and ``tensordot`` are strict (no TF32) unless TF32 is allowed:
 ``RUDA_TF32=1``, :func:`allow_tf32` (process-wide) or ``backend.allow_tf32 = True`` (one
@@ -128,7 +133,7 @@ class CudaBackend(Backend):
 
     # capabilities ----------------------------------------------------------
     def dtypes(self):
-        return _dtypes.all_dtypes
+        return _dtypes.all_dtypes + _bf16.extension_dtypes()
 
     def default_dtypes(self):
         return {"real floating": _dtypes.float64, "complex floating": _dtypes.complex128,
@@ -182,6 +187,8 @@ class CudaBackend(Backend):
 
     def to_host(self, a):
         """Copy to the host; large arrays land in pinned memory (one DMA, no pageable bounce)."""
+        if a.dtype is _bf16.BF16:       # its bits: no CuPy bfloat16 kernel for a strided copy
+            return self.to_host(a.view(np.uint16)).view(a.dtype)
         with self._cp_device:
             if a.nbytes < _PINNED_MIN:
                 return a.get()
@@ -192,6 +199,13 @@ class CudaBackend(Backend):
 
     def asarray(self, a, dtype=None, copy=None):
         with self._cp_device:
+            if _bf16.BF16 is not None and (a.dtype is _bf16.BF16 or dtype == _bf16.BF16) \
+                    and dtype is not None and dtype != a.dtype:
+                if copy is False:
+                    raise ValueError("ruda: asarray: casting needs a copy (copy=False)")
+                return _bf16.astype(a, dtype)
+            if copy and a.dtype is _bf16.BF16:
+                return a.view(np.uint16).copy().view(a.dtype)
             if copy:
                 return cupy.array(a, dtype=dtype, copy=True)
             if copy is False and dtype is not None and dtype != a.dtype:
@@ -268,7 +282,7 @@ if cupy is not None:
     import array_api_compat.cupy as _ccp
     import cupyx
 
-    from ruda.backends.cuda import _fast, _ops
+    from ruda.backends.cuda import _bf16, _fast, _ops
     from ruda.backends.cuda._ops import _exact_scalar
 
     _ndarray = cupy.ndarray
@@ -289,7 +303,7 @@ if cupy is not None:
         if _impl is None:
             CudaBackend.host_fallback(_name, f"CuPy {cupy.__version__} has no {_name.replace('_', '.', 1) if _name.startswith(('linalg_', 'fft_')) else _name}")
             continue
-        _impl = _fast.accelerate(_name, _impl)
+        _impl = _fast.accelerate(_name, _bf16.guard(_name, _impl))   # bfloat16: see _bf16
         setattr(CudaBackend, _name, staticmethod(_impl))
     del _name, _impl
     for _name in ("matmul", "tensordot"):      # strict f32 unless TF32 is allowed (see _tf32)

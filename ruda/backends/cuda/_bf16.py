@@ -1,0 +1,584 @@
+"""bfloat16 on the cuda backend: storage in CuPy, values computed by ruda, ml_dtypes' semantics.
+
+bfloat16 is an extension dtype (``ml_dtypes.bfloat16``, as on the host).  A cuda bfloat16 array
+is a plain ``cupy.ndarray`` whose dtype is ``ml_dtypes.bfloat16``: CuPy 14 accepts that dtype as
+storage when ml_dtypes is installed (and NumPy >= 2.1.2), so transfers, DLPack (kDLBfloat),
+views and the frontend's ``Array.dtype`` need nothing special.  :func:`unavailable_reason` says
+why a CuPy does not (then the backend does not list bfloat16, and moving one raises TypeError).
+
+CuPy's own bfloat16 *loops* are never used: it compiles every kernel with ``-ftz=true`` and
+rounds float64 to bfloat16 twice (through float32), and its batched matmul accumulates in
+bfloat16.  Instead every backend op that receives a bfloat16 operand (or ``dtype=bfloat16``)
+goes, through :func:`guard`, to one of four routes (``ROUTES``):
+
+``bits``  data movement on a ``uint16`` view of the same memory (indexing, manipulation,
+          ``where``, ``tril``/``triu``, ``meshgrid``, ``linalg.diagonal``, ``fft.fftshift``):
+          exact, whatever the values.
+``f32``   ml_dtypes' semantics: bfloat16 operands are widened (exactly) to float32, the
+          backend's own float32 op runs, and float32 results are rounded back to bfloat16
+          (round to nearest even; NaN becomes the quiet NaN of its sign, as ml_dtypes does).
+          Elementwise functions therefore give the host's bfloat16 results (within the float32
+          libm's last-bit differences, which rounding to bfloat16 almost always hides).
+          Reductions (sum, prod, mean, std, var, cumulative_*, vecdot) accumulate in float32 or
+          wider and round once; the host (NumPy over ml_dtypes) rounds after every step, so long
+          reductions can differ -- cuda's result is the more accurate one.  An explicit
+          non-bfloat16 ``dtype=`` (``sum(x, dtype=float32)``) keeps the float32 result.
+``own``   ``astype`` (NVRTC kernels, bit-exact with ml_dtypes >= 0.5 for every value, including
+          float64 and 64-bit integers, which are rounded once), creation (``empty``, ``full``,
+          ``eye``: bit patterns; ``arange``: ml_dtypes' fill rule; ``linspace``: float64, then
+          rounded once), ``matmul``/``tensordot`` (cuBLAS ``cublasGemmEx`` /
+          ``cublasGemmStridedBatchedEx`` with ``CUDA_R_16BF`` operands and result and
+          ``CUBLAS_COMPUTE_32F``), ``vecdot`` (float32 products and sum, rounded once).
+``raise`` ``NotImplementedError`` naming the function: the linalg decompositions and solvers,
+          complex FFTs, bitwise and logical functions.  Cast to float32 first.
+
+Promotion is the frontend's (``ruda._dtypes.promote``), the same on every device: bfloat16
+with float32 / float64 gives those, with bool, int8 and uint8 gives bfloat16, with wider
+integers NumPy's rule over ml_dtypes (float64 for int32/int64/uint16/uint32/uint64, so that
+the integer fits), with complex64 gives complex64.
+
+Conversion kernels are compiled with ruda's NVRTC options (``_kernels.OPTIONS``: IEEE
+subnormals), so bfloat16 subnormals survive ``astype``.  The backend imports this module once
+CuPy imports; it also imports without CuPy (the tests compile ``SOURCE`` for the host with g++).
+"""
+import math
+
+import numpy as np
+
+from ruda import _dtypes
+from ruda.backends import ELEMENTWISE_BINARY, ELEMENTWISE_UNARY, OPS
+
+try:
+    import cupy as cp
+except Exception:  # noqa: BLE001 - no CuPy: nothing here is called but SOURCE and ROUTES are read
+    cp = None
+
+BF16 = _dtypes.bfloat16          # None without ml_dtypes: then guard() changes nothing
+F32 = np.dtype(np.float32)
+F64 = np.dtype(np.float64)
+U16 = np.dtype(np.uint16)
+_ndarray = cp.ndarray if cp is not None else type("_NoCupyArray", (), {})
+
+# cudaDataType_t / cublasComputeType_t / cublasGemmAlgo_t / cublasOperation_t / pointer mode
+CUDA_R_16BF = 14
+CUBLAS_COMPUTE_32F = 68
+CUBLAS_GEMM_DEFAULT = -1
+OP_N, OP_T = 0, 1
+POINTER_MODE_HOST = 0
+_ONE = np.array(1.0, np.float32)      # alpha, beta: host scalars of the compute type (float)
+_ZERO = np.array(0.0, np.float32)
+
+_reason = None
+_probed = False
+
+
+def unavailable_reason():
+    """None when CuPy can hold bfloat16 arrays here; else why not (one line)."""
+    global _reason, _probed
+    if not _probed:
+        if BF16 is None:
+            _reason = "ml_dtypes is not installed (pip install ruda[bf16])"
+        else:
+            try:
+                cp.ndarray((0,), dtype=BF16)
+            except Exception as e:  # CuPy < 14, or NumPy < 2.1.2 (CuPy then disables bfloat16)
+                _reason = (f"CuPy {cp.__version__} cannot hold bfloat16 arrays ({type(e).__name__}: "
+                           f"{e}); it needs CuPy >= 14 with ml_dtypes and NumPy >= 2.1.2")
+        _probed = True
+    return _reason
+
+
+def extension_dtypes():
+    """The extension dtypes the cuda backend lists: (bfloat16,) where CuPy can hold it."""
+    return (BF16,) if unavailable_reason() is None else ()
+
+
+# ---------------------------------------------------------------------------------------
+# conversion kernels (NVRTC through _kernels.compile_source: -ftz=false)
+
+_PRELUDE = r"""
+typedef unsigned short bf16_t;
+#define GRID_LOOP for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; \
+                       i += (long long)gridDim.x * blockDim.x)
+
+__device__ __forceinline__ float bf2f(bf16_t b) { return __uint_as_float(((unsigned int)b) << 16); }
+
+// float32 -> bfloat16, round to nearest even; NaN -> quiet NaN of the same sign (ml_dtypes)
+__device__ __forceinline__ bf16_t f2bf(float f) {
+    unsigned int u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (bf16_t)(((u >> 16) & 0x8000u) | 0x7fc0u);
+    return (bf16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+// f is x rounded toward zero to float32: round to odd, then to bfloat16 (one correct rounding
+// of x, since float32 keeps 16 more bits than bfloat16)
+__device__ __forceinline__ bf16_t odd2bf(float f, bool inexact) {
+    if (inexact) f = __uint_as_float(__float_as_uint(f) | 1u);
+    return f2bf(f);
+}
+
+extern "C" __global__ void ruda_bf16_from_f32(const float* __restrict__ x, bf16_t* __restrict__ y, long long n) {
+    GRID_LOOP { y[i] = f2bf(x[i]); }
+}
+
+extern "C" __global__ void ruda_bf16_from_f64(const double* __restrict__ x, bf16_t* __restrict__ y, long long n) {
+    GRID_LOOP {
+        double d = x[i];
+        if (isnan(d)) { y[i] = signbit(d) ? (bf16_t)0xffc0u : (bf16_t)0x7fc0u; continue; }
+        float f = __double2float_rz(d);
+        y[i] = odd2bf(f, (double)f != d);
+    }
+}
+
+extern "C" __global__ void ruda_bf16_from_i64(const long long* __restrict__ x, bf16_t* __restrict__ y, long long n) {
+    GRID_LOOP {
+        long long v = x[i];
+        float f = __ll2float_rz(v);               // |f| <= |v|: converting back cannot overflow
+        y[i] = odd2bf(f, (long long)f != v);
+    }
+}
+
+extern "C" __global__ void ruda_bf16_from_u64(const unsigned long long* __restrict__ x, bf16_t* __restrict__ y,
+                                              long long n) {
+    GRID_LOOP {
+        unsigned long long v = x[i];
+        float f = __ull2float_rz(v);
+        y[i] = odd2bf(f, (unsigned long long)f != v);
+    }
+}
+
+// ml_dtypes' nextafter on bit patterns (x, y contiguous, same shape)
+extern "C" __global__ void ruda_bf16_nextafter(const bf16_t* __restrict__ x, const bf16_t* __restrict__ y,
+                                               bf16_t* __restrict__ out, long long n) {
+    GRID_LOOP {
+        bf16_t a = x[i], b = y[i];
+        float fa = bf2f(a), fb = bf2f(b);
+        bf16_t r;
+        if (isnan(fa) || isnan(fb)) r = (bf16_t)0x7fc0u;
+        else if (a == b) r = b;
+        else if (fa == 0.0f) r = (fb == 0.0f) ? b : (bf16_t)((b & 0x8000u) | 1u);
+        else {
+            unsigned int sa = a & 0x8000u, sb = b & 0x8000u, ma = a & 0x7fffu, mb = b & 0x7fffu;
+            r = (bf16_t)(a + ((ma > mb || sa != sb) ? 0xffffu : 1u));
+        }
+        out[i] = r;
+    }
+}
+
+extern "C" __global__ void ruda_bf16_to_f32(const bf16_t* __restrict__ x, float* __restrict__ y, long long n) {
+    GRID_LOOP { y[i] = bf2f(x[i]); }
+}
+
+extern "C" __global__ void ruda_bf16_to_f64(const bf16_t* __restrict__ x, double* __restrict__ y, long long n) {
+    GRID_LOOP { y[i] = (double)bf2f(x[i]); }
+}
+"""
+
+# bfloat16 -> integer: truncate; NaN, infinities and values whose truncation is out of range give
+# 0, as ml_dtypes does (the standard leaves those unspecified)
+_TO_INT = r"""
+extern "C" __global__ void ruda_bf16_to_{name}(const bf16_t* __restrict__ x, {ctype}* __restrict__ y, long long n) {{
+    GRID_LOOP {{
+        float t = truncf(bf2f(x[i]));
+        y[i] = (t >= {lo}f && t < {hi}f) ? ({ctype})t : ({ctype})0;
+    }}
+}}
+"""
+_INTS = {np.dtype(d): c for d, c in (
+    ("int8", "signed char"), ("int16", "short"), ("int32", "int"), ("int64", "long long"),
+    ("uint8", "unsigned char"), ("uint16", "unsigned short"), ("uint32", "unsigned int"),
+    ("uint64", "unsigned long long"))}
+
+
+def _int_bounds(dt):
+    bits = dt.itemsize * 8
+    if dt.kind == "i":
+        return -(2 ** (bits - 1)), 2 ** (bits - 1)
+    return 0, 2 ** bits
+
+
+SOURCE = _PRELUDE + "".join(
+    _TO_INT.format(name=dt.name, ctype=c, lo=f"{_int_bounds(dt)[0]:.1f}", hi=f"{_int_bounds(dt)[1]:.1f}")
+    for dt, c in _INTS.items())
+
+_BLOCK = 256
+_GRID_MAX = 8192
+_functions = {}
+
+
+def _launch(name, *arrays):
+    """Run kernel ``name`` over contiguous arrays of one size (inputs, then the output)."""
+    out = arrays[-1]
+    n = out.size
+    if n:
+        dev = cp.cuda.runtime.getDevice()
+        fn = _functions.get((name, dev))
+        if fn is None:
+            from ruda.backends.cuda import _kernels
+            fn = _functions[(name, dev)] = _kernels.compile_source(SOURCE).get_function(name)
+        grid = min(-(-n // _BLOCK), _GRID_MAX)
+        fn((grid,), (_BLOCK,), (*arrays, np.int64(n)))
+    return out
+
+
+def bits(x):
+    """The uint16 view of a bfloat16 array (same memory)."""
+    return x.view(U16)
+
+
+def _contiguous_bits(x):
+    return cp.ascontiguousarray(x.view(U16))
+
+
+def as_bf16(u):
+    """The bfloat16 view of a uint16 array (same memory)."""
+    return u.view(BF16)
+
+
+def to_f32(x):
+    """bfloat16 -> float32 (exact), a new contiguous array."""
+    return _launch("ruda_bf16_to_f32", _contiguous_bits(x), cp.empty(x.shape, F32))
+
+
+def from_f32(f):
+    """float32 -> bfloat16 (round to nearest even, as ml_dtypes), a new contiguous array."""
+    return as_bf16(_launch("ruda_bf16_from_f32", cp.ascontiguousarray(f), cp.empty(f.shape, U16)))
+
+
+def astype(x, dtype, copy=True):
+    """``x.astype(dtype)`` where x or dtype is bfloat16; bit-exact with ml_dtypes."""
+    src, dst = x.dtype, np.dtype(dtype)
+    if src == dst:
+        return as_bf16(bits(x).copy()) if copy else x
+    if dst == BF16:
+        k = src.kind
+        if k == "c":                 # as NumPy/ml_dtypes: the real part
+            x, src, k = x.real, _dtypes.real_of(src), "f"
+        if src == F32:
+            return from_f32(x)
+        if src == F64:
+            name, x = "ruda_bf16_from_f64", cp.ascontiguousarray(x)
+        elif k == "u":
+            name, x = "ruda_bf16_from_u64", cp.ascontiguousarray(x, dtype=np.uint64)
+        elif k in "ib":
+            name, x = "ruda_bf16_from_i64", cp.ascontiguousarray(x, dtype=np.int64)
+        else:
+            raise TypeError(f"ruda: astype: cannot cast {_dtypes.name(src)} to bfloat16 on cuda")
+        return as_bf16(_launch(name, x, cp.empty(x.shape, U16)))
+    # from bfloat16
+    if dst == F32:
+        return to_f32(x)
+    if dst == F64:
+        return _launch("ruda_bf16_to_f64", _contiguous_bits(x), cp.empty(x.shape, F64))
+    if dst.kind == "b":
+        return (bits(x) & 0x7FFF) != 0                   # NaN is True, -0.0 is False
+    if dst in _INTS:
+        return _launch(f"ruda_bf16_to_{dst.name}", _contiguous_bits(x), cp.empty(x.shape, dst))
+    if dst.kind == "c":
+        wide = F64 if dst.itemsize == 16 else F32
+        return astype(x, wide).astype(dst)               # real part exact, imaginary part 0
+    raise TypeError(f"ruda: astype: cannot cast bfloat16 to {_dtypes.name(dst)} on cuda")
+
+
+# ---------------------------------------------------------------------------------------
+# creation
+
+def _bf16_bits(value):
+    """The bit pattern of ``value`` rounded to bfloat16 by ml_dtypes (on the host)."""
+    return int(np.asarray(value, dtype=BF16).view(np.uint16))
+
+
+def empty(shape, dtype):
+    return as_bf16(cp.empty(shape, U16))
+
+
+def full(shape, fill_value, dtype):
+    return as_bf16(cp.full(shape, _bf16_bits(fill_value), dtype=U16))
+
+
+def eye(n_rows, n_cols, k, dtype):
+    return as_bf16(cp.eye(n_rows, n_cols, k=k, dtype=U16) * np.uint16(_bf16_bits(1.0)))
+
+
+def _arange_length(start, stop, step):
+    """NumPy's arange length (PyArray_ArangeObj), from Python numbers."""
+    delta = stop - start
+    t = delta / step
+    if t == 0.0 and delta != 0:
+        return 0 if math.copysign(1.0, t) < 0 else 1
+    return max(0, math.ceil(t))
+
+
+def arange(start, stop, step, dtype):
+    """As NumPy's arange with ml_dtypes' fill: the first two values are start and start + step
+    rounded to bfloat16; value i is ``first + i * (second - first)`` in float32, rounded."""
+    n = _arange_length(start, stop, step)
+    first, second = _bf16_bits(start), _bf16_bits(start + step)
+    f0 = np.float32(np.asarray(first, np.uint16).view(BF16))
+    f1 = np.float32(np.asarray(second, np.uint16).view(BF16))
+    delta = np.float32(f1 - f0)
+    vals = cp.arange(n, dtype=F32)
+    vals *= delta
+    vals += f0
+    out = from_f32(vals)
+    u = bits(out)
+    if n > 0:
+        u[0] = first
+    if n > 1:
+        u[1] = second
+    return out
+
+
+def linspace(start, stop, num, dtype, endpoint):
+    """In float64 (as NumPy), then rounded once to bfloat16."""
+    return astype(cp.linspace(start, stop, num, dtype=F64, endpoint=endpoint), BF16)
+
+
+# ---------------------------------------------------------------------------------------
+# matmul, tensordot, vecdot
+
+def _layout(r, c, sr, sc):
+    """(cuBLAS op, ld) that reads the row-major r x c matrix with element strides (sr, sc) as the
+    column-major matrix it is stored as (op N: its transpose; op T: itself), or None."""
+    if (sc == 1 or c == 1) and (r == 1 or sr >= c):
+        return OP_N, (sr if r > 1 else c)
+    if (sr == 1 or r == 1) and (c == 1 or sc >= r):
+        return OP_T, (sc if c > 1 else r)
+    return None
+
+
+def _operand(x, batch, r, c):
+    """(device pointer, op, ld, batch stride in elements) of a GEMM operand of shape ``... r c``
+    broadcast to ``batch``; copies only a layout cuBLAS cannot read."""
+    if math.prod(x.shape[:-2]) == 1:
+        x3, stride_ok = as_bf16(bits(x).reshape(1, r, c)), True
+    else:
+        if x.shape[:-2] != batch:
+            x = cp.broadcast_to(x, batch + (r, c))
+        x3 = as_bf16(bits(x).reshape(-1, r, c))       # a view where the batch dims merge
+        stride_ok = x3.strides[0] >= 0
+    sb, sr, sc = (s // 2 for s in x3.strides)
+    lay = _layout(r, c, sr, sc) if stride_ok and x3.strides[1] % 2 == 0 and x3.strides[2] % 2 == 0 else None
+    if lay is None:
+        x3 = as_bf16(_contiguous_bits(x3))
+        sb, lay = r * c, (OP_N, c)
+    if x3.shape[0] == 1:
+        sb = 0
+    return x3.data.ptr, lay[0], lay[1], sb
+
+
+def _gemm(a, b, batch, n, k, m):
+    """bfloat16 (batch..., n, m) = a (..., n, k) @ b (..., k, m), fp32 accumulation in cuBLAS."""
+    from cupy.cuda import device as _cp_device
+    from cupy_backends.cuda.libs import cublas
+    out = cp.empty(batch + (n, m), U16)
+    if out.size == 0:
+        return as_bf16(out)
+    if k == 0:
+        out.fill(0)
+        return as_bf16(out)
+    nb = math.prod(batch)
+    pa, opa, lda, sa = _operand(a, batch, n, k)
+    pb, opb, ldb, sb = _operand(b, batch, k, m)
+    # Row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets (B, A) and writes C^T, m x n, ldc = m.
+    handle = _cp_device.get_cublas_handle()
+    mode = cublas.getPointerMode(handle)
+    if mode != POINTER_MODE_HOST:
+        cublas.setPointerMode(handle, POINTER_MODE_HOST)
+    try:
+        if nb == 1:
+            cublas.gemmEx(handle, opb, opa, m, n, k, _ONE.ctypes.data,
+                          pb, CUDA_R_16BF, ldb, pa, CUDA_R_16BF, lda, _ZERO.ctypes.data,
+                          out.data.ptr, CUDA_R_16BF, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
+        else:
+            cublas.gemmStridedBatchedEx(handle, opb, opa, m, n, k, _ONE.ctypes.data,
+                                        pb, CUDA_R_16BF, ldb, sb, pa, CUDA_R_16BF, lda, sa,
+                                        _ZERO.ctypes.data, out.data.ptr, CUDA_R_16BF, m, n * m,
+                                        nb, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
+    finally:
+        if mode != POINTER_MODE_HOST:
+            cublas.setPointerMode(handle, mode)
+    return as_bf16(out)
+
+
+def matmul(x1, x2):
+    """The standard's matmul of two bfloat16 arrays: bfloat16 result, float32 accumulation."""
+    if x1.ndim == 0 or x2.ndim == 0:
+        raise ValueError("ruda: matmul: operands must be at least 1-D")
+    a = as_bf16(bits(x1).reshape(1, -1)) if x1.ndim == 1 else x1
+    b = as_bf16(bits(x2).reshape(-1, 1)) if x2.ndim == 1 else x2
+    n, k = a.shape[-2:]
+    k2, m = b.shape[-2:]
+    if k != k2:
+        raise ValueError(f"ruda: matmul: contracted dimensions differ: shapes {x1.shape} and {x2.shape}")
+    batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+    out = bits(_gemm(a, b, batch, n, k, m))
+    if x1.ndim == 1 and x2.ndim == 1:
+        out = out.reshape(batch)
+    elif x1.ndim == 1:
+        out = out.reshape(batch + (m,))
+    elif x2.ndim == 1:
+        out = out.reshape(batch + (n,))
+    return as_bf16(out)
+
+
+def tensordot(x1, x2, axes=2):
+    if isinstance(axes, int):
+        ax1, ax2 = tuple(range(x1.ndim - axes, x1.ndim)), tuple(range(axes))
+    else:
+        ax1, ax2 = (tuple(a % x.ndim for a in ax) if x.ndim else tuple(ax)
+                    for ax, x in zip(axes, (x1, x2)))
+    fa = [i for i in range(x1.ndim) if i not in ax1]
+    fb = [i for i in range(x2.ndim) if i not in ax2]
+    p = math.prod(x1.shape[i] for i in fa)
+    k = math.prod(x1.shape[i] for i in ax1)
+    q = math.prod(x2.shape[i] for i in fb)
+    a = as_bf16(bits(x1).transpose(fa + list(ax1)).reshape(p, k))
+    b = as_bf16(bits(x2).transpose(list(ax2) + fb).reshape(k, q))
+    out = bits(_gemm(a, b, (), p, k, q))
+    return as_bf16(out.reshape(tuple(x1.shape[i] for i in fa) + tuple(x2.shape[i] for i in fb)))
+
+
+def nextafter(x1, x2):
+    """The next bfloat16 after x1 towards x2 (ml_dtypes' rule; float32 would step too little)."""
+    shape = tuple(np.broadcast_shapes(x1.shape, x2.shape))
+    a = cp.ascontiguousarray(cp.broadcast_to(bits(x1), shape))
+    b = cp.ascontiguousarray(cp.broadcast_to(bits(x2), shape))
+    return as_bf16(_launch("ruda_bf16_nextafter", a, b, cp.empty(shape, U16)))
+
+
+def vecdot(x1, x2, axis=-1):
+    """Products exact in float32, summed in float32, rounded once."""
+    return from_f32(cp.sum(to_f32(x1) * to_f32(x2), axis=axis))
+
+
+# ---------------------------------------------------------------------------------------
+# routes
+
+_BITS = frozenset({
+    "getitem", "setitem", "take", "take_along_axis", "broadcast_to", "concat", "expand_dims",
+    "flip", "moveaxis", "permute_dims", "repeat", "reshape", "roll", "squeeze", "stack", "tile",
+    "unstack", "where", "tril", "triu", "meshgrid", "linalg_diagonal", "fft_fftshift",
+    "fft_ifftshift",
+})
+_OWN = {"astype": astype, "empty": empty, "full": full, "eye": eye, "arange": arange,
+        "linspace": linspace, "nextafter": nextafter, "matmul": matmul, "tensordot": tensordot, "vecdot": vecdot}
+_RAISE = frozenset({
+    "bitwise_invert", "bitwise_and", "bitwise_left_shift", "bitwise_or", "bitwise_right_shift",
+    "bitwise_xor", "logical_not", "logical_and", "logical_or", "logical_xor", "imag",
+    "linalg_cholesky", "linalg_det", "linalg_eig", "linalg_eigh", "linalg_eigvals",
+    "linalg_eigvalsh", "linalg_inv", "linalg_matrix_rank", "linalg_pinv", "linalg_qr",
+    "linalg_slogdet", "linalg_solve", "linalg_svd", "linalg_svdvals",
+    "fft_fft", "fft_ifft", "fft_fftn", "fft_ifftn", "fft_irfft", "fft_irfftn", "fft_hfft",
+    "fft_fftfreq", "fft_rfftfreq",
+})
+# everything else in OPS: through float32 (elementwise, clip, statistics, searching, sorting,
+# sets, all/any/diff, linalg cross/outer/trace/vector_norm/matrix_norm/matrix_power,
+# fft rfft/rfftn/ihfft)
+ROUTES = {name: "own" if name in _OWN else "bits" if name in _BITS else "raise" if name in _RAISE
+          else "f32" for name in OPS}
+
+
+def _map(obj, fn):
+    c = obj.__class__
+    if c is _ndarray:
+        return fn(obj)
+    if c is tuple or c is list:
+        return c(_map(o, fn) for o in obj)
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return c(*[_map(o, fn) for o in obj])
+    return obj
+
+
+def _involves(obj):
+    """Whether obj is (or a list/tuple holds) a bfloat16 array, or is the bfloat16 dtype."""
+    c = obj.__class__
+    if c is _ndarray:
+        return obj.dtype is BF16
+    if c is tuple or c is list:
+        for o in obj:
+            if _involves(o):
+                return True
+        return False
+    return obj is BF16
+
+
+def _up(a):
+    return to_f32(a) if a.dtype is BF16 else a
+
+
+def _down(a):
+    return from_f32(a) if a.dtype == F32 else a
+
+
+def _bits_in(a):
+    return a.view(U16) if a.dtype is BF16 else a
+
+
+def _bits_out(a):
+    return a.view(BF16) if a.dtype == U16 else a
+
+
+def _pretty(name):
+    for p in ("linalg_", "fft_"):
+        if name.startswith(p):
+            return p[:-1] + "." + name[len(p):]
+    return name
+
+
+def _route(name, impl):
+    """The function that runs op ``name`` when bfloat16 is involved."""
+    kind = ROUTES[name]
+    if kind == "own":
+        return _OWN[name]
+    if kind == "bits":
+        def run(*args, **kwargs):
+            out = impl(*_map(args, _bits_in), **{k: _map(v, _bits_in) for k, v in kwargs.items()})
+            return _map(out, _bits_out)
+    elif kind == "f32":
+        def run(*args, **kwargs):
+            back = True
+            if "dtype" in kwargs:
+                dt = kwargs["dtype"]
+                if dt is BF16:
+                    kwargs["dtype"] = F32
+                elif dt is not None:
+                    back = False        # an explicit wider dtype keeps its result
+            out = impl(*_map(args, _up), **{k: _map(v, _up) for k, v in kwargs.items()})
+            return _map(out, _down) if back else out
+    else:
+        def run(*args, **kwargs):
+            raise NotImplementedError(
+                f"ruda: {_pretty(name)} is not implemented for bfloat16 on device 'cuda'; "
+                f"cast to float32 first (ruda.astype(x, ruda.float32))")
+    run.__name__ = name
+    return run
+
+
+def guard(name, impl):
+    """``impl`` (the backend's op) with bfloat16 operands sent to their route.
+
+    Unary and binary elementwise ops look at their operands only (the frontend hands binary ops
+    one dtype); other ops scan their arguments for bfloat16 arrays or ``dtype=bfloat16``.
+    """
+    if BF16 is None or name not in ROUTES:
+        return impl
+    route = _route(name, impl)
+    if name in ELEMENTWISE_UNARY:
+        def op(x):
+            if x.dtype is BF16:
+                return route(x)
+            return impl(x)
+    elif name in ELEMENTWISE_BINARY:
+        def op(x1, x2):
+            if x1.dtype is BF16 or x2.dtype is BF16:
+                return route(x1, x2)
+            return impl(x1, x2)
+    else:
+        def op(*args, **kwargs):
+            if _involves(args) or (kwargs and _involves(tuple(kwargs.values()))):
+                return route(*args, **kwargs)
+            return impl(*args, **kwargs)
+    op.__name__ = name
+    op.__wrapped__ = impl
+    return op
