@@ -285,7 +285,10 @@ class Context:
             self.enc = self.device.create_command_encoder()
         if self.cpass is None:
             self.cpass = self.enc.begin_compute_pass()
-            self._cp_h = self.cpass._internal if self._native else None
+            if self._native is not None:
+                self._cp_h = getattr(self.cpass, "_internal", None)
+                if self._cp_h is None:          # no native handle after all: the public API
+                    self._native = None
         return self.cpass
 
     def _end_pass(self):
