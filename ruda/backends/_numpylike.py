@@ -2,6 +2,8 @@
 
 ``ops_for(mod)`` returns them bound to ``mod``; a backend's ``_ops`` module takes them with
 ``globals().update(ops_for(mod))`` and defines only what differs on its device.
+``c99_complex(mod)`` holds the complex special values a module's kernels miss (CuPy's; NumPy
+needs none), for the backends of such modules to take the same way.
 """
 import math
 
