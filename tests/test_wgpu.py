@@ -394,6 +394,24 @@ def test_vec4_full_reductions(dev, monkeypatch, fname, dt, subgroup):
     assert any(k[0] == "reduce_v4" and k[2][0] == dt for k in _ops._K if isinstance(k, tuple) and k)
 
 
+def test_vec4_reduction_without_compilable_subgroups_uses_shared_memory(dev, monkeypatch):
+    """An adapter that lists subgroups but whose compiler refuses the builtins: one warning, then
+    the shared-memory fold."""
+    from ruda.backends.wgpu import _ops
+    from ruda.runtime import wgsl
+    ctx = dev.backend.ctx
+    monkeypatch.setattr(_ops, "VEC4_MIN", 0)
+    monkeypatch.setattr(ctx.renderer, "subgroup", True)
+    monkeypatch.setattr(ctx.cache, "programs", {})
+    monkeypatch.setattr(ctx.cache, "by_id", {})
+    monkeypatch.setattr(wgsl._Render, "subgroup_op",
+                        lambda self, op, dt: "subgroupNoSuchBuiltin" if self.r.subgroup else None)
+    a = np.random.default_rng(14).integers(-9, 9, 70_001).astype(np.int32)
+    with pytest.warns(RuntimeWarning, match="subgroup"):
+        got = xp.sum(xp.asarray(a, device=dev))
+    assert int(np.asarray(got.to_device("cpu"))) == a.sum() and not ctx.renderer.subgroup
+
+
 def test_vec4_max_min_propagate_nan(dev, monkeypatch):
     from ruda.backends.wgpu import _ops
     monkeypatch.setattr(_ops, "VEC4_MIN", 0)

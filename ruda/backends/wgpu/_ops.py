@@ -6,6 +6,7 @@ one pipeline serves every shape.
 """
 import math
 import operator
+import warnings
 
 import numpy as np
 
@@ -681,8 +682,18 @@ class Ops:
         nsplit = -(-R // chunk)
         final = nsplit == 1 and out.ir == acc
         part = out if final else self._new((nsplit,), _np(acc))
-        self._launch(k, ins + [part], [tuple(s) for s in rst] + [()], (R,),
-                     extras={"nsplit": nsplit, "chunk": chunk})
+        views = [tuple(s) for s in rst] + [()]
+        try:
+            self._launch(k, ins + [part], views, (R,), extras={"nsplit": nsplit, "chunk": chunk})
+        except RuntimeError as e:
+            r = self.ctx.renderer
+            if not (r.subgroup and "failed to compile" in str(e)):
+                raise
+            # the adapter lists subgroups but its compiler refused the builtins: shared memory from now on
+            warnings.warn(f"ruda wgpu: subgroup reduction did not compile; using shared memory ({e})",
+                          RuntimeWarning, stacklevel=2)
+            r.subgroup = False
+            self._launch(k, ins + [part], views, (R,), extras={"nsplit": nsplit, "chunk": chunk})
         if final:
             return out
         return self._reduce(part, (0,), op, acc, out.dtype, False)
