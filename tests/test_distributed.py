@@ -132,6 +132,37 @@ def test_dead_rank_fails_within_timeout(mode, check):
         assert f"rank 0: {what} did not complete within 3 s" in proc.stderr, proc.stderr[-2000:]
 
 
+class _CommunicatorTakingBytes:         # CuPy 14's signature
+    def __init__(self, ndev, comm_id, rank):
+        if not isinstance(comm_id, bytes):
+            raise TypeError(f"Argument 'commId' has incorrect type (expected bytes, got "
+                            f"{type(comm_id).__name__})")
+        self.id = comm_id
+
+
+class _CommunicatorTakingTuple:         # older CuPy: a tuple of 128 signed chars
+    def __init__(self, ndev, comm_id, rank):
+        if not isinstance(comm_id, tuple):
+            raise TypeError(f"Argument 'commId' has incorrect type (expected tuple, got "
+                            f"{type(comm_id).__name__})")
+        assert all(-128 <= b <= 127 for b in comm_id)
+        self.id = bytes(b & 0xFF for b in comm_id)
+
+
+@pytest.mark.parametrize("uid", [tuple(range(-64, 64)), bytes(range(128, 256))])
+@pytest.mark.parametrize("comm", [_CommunicatorTakingBytes, _CommunicatorTakingTuple])
+def test_nccl_unique_id_reaches_either_cupy_signature(uid, comm):
+    """The unique id travels as bytes whichever form get_unique_id gave, and the communicator
+    gets bytes (CuPy >= 14) or the tuple of signed chars older CuPy wants, same 128 bytes."""
+    from types import SimpleNamespace
+
+    from ruda.distributed import _nccl
+    as_bytes = _nccl._id_bytes(uid)
+    assert isinstance(as_bytes, bytes) and len(as_bytes) == 128
+    c = _nccl._communicator(SimpleNamespace(NcclCommunicator=comm), 2, as_bytes, 0)
+    assert c.id == bytes(b & 0xFF for b in uid)
+
+
 def test_data_parallel_example_matches_single_process(tmp_path):
     import json
     cmd = [sys.executable, "-m", "ruda.distributed.run", "-n", "4",

@@ -29,8 +29,25 @@ _WIDEN = {np.dtype(np.int16): np.dtype(np.int32), np.dtype(np.uint16): np.dtype(
 
 
 def unique_id():
+    """This job's NCCL unique id as bytes (older CuPy returns a tuple of signed chars)."""
     from cupy.cuda import nccl
-    return nccl.get_unique_id()
+    return _id_bytes(nccl.get_unique_id())
+
+
+def _id_bytes(uid):
+    if isinstance(uid, (bytes, bytearray, memoryview)):
+        return bytes(uid)
+    return bytes(int(b) & 0xFF for b in uid)
+
+
+def _communicator(nccl, size, uid, rank):
+    """``NcclCommunicator`` with the id as bytes (CuPy >= 14), else as the tuple of signed
+    chars that older CuPy's signature requires."""
+    uid = _id_bytes(uid)
+    try:
+        return nccl.NcclCommunicator(size, uid, rank)
+    except TypeError:
+        return nccl.NcclCommunicator(size, tuple(b - 256 if b > 127 else b for b in uid), rank)
 
 
 class NcclEngine:
@@ -47,7 +64,7 @@ class NcclEngine:
         watchdog.arm("NCCL communicator creation")
         try:
             with cupy.cuda.Device(device_index):
-                self.comm = nccl.NcclCommunicator(size, tuple(uid), rank)
+                self.comm = _communicator(nccl, size, uid, rank)
         finally:
             watchdog.disarm()
 

@@ -92,8 +92,11 @@ def groupEnd():
 
 class NcclCommunicator:
     def __init__(self, ndev, uid, rank):
+        if not isinstance(uid, bytes) or len(uid) != 128:     # as CuPy 14
+            raise TypeError(f"Argument 'commId' has incorrect type (expected bytes, "
+                            f"got {type(uid).__name__})")
         self.c = MPI.COMM_WORLD.Dup()
-        assert (self.c.Get_size(), self.c.Get_rank()) == (ndev, rank) and len(uid) == 128
+        assert (self.c.Get_size(), self.c.Get_rank()) == (ndev, rank)
 
     def allReduce(self, s, r, count, dt, op, stream):
         out = _at(r, count, _NP[dt])
@@ -149,7 +152,7 @@ def install():
     cuda.runtime = types.SimpleNamespace(memcpyAsync=_memcpy, memcpyDeviceToDevice=3)
     nccl.available = True
     nccl.NcclCommunicator, nccl.groupStart, nccl.groupEnd = NcclCommunicator, groupStart, groupEnd
-    nccl.get_unique_id = lambda: tuple(range(128))
+    nccl.get_unique_id = lambda: tuple(range(-64, 64))     # older CuPy's form
     nccl.get_version = lambda: 22000
     sys.modules.update({"cupy": cupy, "cupy.cuda": cuda, "cupy.cuda.nccl": nccl})
     return cupy
