@@ -153,11 +153,7 @@ def _complex_input(cases, dt):
 
 @pytest.mark.parametrize("name, re, im", [(n, re, im) for n, cases in sorted(COMPLEX_CASES.items())
                                            for re, im in cases])
-def test_complex_special_cases(request, device, name, re, im):
-    at_zero = re + (name == "log1p") == im == 0            # log's argument is +-0 + 0j
-    if device.kind == "wgpu" and name in ("log", "log1p") and (math.isnan(re) or math.isnan(im) or at_zero):
-        request.applymarker(pytest.mark.xfail(strict=False, reason="wgpu (lavapipe): complex log's atan2 "
-                                              "of a NaN or of two zeros (imaginary part 0 or 3pi/4)"))
+def test_complex_special_cases(device, name, re, im):
     dts = supported(device, "complex floating")
     if not dts:
         pytest.skip(f"no complex dtype on {device}")

@@ -165,7 +165,7 @@ class _Render:
                 lit = lambda v: literal(v, s)  # noqa: E731
                 src = src.replace("{T}", T).replace("{S}", s).replace("{Z}", lit(0.0)) \
                     .replace("{O}", lit(1.0)).replace("{H}", lit(0.5)) \
-                    .replace("{LN2}", lit(0.6931471805599453)) \
+                    .replace("{LN2}", lit(0.6931471805599453)).replace("{PI}", lit(3.141592653589793)) \
                     .replace("{BIG}", lit(9007199254740992.0 if s == "f64" else 16777216.0))
                 deps = tuple(f"{d}_{s}" for d in deps)
             elif s == "f32" and base in _F32_BUILTIN:
@@ -530,14 +530,12 @@ class _Render:
             return f"{self.need('hypot_' + S)}({x}, {y})"
         if name == "logaddexp":
             return f"{self.need('logaddexp_' + S)}({x}, {y})"
-        if name in ("pow", "atan2", "logaddexp") and S == "f32" and self.r.f64:
+        if name == "atan2":
+            return f"{self._atan2(S)}({x}, {y})"
+        if name == "pow" and S == "f32" and self.r.f64:
             return f"f32({self.fop(name, [f'f64({x})', f'f64({y})'], 'f64')})"
         if name == "pow":
             return f"{self.need('fpow_' + S)}({x}, {y})"
-        if name == "atan2":
-            if S == "f32":
-                return f"atan2({x}, {y})"
-            return f"{self.need('atan2_f64')}({x}, {y})"
         if name in ("exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "asin",
                     "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh"):
             if S == "f32":
@@ -756,7 +754,10 @@ class _Render:
         return n if n in _F32_BUILTIN else self.need(f"{n}_f32")
 
     def _atan2(self, r):
-        return "atan2" if r == "f32" else self.need("atan2_f64")
+        """atan2 with the standard's special values (WGSL's builtin leaves zeros and NaN open)."""
+        if r == "f32" and self.r.f64:
+            return self.need("atan2_via64_f32")
+        return self.need("atan2_" + r)
 
     # ---------------------------------------------------------------- reductions
     def identity(self, op, dt):

@@ -245,25 +245,17 @@ fn rem_pio2_big(x: f64) -> vec2<f64> {{
   if (x < 0.0lf) {{ return -r; }}
   return r;
 }}"""),
-    "atan2_f64": (("atan_f64", "isnan_f64", "sbit_f64", "copysign_f64", "isinf_f64"), """fn atan2_f64(y: f64, x: f64) -> f64 {
+    # atan2's finite, nonzero case; the special values are the generic ``atan2`` helper's
+    "atan2_core_f64": (("atan_f64", "copysign_f64"), """fn atan2_core_f64(y: f64, x: f64) -> f64 {
   let pi = 3.14159265358979311600lf;
-  if (isnan_f64(x) || isnan_f64(y)) { return x + y; }
-  if (y == 0.0lf) {
-    if (sbit_f64(x)) { return copysign_f64(pi, y); }
-    return y;
-  }
-  if (x == 0.0lf) { return copysign_f64(pi * 0.5lf, y); }
-  if (isinf_f64(x)) {
-    if (isinf_f64(y)) { if (x > 0.0lf) { return copysign_f64(pi * 0.25lf, y); } return copysign_f64(pi * 0.75lf, y); }
-    if (x > 0.0lf) { return copysign_f64(0.0lf, y); }
-    return copysign_f64(pi, y);
-  }
-  if (isinf_f64(y)) { return copysign_f64(pi * 0.5lf, y); }
   if (abs(y) > abs(x)) { return copysign_f64(pi * 0.5lf, y) - atan_f64(fdiv_f64(x, y)); }
   var r = atan_f64(fdiv_f64(y, x));
   if (x < 0.0lf) { if (y >= 0.0lf) { r = r + pi; } else { r = r - pi; } }
   return r;
 }"""),
+    "atan2_core_f32": ((), "fn atan2_core_f32(y: f32, x: f32) -> f32 { return atan2(y, x); }"),
+    # f32 through f64 where the adapter has it (the f32 builtin is a few ULP off on some drivers)
+    "atan2_via64_f32": (("atan2_f64",), "fn atan2_via64_f32(y: f32, x: f32) -> f32 { return f32(atan2_f64(f64(y), f64(x))); }"),
     "asin_f64": (("atan2_f64",), "fn asin_f64(x: f64) -> f64 { if (abs(x) > 1.0lf) { return (x - x) / (x - x); } return atan2_f64(x, sqrt((1.0lf - x) * (1.0lf + x))); }"),
     "acos_f64": (("atan_f64", "nan_f64", "isnan_f64"), """fn acos_f64(x: f64) -> f64 {
   if (abs(x) > 1.0lf  || isnan_f64(x)) { return nan_f64(); }
@@ -376,6 +368,22 @@ _GENERIC = {
   else { fd = copysign_{S}({Z}, a / b); }
   if (one_inf) { fd = a / b; }
   return vec2<{T}>(fd, md);
+}"""),
+    "atan2": (("isnan", "sbit", "copysign", "isinf", "atan2_core"), """fn atan2_{S}(y: {T}, x: {T}) -> {T} {
+  let pi = {PI};
+  if (isnan_{S}(x) || isnan_{S}(y)) { return x + y; }
+  if (y == {Z}) {
+    if (sbit_{S}(x)) { return copysign_{S}(pi, y); }
+    return y;
+  }
+  if (x == {Z}) { return copysign_{S}(pi * {H}, y); }
+  if (isinf_{S}(x)) {
+    if (isinf_{S}(y)) { if (x > {Z}) { return copysign_{S}(pi * {H} * {H}, y); } return copysign_{S}(pi * {H} * {H} * 3.0, y); }
+    if (x > {Z}) { return copysign_{S}({Z}, y); }
+    return copysign_{S}(pi, y);
+  }
+  if (isinf_{S}(y)) { return copysign_{S}(pi * {H}, y); }
+  return atan2_core_{S}(y, x);
 }"""),
     "fmax": (("isnan",), "fn fmax_{S}(a: {T}, b: {T}) -> {T} { if (isnan_{S}(a) || a > b) { return a; } return b; }"),
     "fmin": (("isnan",), "fn fmin_{S}(a: {T}, b: {T}) -> {T} { if (isnan_{S}(a) || a < b) { return a; } return b; }"),
