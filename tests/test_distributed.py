@@ -100,12 +100,18 @@ def test_nccl_engine_layout_with_host_stand_in(nccl_engine_ranks, name):
     ("root", "ValueError", "disagree on root"),
     ("collective", "RuntimeError", "disagree on which collective"),
     ("not-divisible", "ValueError", "must be divisible by the world size"),
+    ("shape-pooled", "ValueError", "disagree on shape"),
 ])
 def test_mismatch_raises_on_every_rank(ranks, key, exc, words):
     for rep in ranks:
         got = rep["errors"][key]
         assert got is not None, f"rank {rep['rank']} did not raise for {key}"
         assert got[0] == exc and words in got[1] and "ruda.distributed." in got[1], got
+
+
+def test_pooled_outputs_stay_intact(ranks):
+    for rep in ranks:
+        assert rep["pooled"] == [True] * 4, rep["pooled"]
 
 
 def test_usable_after_mismatch(ranks):

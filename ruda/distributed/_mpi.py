@@ -8,7 +8,7 @@ bfloat16, unknown to MPI, travels as uint16 and is reduced in float32.
 import numpy as np
 
 from ruda import _dtypes
-from ruda.distributed import _pool
+from ruda.distributed import _check, _pool
 from ruda.distributed._pending import Pending, done
 
 _OPS = {"sum": "SUM", "mean": "SUM", "prod": "PROD", "min": "MIN", "max": "MAX"}
@@ -22,6 +22,8 @@ class MpiEngine:
         from mpi4py import MPI
         self.MPI, self.comm, self.wd = MPI, comm, watchdog
         self.size = comm.Get_size()
+        self.host_plans = {}        # (op, dtype, shape) -> plan of all_reduce_host
+        self._table = np.empty((self.size, _check.WIDTH), np.int64)
 
     # helpers -----------------------------------------------------------
     def empty(self, shape, dtype, like=None):
@@ -72,15 +74,44 @@ class MpiEngine:
         return self._buf(a), self._op(op, a.dtype), a.dtype, finish
 
     # collectives -------------------------------------------------------
-    def all_reduce_host(self, a, op):
-        """Blocking all_reduce of a host array MPI types natively: the lean hot path."""
-        out = _pool.empty(a.shape, a.dtype)
-        self.wd.arm("all_reduce")
+    def host_plan(self, op, x):
+        """The cached plan of ``all_reduce_host`` for ``op`` on arrays like ``x`` (validated
+        ``op``, dtype MPI types natively): (MPI op, agreement record, the check's expected
+        table bytes, mean?, an output view reserved in the pool or None)."""
+        rec = _check.record("all_reduce", op, -1, -1, x)
+        plan = (self._op(op, x.dtype), rec, rec.tobytes() * self.size, op == "mean",
+                _pool.reserve(x.shape, x.dtype))
+        if len(self.host_plans) > 4096:
+            self.host_plans.clear()
+        self.host_plans[(op, x.dtype, x.shape)] = plan
+        return plan
+
+    def all_reduce_host(self, a, plan, check):
+        """Blocking all_reduce of a C-contiguous host array: the lean hot path.
+
+        Everything local (the plan, the pooled output) is ready before the agreement
+        check, so between its Allgather and the data's Allreduce there is only a bytes
+        comparison; on a mismatch no rank enters the Allreduce and every rank raises.
+        """
+        if plan[4] is not None and _pool.idle(plan, 4):
+            out = plan[4]           # the reserved output: the last result is gone
+        else:
+            out = _pool.empty(a.shape, a.dtype)
+        mop, rec, expect, mean = plan[0], plan[1], plan[2], plan[3]
+        wd = self.wd
         try:
-            self.comm.Allreduce(a, out, self._op(op, a.dtype))
+            if check:
+                wd.arm("all_reduce (agreement check)")
+                self.comm.Allgather(rec, self._table)
+                if self._table.tobytes() != expect:
+                    _check.agree("all_reduce", self._table.copy())
+                    raise RuntimeError("ruda.distributed.all_reduce: the ranks' agreement "
+                                       "records differ")
+            wd.arm("all_reduce")
+            self.comm.Allreduce(a, out, mop)
         finally:
-            self.wd.disarm()
-        if op == "mean":
+            wd.disarm()
+        if mean:
             out /= self.size
         return out
 

@@ -6,6 +6,9 @@ outputs of ``RUDA_DIST_POOL_MIN`` bytes (default 1 MiB) or more are carved from
 cached blocks, as CuPy's and PyTorch's allocators do on GPUs.  A block is free
 again once no array refers to it (CPython reference count back to the pool's
 own).  At most ``RUDA_DIST_POOL_MB`` MiB (default 1024; 0 disables) are cached.
+A caller may ``reserve`` a view on a block for one (shape, dtype) and hand that same view
+out while ``idle`` says nothing else refers to it or its block: host all_reduce keeps
+one per cached plan, which skips the pool search and the view creation on each call.
 """
 import math
 import os
@@ -38,18 +41,38 @@ def empty(shape, dtype):
     return block.view(dtype).reshape(shape)
 
 
-def _take(nbytes):
+def _take(nbytes, keep=False):
+    """A free cached block of ``nbytes``, else a new one (cached while under the cap); with
+    ``keep``, None instead of a block the pool would not cache."""
     global _held
     blocks = _blocks.setdefault(nbytes, [])
     free = _free_refs()
     for i in range(len(blocks)):
         if sys.getrefcount(blocks[i]) <= free:
             return blocks[i]
+    if _held + nbytes > _CAP:
+        return None if keep else np.empty(nbytes, np.uint8)
     block = np.empty(nbytes, np.uint8)
-    if _held + nbytes <= _CAP:
-        blocks.append(block)
-        _held += nbytes
+    blocks.append(block)
+    _held += nbytes
     return block
+
+
+def reserve(shape, dtype):
+    """A view of ``shape`` and ``dtype`` on a cached block set aside for the caller, who
+    keeps it (in a tuple or list ``t``) and hands it out again whenever ``idle(t, i)``;
+    None below the pooling size or at the cap."""
+    dtype = np.dtype(dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    block = _take(nbytes, keep=True) if nbytes >= _MIN else None
+    return None if block is None else block.view(dtype).reshape(shape)
+
+
+def idle(t, i):
+    """Whether nothing but ``t`` refers to ``t[i]``, a view from ``reserve``, or its block
+    (so the array handed out last time, and every view of it, is gone)."""
+    free = _FREE_REFS
+    return sys.getrefcount(t[i]) <= free and sys.getrefcount(t[i].base) <= free + 1
 
 
 def clear():

@@ -68,6 +68,29 @@ def run_all(device="cpu", dtypes=C.DTYPES, prefix=""):
     return results
 
 
+_POOLED = (1 << 20) // 4 + 3        # float32 elements: outputs above the pool's minimum size
+
+
+def pooled_outputs(r, w):
+    """Large host all_reduce results (pooled outputs) stay intact while anything refers to
+    them: the array, or only a view of it."""
+    total = w * (w + 1) / 2
+
+    def ar(k, op="sum"):
+        return dist.all_reduce(xp.full(_POOLED, k * (r + 1.0), dtype=xp.float32), op=op)
+    y1 = ar(1)
+    tail = np.asarray(y1)[5:]
+    y2 = ar(2)
+    del y1
+    y3 = ar(3)
+    ok = [bool((tail == total).all()), bool((np.asarray(y2) == 2 * total).all()),
+          bool((np.asarray(y3) == 3 * total).all())]
+    del tail, y2, y3
+    y4 = ar(4, "mean")
+    ok.append(bool((np.asarray(y4) == 4 * total / w).all()))
+    return ok
+
+
 def mismatch_cases(r):
     """Each returns what this rank raised (type name, message)."""
     f32 = xp.ones(3, dtype=xp.float32)
@@ -78,6 +101,7 @@ def mismatch_cases(r):
         "root": lambda: dist.broadcast(f32, root=0 if r == 0 else 1),
         "collective": lambda: dist.all_reduce(f32) if r == 0 else dist.all_gather(f32),
         "not-divisible": lambda: dist.scatter(xp.ones(5), root=0),
+        "shape-pooled": lambda: dist.all_reduce(xp.ones(_POOLED + r, dtype=xp.float32)),
     }
     seen = {}
     for key, call in calls.items():
@@ -96,11 +120,12 @@ def main():
     results = run_all()
     if any(d.kind == "wgpu" for d in xp.devices()):     # staged through the host
         results.update(run_all("wgpu", WGPU_DTYPES, prefix="wgpu:"))
+    pooled = pooled_outputs(r, w)
     errors = mismatch_cases(r)
     after = to_host(dist.all_reduce(xp.asarray([float(r)])))
     with open(os.path.join(out_dir, f"rank{r}.pkl"), "wb") as f:
         pickle.dump({"rank": r, "world": w, "results": results, "errors": errors,
-                     "after": after}, f)
+                     "after": after, "pooled": pooled}, f)
     dist.barrier()
     dist.finalize()
 
