@@ -114,10 +114,14 @@ def test_roundtrip_large_multi_chunk_and_strided(rng):
 
 
 @needs_cuda
-def test_bfloat16_is_refused_on_cuda_with_a_reason():
+def test_bfloat16_is_refused_on_cuda_only_without_support():
     if ruda.bfloat16 is None:
         pytest.skip("ml_dtypes is not installed")
+    from ruda.backends.cuda import _bf16
     a = ruda.asarray(np.ones(3, dtype=ruda.bfloat16), device="cpu")
+    if _bf16.unavailable_reason() is None:     # supported: tests/test_cuda_bf16.py
+        assert a.to_device("cuda").dtype == ruda.bfloat16
+        return
     with pytest.raises(TypeError, match="bfloat16"):
         a.to_device("cuda")
     with pytest.raises(TypeError, match="bfloat16"):

@@ -13,12 +13,12 @@ Without CuPy, a CUDA driver or a GPU this module still imports:
 ``discover()`` returns [] and ``unavailable_reason()`` says what is missing.
 
 bfloat16 (``xp.bfloat16``, ml_dtypes' type, an extension beyond the standard) is a cuda dtype
-where CuPy can hold it (CuPy >= 14 with ml_dtypes, NumPy >= 2.1.2): stored by CuPy, computed by
-ruda with ml_dtypes' semantics (float32 arithmetic rounded to nearest even; matmul and
+where ml_dtypes is installed: ``cupy.ndarray`` views with dtype bfloat16 over uint16 storage,
+computed by ruda (never by CuPy's bfloat16 loops) with ml_dtypes' semantics (float32 arithmetic rounded to nearest even; matmul and
 tensordot in cuBLAS with bfloat16 operands and result and float32 accumulation).  Promotion is
 the frontend's, as on every device.  ``_bf16`` has the routes of every op; the linalg
 decompositions and solvers and complex FFTs raise NotImplementedError for bfloat16.  Without
-such a CuPy, bfloat16 is not listed and moving a bfloat16 array to cuda raises TypeError.
+ml_dtypes, bfloat16 is not listed and moving a bfloat16 array to cuda raises TypeError.
 
 float32/complex64 ``matmul`` and ``tensordot`` are strict (no TF32) unless TF32 is allowed:
 ``RUDA_TF32=1``, :func:`allow_tf32` (process-wide) or ``backend.allow_tf32 = True`` (one
@@ -156,6 +156,8 @@ class CudaBackend(Backend):
     def from_host(self, a):
         """Copy a NumPy array to this GPU; large arrays through double-buffered pinned staging."""
         self._check_dtype("to_device", a.dtype)
+        if a.dtype is _bf16.BF16:       # its bits (CuPy's own bfloat16 support is not needed)
+            return self.from_host(a.view(np.uint16)).view(a.dtype)
         with self._cp_device:
             if not a.ndim:      # cupy.asarray fills a 0-d array, with a memset for any zero (-0.0 -> +0.0)
                 return _exact_scalar(a, a.dtype)
@@ -224,7 +226,7 @@ class CudaBackend(Backend):
         if s is not None:
             return s
         with self._cp_device:
-            s = _exact_scalar(value, dtype)
+            s = _exact_scalar(value, dtype) if dtype is not _bf16.BF16 else _bf16.scalar(value)
             cupy.cuda.get_current_stream().synchronize()   # cached: usable from any stream afterwards
         if _cacheable(value):
             if len(self._scalars) >= _SCALAR_CACHE_MAX:

@@ -1,10 +1,13 @@
 """bfloat16 on the cuda backend: storage in CuPy, values computed by ruda, ml_dtypes' semantics.
 
 bfloat16 is an extension dtype (``ml_dtypes.bfloat16``, as on the host).  A cuda bfloat16 array
-is a plain ``cupy.ndarray`` whose dtype is ``ml_dtypes.bfloat16``: CuPy 14 accepts that dtype as
-storage when ml_dtypes is installed (and NumPy >= 2.1.2), so transfers, DLPack (kDLBfloat),
-views and the frontend's ``Array.dtype`` need nothing special.  :func:`unavailable_reason` says
-why a CuPy does not (then the backend does not list bfloat16, and moving one raises TypeError).
+is a plain ``cupy.ndarray`` whose dtype is ``ml_dtypes.bfloat16``: a view (``.view(bfloat16)``,
+which CuPy allows for any dtype of the same itemsize) of uint16 storage holding the bits.  So the
+frontend's ``Array.dtype`` and every view work unchanged, and nothing here needs CuPy's own
+bfloat16 support: transfers (``from_host``/``to_host``) and scalars copy the bits as uint16.
+Only DLPack (kDLBfloat, CuPy's exporter and importer) needs a CuPy that knows bfloat16 (CuPy >= 14
+with ml_dtypes and NumPy >= 2.1.2).  :func:`unavailable_reason` says why bfloat16 is not offered
+(no ml_dtypes); then moving a bfloat16 array to cuda raises TypeError.
 
 CuPy's own bfloat16 *loops* are never used: it compiles every kernel with ``-ftz=true`` and
 rounds float64 to bfloat16 twice (through float32), and its batched matmul accumulates in
@@ -33,9 +36,9 @@ goes, through :func:`guard`, to one of four routes (``ROUTES``):
           complex FFTs, bitwise and logical functions.  Cast to float32 first.
 
 Promotion is the frontend's (``ruda._dtypes.promote``), the same on every device: bfloat16
-with float32 / float64 gives those, with bool, int8 and uint8 gives bfloat16, with wider
-integers NumPy's rule over ml_dtypes (float64 for int32/int64/uint16/uint32/uint64, so that
-the integer fits), with complex64 gives complex64.
+with float32 / float64 / complex64 / complex128 gives those; with bool, int8, uint8 and Python
+int / float scalars it stays bfloat16; with int16 / uint16 it gives float32 and with wider
+integers float64 (NumPy's rule over ml_dtypes: the integers must fit).
 
 Conversion kernels are compiled with ruda's NVRTC options (``_kernels.OPTIONS``: IEEE
 subnormals), so bfloat16 subnormals survive ``astype``.  The backend imports this module once
@@ -78,12 +81,14 @@ def unavailable_reason():
     if not _probed:
         if BF16 is None:
             _reason = "ml_dtypes is not installed (pip install ruda[bf16])"
+        elif cp is None:
+            _reason = "CuPy is not installed"
         else:
             try:
-                cp.ndarray((0,), dtype=BF16)
-            except Exception as e:  # CuPy < 14, or NumPy < 2.1.2 (CuPy then disables bfloat16)
-                _reason = (f"CuPy {cp.__version__} cannot hold bfloat16 arrays ({type(e).__name__}: "
-                           f"{e}); it needs CuPy >= 14 with ml_dtypes and NumPy >= 2.1.2")
+                if cp.ndarray((0,), dtype=U16).view(BF16).dtype is not BF16:
+                    _reason = f"CuPy {cp.__version__} does not keep the bfloat16 dtype of a view"
+            except Exception as e:  # noqa: BLE001 - a CuPy that refuses the view
+                _reason = f"CuPy {cp.__version__} cannot view uint16 as bfloat16 ({type(e).__name__}: {e})"
         _probed = True
     return _reason
 
@@ -250,6 +255,7 @@ def astype(x, dtype, copy=True):
     src, dst = x.dtype, np.dtype(dtype)
     if src == dst:
         return as_bf16(bits(x).copy()) if copy else x
+    shape = x.shape
     if dst == BF16:
         k = src.kind
         if k == "c":                 # as NumPy/ml_dtypes: the real part
@@ -264,7 +270,7 @@ def astype(x, dtype, copy=True):
             name, x = "ruda_bf16_from_i64", cp.ascontiguousarray(x, dtype=np.int64)
         else:
             raise TypeError(f"ruda: astype: cannot cast {_dtypes.name(src)} to bfloat16 on cuda")
-        return as_bf16(_launch(name, x, cp.empty(x.shape, U16)))
+        return as_bf16(_launch(name, x, cp.empty(shape, U16)))
     # from bfloat16
     if dst == F32:
         return to_f32(x)
@@ -286,6 +292,13 @@ def astype(x, dtype, copy=True):
 def _bf16_bits(value):
     """The bit pattern of ``value`` rounded to bfloat16 by ml_dtypes (on the host)."""
     return int(np.asarray(value, dtype=BF16).view(np.uint16))
+
+
+def scalar(value):
+    """A 0-d bfloat16 array of ``value`` (ml_dtypes' rounding; -0.0 and NaN kept), synchronous."""
+    s = cp.empty((), U16)
+    s.set(np.asarray(value, dtype=BF16).view(np.uint16))
+    return as_bf16(s)
 
 
 def empty(shape, dtype):
@@ -348,8 +361,9 @@ def _layout(r, c, sr, sc):
 
 
 def _operand(x, batch, r, c):
-    """(device pointer, op, ld, batch stride in elements) of a GEMM operand of shape ``... r c``
-    broadcast to ``batch``; copies only a layout cuBLAS cannot read."""
+    """(array, op, ld, batch stride in elements) of a GEMM operand of shape ``... r c`` broadcast
+    to ``batch``; copies only a layout cuBLAS cannot read.  The caller keeps the returned array
+    alive until the GEMM is enqueued (it may be a fresh copy)."""
     if math.prod(x.shape[:-2]) == 1:
         x3, stride_ok = as_bf16(bits(x).reshape(1, r, c)), True
     else:
@@ -364,7 +378,7 @@ def _operand(x, batch, r, c):
         sb, lay = r * c, (OP_N, c)
     if x3.shape[0] == 1:
         sb = 0
-    return x3.data.ptr, lay[0], lay[1], sb
+    return x3, lay[0], lay[1], sb
 
 
 def _gemm(a, b, batch, n, k, m):
@@ -378,8 +392,9 @@ def _gemm(a, b, batch, n, k, m):
         out.fill(0)
         return as_bf16(out)
     nb = math.prod(batch)
-    pa, opa, lda, sa = _operand(a, batch, n, k)
-    pb, opb, ldb, sb = _operand(b, batch, k, m)
+    a3, opa, lda, sa = _operand(a, batch, n, k)
+    b3, opb, ldb, sb = _operand(b, batch, k, m)
+    pa, pb = a3.data.ptr, b3.data.ptr
     # Row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets (B, A) and writes C^T, m x n, ldc = m.
     handle = _cp_device.get_cublas_handle()
     mode = cublas.getPointerMode(handle)
@@ -549,17 +564,25 @@ def _route(name, impl):
     else:
         def run(*args, **kwargs):
             raise NotImplementedError(
-                f"ruda: {_pretty(name)} is not implemented for bfloat16 on device 'cuda'; "
+                f"ruda: '{_pretty(name)}' is not implemented on device 'cuda' for bfloat16; "
                 f"cast to float32 first (ruda.astype(x, ruda.float32))")
     run.__name__ = name
     return run
 
 
+# ops whose bfloat16-ness is not that of their first argument: a dtype parameter, a list of
+# arrays, or where's condition
+_SCAN = frozenset({"sum", "prod", "cumulative_sum", "cumulative_prod", "linalg_trace", "astype",
+                   "arange", "empty", "eye", "full", "linspace", "fft_fftfreq", "fft_rfftfreq",
+                   "concat", "stack", "meshgrid", "where"})
+
+
 def guard(name, impl):
     """``impl`` (the backend's op) with bfloat16 operands sent to their route.
 
-    Unary and binary elementwise ops look at their operands only (the frontend hands binary ops
-    one dtype); other ops scan their arguments for bfloat16 arrays or ``dtype=bfloat16``.
+    The frontend casts the operands of an op to one dtype, so most ops are judged by their first
+    argument (one attribute load and an identity test on the non-bfloat16 path); the ops in
+    ``_SCAN`` scan all arguments for bfloat16 arrays or ``dtype=bfloat16``.
     """
     if BF16 is None or name not in ROUTES:
         return impl
@@ -574,11 +597,16 @@ def guard(name, impl):
             if x1.dtype is BF16 or x2.dtype is BF16:
                 return route(x1, x2)
             return impl(x1, x2)
-    else:
+    elif name in _SCAN:
         def op(*args, **kwargs):
             if _involves(args) or (kwargs and _involves(tuple(kwargs.values()))):
                 return route(*args, **kwargs)
             return impl(*args, **kwargs)
+    else:
+        def op(x, *args, **kwargs):
+            if x.__class__ is _ndarray and x.dtype is BF16:
+                return route(x, *args, **kwargs)
+            return impl(x, *args, **kwargs)
     op.__name__ = name
     op.__wrapped__ = impl
     return op
