@@ -4,15 +4,20 @@
 
 Anchors, measured in the same run on the same buffers: raw ``comm.Allreduce`` into a
 preallocated output (the floor), and raw ``Allreduce`` into a fresh ``np.empty`` output
-(what returning a new array costs without ruda's pool).  Methods are interleaved,
-each timed as a batch between barriers; times are medians over rounds, ratios
-(anchor time / ruda time, >= 1: ruda as fast) medians of the per-round ratios.
+(what returning a new array costs without ruda's pool).  Methods are interleaved in a
+random order per round, the same on every rank (the earlier fixed rotation gave each method
+the same predecessor every round, and on a 2-core VM a call's time depends on it: raw plus an
+Allgather, always right after the fresh-output anchor, timed 1.1-1.5x slower than the ruda
+call that always followed it), each timed as a batch between barriers;
+times are medians over rounds, ratios (anchor time / ruda time, >= 1: ruda as fast)
+medians of the per-round ratios.
 "ruda, check off" is all_reduce without the cross-rank agreement check (RUDA_DIST_CHECK=0);
 "raw + check-sized Allgather" adds to raw the Allgather of one agreement record per call.
 """
 import argparse
 import os
 import platform
+import random
 import statistics
 import time
 
@@ -60,8 +65,8 @@ def bench_size(comm, mb, rounds, reps=None):
         timed(comm, f, 2)
     times = {k: [] for k in methods}
     names = list(methods)
-    for i in range(rounds):                     # rotate the order: no method always follows another
-        for k in names[i % len(names):] + names[:i % len(names)]:
+    for i in range(rounds):     # a fresh random order each round, the same on every rank
+        for k in random.Random(i).sample(names, len(names)):
             times[k].append(timed(comm, methods[k], reps))
     med = {k: statistics.median(v) for k, v in times.items()}
     for k in ("raw", "raw_fresh", "raw_allgather"):     # paired per round: robust to load drift
