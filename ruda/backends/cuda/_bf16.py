@@ -381,6 +381,10 @@ def _operand(x, batch, r, c):
     return x3, lay[0], lay[1], sb
 
 
+def _ptr(a):
+    return a.data.ptr
+
+
 def _gemm(a, b, batch, n, k, m):
     """bfloat16 (batch..., n, m) = a (..., n, k) @ b (..., k, m), fp32 accumulation in cuBLAS."""
     from cupy.cuda import device as _cp_device
@@ -394,7 +398,7 @@ def _gemm(a, b, batch, n, k, m):
     nb = math.prod(batch)
     a3, opa, lda, sa = _operand(a, batch, n, k)
     b3, opb, ldb, sb = _operand(b, batch, k, m)
-    pa, pb = a3.data.ptr, b3.data.ptr
+    pa, pb = _ptr(a3), _ptr(b3)
     # Row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets (B, A) and writes C^T, m x n, ldc = m.
     handle = _cp_device.get_cublas_handle()
     mode = cublas.getPointerMode(handle)
@@ -404,11 +408,11 @@ def _gemm(a, b, batch, n, k, m):
         if nb == 1:
             cublas.gemmEx(handle, opb, opa, m, n, k, _ONE.ctypes.data,
                           pb, CUDA_R_16BF, ldb, pa, CUDA_R_16BF, lda, _ZERO.ctypes.data,
-                          out.data.ptr, CUDA_R_16BF, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
+                          _ptr(out), CUDA_R_16BF, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
         else:
             cublas.gemmStridedBatchedEx(handle, opb, opa, m, n, k, _ONE.ctypes.data,
                                         pb, CUDA_R_16BF, ldb, sb, pa, CUDA_R_16BF, lda, sa,
-                                        _ZERO.ctypes.data, out.data.ptr, CUDA_R_16BF, m, n * m,
+                                        _ZERO.ctypes.data, _ptr(out), CUDA_R_16BF, m, n * m,
                                         nb, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
     finally:
         if mode != POINTER_MODE_HOST:
