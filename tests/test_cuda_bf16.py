@@ -92,26 +92,36 @@ static inline float __ull2float_rz(unsigned long long v) { return RZ(unsigned lo
 """
 
 
-@pytest.fixture(scope="module")
-def host_kernels(tmp_path_factory):
+def build_host_kernels(directory):
+    """``_bf16.SOURCE`` compiled for the host with g++ (CUDA intrinsics stubbed): a ctypes CDLL whose
+    kernels run their grid-stride loop serially, or None without g++."""
     gxx = shutil.which("g++")
     if gxx is None:
-        pytest.skip("no g++ to compile the bfloat16 kernels for the host")
-    d = tmp_path_factory.mktemp("bf16")
-    src, lib = d / "bf16.cpp", d / "bf16.so"
+        return None
+    src, lib = directory / "bf16.cpp", directory / "bf16.so"
     src.write_text(_STUBS + _bf16.SOURCE)
     subprocess.run([gxx, "-O1", "-frounding-math", "-fPIC", "-shared", "-o", str(lib), str(src)],
                    check=True, capture_output=True)
-    dll = ctypes.CDLL(str(lib))
+    return ctypes.CDLL(str(lib))
+
+
+def call_host_kernel(dll, name, *arrays):
+    """Run kernel ``name`` of ``dll`` over contiguous arrays (inputs, then the output)."""
+    fn = getattr(dll, name)
+    fn.restype = None
+    fn(*[ctypes.c_void_p(a.ctypes.data) for a in arrays], ctypes.c_longlong(arrays[-1].size))
+    return arrays[-1]
+
+
+@pytest.fixture(scope="module")
+def host_kernels(tmp_path_factory):
+    dll = build_host_kernels(tmp_path_factory.mktemp("bf16"))
+    if dll is None:
+        pytest.skip("no g++ to compile the bfloat16 kernels for the host")
 
     def run(name, out_dtype, *inputs):
         inputs = [np.ascontiguousarray(a) for a in inputs]
-        out = np.empty(inputs[0].shape, out_dtype)
-        fn = getattr(dll, name)
-        fn.restype = None
-        fn(*[ctypes.c_void_p(a.ctypes.data) for a in inputs], ctypes.c_void_p(out.ctypes.data),
-           ctypes.c_longlong(out.size))
-        return out
+        return call_host_kernel(dll, name, *inputs, np.empty(inputs[0].shape, out_dtype))
     return run
 
 

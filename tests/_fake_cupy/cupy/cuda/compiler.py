@@ -1,0 +1,2 @@
+def _get_arch():
+    return "90"

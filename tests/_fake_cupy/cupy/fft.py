@@ -1,0 +1,1 @@
+from numpy.fft import *  # noqa: F401,F403

@@ -1,0 +1,56 @@
+"""pytest plugin: ruda's cuda backend over NumPy posing as CuPy (see README.md here).
+
+Replaced on the backend: host<->device copies and scalars (NumPy copies), the bfloat16 kernels
+(``_bf16.SOURCE`` compiled with g++ by tests/test_cuda_bf16.py), device pointers (host
+addresses), and ruda's own float32 fast kernels (off).  A harness that cannot start prints
+FAKE-CUPY-UNUSABLE and exits, so the calling test skips instead of failing.
+"""
+import pathlib
+import tempfile
+
+import numpy as np
+import pytest
+
+
+def pytest_configure(config):
+    try:
+        _install()
+    except Exception as e:  # noqa: BLE001 - the backend needs more CuPy than this fake offers
+        pytest.exit(f"FAKE-CUPY-UNUSABLE: {type(e).__name__}: {e}", returncode=3)
+
+
+def _install():
+    import ruda.backends.cuda as C
+    from ruda.backends.cuda import _bf16, _fast
+    import test_cuda_bf16 as T
+    B = _bf16.BF16
+    dll = T.build_host_kernels(pathlib.Path(tempfile.mkdtemp(prefix="ruda-fake-cupy-")))
+    if dll is None:
+        raise RuntimeError("no g++")
+
+    def launch(name, *arrays):
+        assert all(a.flags.c_contiguous for a in arrays), name
+        return T.call_host_kernel(dll, name, *arrays)
+
+    def map_(obj, fn, _map=_bf16._map):      # NumPy returns scalars where CuPy returns 0-d arrays
+        return _map(np.asarray(obj) if isinstance(obj, np.generic) else obj, fn)
+
+    def from_host(self, a):
+        self._check_dtype("to_device", a.dtype)
+        if a.dtype is B:
+            return self.from_host(a.view(np.uint16)).view(a.dtype)
+        return np.array(a, copy=True)
+
+    def to_host(self, a):
+        if a.dtype is B:
+            return self.to_host(a.view(np.uint16)).view(a.dtype)
+        return np.array(a, copy=True)
+
+    _fast._FORCE_FALLBACK = True
+    _bf16._launch = launch
+    _bf16._map = map_
+    _bf16._ptr = lambda a: a.ctypes.data
+    _bf16.scalar = lambda v: np.asarray(v, dtype=B).view(np.uint16).copy().view(B)
+    C._exact_scalar = lambda v, dt: np.asarray(v, dtype=dt).copy()
+    C.CudaBackend.from_host = from_host
+    C.CudaBackend.to_host = to_host
