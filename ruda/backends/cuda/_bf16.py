@@ -21,13 +21,16 @@ goes, through :func:`guard`, to one of four routes (``ROUTES``):
           backend's own float32 op runs, and float32 results are rounded back to bfloat16
           (round to nearest even; NaN becomes the quiet NaN of its sign, as ml_dtypes does).
           Elementwise functions therefore give the host's bfloat16 results (within the float32
-          libm's last-bit differences, which rounding to bfloat16 almost always hides).
+          libm's last-bit differences, which rounding to bfloat16 almost always hides), except
+          that float32 ops CuPy compiles flush subnormals (``-ftz=true``), and bfloat16 shares
+          float32's exponent range: results below 1.2e-38 may be 0 on cuda.
           Reductions (sum, prod, mean, std, var, cumulative_*, vecdot) accumulate in float32 or
           wider and round once; the host (NumPy over ml_dtypes) rounds after every step, so long
           reductions can differ -- cuda's result is the more accurate one.  An explicit
           non-bfloat16 ``dtype=`` (``sum(x, dtype=float32)``) keeps the float32 result.
-``own``   ``astype`` (NVRTC kernels, bit-exact with ml_dtypes >= 0.5 for every value, including
-          float64 and 64-bit integers, which are rounded once), creation (``empty``, ``full``,
+``own``   ``astype`` (NVRTC kernels, bit-exact with ml_dtypes 0.7 for every value: float64 and
+          64-bit integers rounded once, NaN to the quiet NaN of its sign, out-of-range or
+          non-finite values to integers 0), ``nextafter`` (on bit patterns), creation (``empty``, ``full``,
           ``eye``: bit patterns; ``arange``: ml_dtypes' fill rule; ``linspace``: float64, then
           rounded once), ``matmul``/``tensordot`` (cuBLAS ``cublasGemmEx`` /
           ``cublasGemmStridedBatchedEx`` with ``CUDA_R_16BF`` operands and result and
