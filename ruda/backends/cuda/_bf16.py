@@ -370,9 +370,10 @@ def _operand(x, batch, r, c):
     if math.prod(x.shape[:-2]) == 1:
         x3, stride_ok = as_bf16(bits(x).reshape(1, r, c)), True
     else:
+        u = bits(x)
         if x.shape[:-2] != batch:
-            x = cp.broadcast_to(x, batch + (r, c))
-        x3 = as_bf16(bits(x).reshape(-1, r, c))       # a view where the batch dims merge
+            u = cp.broadcast_to(u, batch + (r, c))
+        x3 = as_bf16(u.reshape(-1, r, c))             # a view where the batch dims merge
         stride_ok = x3.strides[0] >= 0
     sb, sr, sc = (s // 2 for s in x3.strides)
     lay = _layout(r, c, sr, sc) if stride_ok and x3.strides[1] % 2 == 0 and x3.strides[2] % 2 == 0 else None
