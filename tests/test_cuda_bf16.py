@@ -545,3 +545,20 @@ def test_bench_puts_bf16_on_cuda():
     a = c.put(np.ones((4, 4), np.float32), "bfloat16")
     assert a.dtype == xp.bfloat16 and a.device == xp.device("cuda")
     np.testing.assert_array_equal(c.get(c.ns.matmul(a, a)).astype(np.float32), np.full((4, 4), 4.0))
+
+
+@needs_cuda_bf16
+def test_dlpack_with_torch():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    b = all_bits()
+    x = cuda(b.view(BF16))
+    t = torch.from_dlpack(x)                      # CuPy exports kDLBfloat (CuPy >= 14, ml_dtypes)
+    assert t.dtype == torch.bfloat16 and t.is_cuda
+    np.testing.assert_array_equal(t.view(torch.int16).cpu().numpy().view(np.uint16), b)
+    y = xp.from_dlpack(t * 2)
+    assert y.dtype == xp.bfloat16 and y.device == xp.device("cuda")
+    normal = slice(0x0080, 0x7F00)                # positive normal values whose double is finite
+    assert_close_bf16(host(y)[normal], (b.view(BF16).astype(np.float32) * 2).astype(BF16)[normal])
+    np.testing.assert_array_equal(host(y * 0.5).view(np.uint16)[normal], b[normal])
