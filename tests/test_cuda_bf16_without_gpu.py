@@ -23,9 +23,9 @@ def test_cuda_bf16_suite_on_numpy_posing_as_cupy():
     pytest.importorskip("ml_dtypes")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(HERE / "_fake_cupy"), str(HERE), str(HERE.parent), os.environ.get("PYTHONPATH", "")]))
-    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "fake_cupy_plugin", "-k", "not torch",
-                        str(HERE / "test_cuda_bf16.py")], env=env, capture_output=True, text=True,
-                       timeout=600, cwd=str(HERE.parent))
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "fake_cupy_plugin",
+           "-k", "not torch", str(HERE / "test_cuda_bf16.py")]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=str(HERE.parent))
     out = p.stdout + p.stderr
     if "FAKE-CUPY-UNUSABLE" in out:
         pytest.skip(out[out.index("FAKE-CUPY-UNUSABLE"):].splitlines()[0])
