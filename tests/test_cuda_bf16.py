@@ -451,7 +451,8 @@ def test_data_movement_keeps_bits():
         nan = np.isnan(want.astype(np.float32))
         np.testing.assert_array_equal(got.view(np.uint16)[~nan], want.view(np.uint16)[~nan])
         assert np.isnan(got.astype(np.float32)[nan]).all()
-    np.testing.assert_array_equal(host(xp.argsort(c, axis=1, stable=True)), np.asarray(xp.argsort(h, axis=1, stable=True)))
+    np.testing.assert_array_equal(host(xp.argsort(c, axis=1, stable=True)),
+                                  np.asarray(xp.argsort(h, axis=1, stable=True)))
     c2 = xp.asarray(c, copy=True)
     c2[0, 0] = 7.0
     c2[1] = cuda(np.full(8, -2.5, BF16))
