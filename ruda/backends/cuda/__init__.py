@@ -14,11 +14,12 @@ Without CuPy, a CUDA driver or a GPU this module still imports:
 
 bfloat16 (``xp.bfloat16``, ml_dtypes' type, an extension beyond the standard) is a cuda dtype
 where ml_dtypes is installed: ``cupy.ndarray`` views with dtype bfloat16 over uint16 storage,
-computed by ruda (never by CuPy's bfloat16 loops) with ml_dtypes' semantics (float32 arithmetic rounded to nearest even; matmul and
-tensordot in cuBLAS with bfloat16 operands and result and float32 accumulation).  Promotion is
-the frontend's, as on every device.  ``_bf16`` has the routes of every op; the linalg
-decompositions and solvers and complex FFTs raise NotImplementedError for bfloat16.  Without
-ml_dtypes, bfloat16 is not listed and moving a bfloat16 array to cuda raises TypeError.
+computed by ruda (never by CuPy's bfloat16 loops) with ml_dtypes' semantics: float32 arithmetic
+rounded to nearest even; matmul and tensordot in cuBLAS with bfloat16 operands and result and
+float32 accumulation.  Promotion is the frontend's, as on every device.  ``_bf16`` has the
+route of every op; the linalg decompositions and solvers and complex FFTs raise
+NotImplementedError for bfloat16.  Without ml_dtypes, bfloat16 is not listed and moving a
+bfloat16 array to cuda raises TypeError.
 
 float32/complex64 ``matmul`` and ``tensordot`` are strict (no TF32) unless TF32 is allowed:
 ``RUDA_TF32=1``, :func:`allow_tf32` (process-wide) or ``backend.allow_tf32 = True`` (one
