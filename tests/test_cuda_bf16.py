@@ -105,11 +105,12 @@ def build_host_kernels(directory):
     return ctypes.CDLL(str(lib))
 
 
-def call_host_kernel(dll, name, *arrays):
-    """Run kernel ``name`` of ``dll`` over contiguous arrays (inputs, then the output)."""
+def call_host_kernel(dll, name, *arrays, extra=()):
+    """Run kernel ``name`` of ``dll`` over contiguous arrays (inputs, then the output), as _bf16._launch."""
     fn = getattr(dll, name)
     fn.restype = None
-    fn(*[ctypes.c_void_p(a.ctypes.data) for a in arrays], ctypes.c_longlong(arrays[-1].size))
+    fn(*[ctypes.c_void_p(a.ctypes.data) for a in arrays], ctypes.c_longlong(arrays[-1].size),
+       *[ctypes.c_longlong(e) for e in extra])
     return arrays[-1]
 
 
@@ -119,9 +120,9 @@ def host_kernels(tmp_path_factory):
     if dll is None:
         pytest.skip("no g++ to compile the bfloat16 kernels for the host")
 
-    def run(name, out_dtype, *inputs):
+    def run(name, out_dtype, *inputs, extra=()):
         inputs = [np.ascontiguousarray(a) for a in inputs]
-        return call_host_kernel(dll, name, *inputs, np.empty(inputs[0].shape, out_dtype))
+        return call_host_kernel(dll, name, *inputs, np.empty(inputs[0].shape, out_dtype), extra=extra)
     return run
 
 
@@ -206,6 +207,24 @@ def test_host_kernel_nextafter(host_kernels):
     nan = np.isnan(want.view(BF16).astype(np.float32))
     assert (np.isnan(got.view(BF16).astype(np.float32)) == nan).all()
     np.testing.assert_array_equal(got[~nan], want[~nan])
+
+
+@pytest.mark.parametrize("name", ["add", "subtract", "multiply", "divide"])
+def test_host_kernel_fused_binary_as_ml_dtypes(host_kernels, name):
+    rng = np.random.default_rng(4)
+    a = rng.integers(0, 1 << 16, 200_000).astype(np.uint16)
+    b = rng.integers(0, 1 << 16, 200_000).astype(np.uint16)
+    b[:1000] = a[:1000]
+    f = getattr(np, name)
+    with np.errstate(all="ignore"):
+        want = f(a.view(BF16), b.view(BF16)).view(np.uint16)
+        want_s = f(a.view(BF16), b[7:8].view(BF16)).view(np.uint16)
+    got = host_kernels(f"ruda_bf16_{name}", np.uint16, a, b, extra=(1, 1))
+    got_s = host_kernels(f"ruda_bf16_{name}", np.uint16, a, b[7:8], extra=(1, 0))
+    for g, w in ((got, want), (got_s, want_s)):
+        nan = np.isnan(w.view(BF16).astype(np.float32))
+        assert (np.isnan(g.view(BF16).astype(np.float32)) == nan).all()
+        np.testing.assert_array_equal(g[~nan], w[~nan])
 
 
 # ---------------------------------------------------------------------------------------

@@ -28,9 +28,9 @@ def _install():
     if dll is None:
         raise RuntimeError("no g++")
 
-    def launch(name, *arrays):
+    def launch(name, *arrays, extra=()):
         assert all(a.flags.c_contiguous for a in arrays), name
-        return T.call_host_kernel(dll, name, *arrays)
+        return T.call_host_kernel(dll, name, *arrays, extra=extra)
 
     def map_(obj, fn, _map=_bf16._map):      # NumPy returns scalars where CuPy returns 0-d arrays
         return _map(np.asarray(obj) if isinstance(obj, np.generic) else obj, fn)

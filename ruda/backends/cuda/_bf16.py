@@ -17,7 +17,8 @@ goes, through :func:`guard`, to one of four routes (``ROUTES``):
 ``bits``  data movement on a ``uint16`` view of the same memory (indexing, manipulation,
           ``where``, ``tril``/``triu``, ``meshgrid``, ``linalg.diagonal``, ``fft.fftshift``):
           exact, whatever the values.
-``f32``   ml_dtypes' semantics: bfloat16 operands are widened (exactly) to float32, the
+``f32``   ml_dtypes' semantics (add/subtract/multiply/divide of one shape or with a 0-d
+          operand in one fused kernel, the same result): bfloat16 operands are widened (exactly) to float32, the
           backend's own float32 op runs, and float32 results are rounded back to bfloat16
           (round to nearest even; NaN becomes the quiet NaN of its sign, as ml_dtypes does).
           Elementwise functions therefore give the host's bfloat16 results (within the float32
@@ -173,6 +174,17 @@ extern "C" __global__ void ruda_bf16_nextafter(const bf16_t* __restrict__ x, con
     }
 }
 
+// x op y in float32, rounded once (ml_dtypes' arithmetic); sx, sy: 1, or 0 for a 0-d operand
+#define RUDA_BF16_BINARY(NAME, EXPR) \
+extern "C" __global__ void ruda_bf16_##NAME(const bf16_t* __restrict__ x, const bf16_t* __restrict__ y, \
+                                           bf16_t* __restrict__ out, long long n, long long sx, long long sy) { \
+    GRID_LOOP { float a = bf2f(x[i * sx]), b = bf2f(y[i * sy]); out[i] = f2bf(EXPR); } \
+}
+RUDA_BF16_BINARY(add, a + b)
+RUDA_BF16_BINARY(subtract, a - b)
+RUDA_BF16_BINARY(multiply, a * b)
+RUDA_BF16_BINARY(divide, a / b)
+
 extern "C" __global__ void ruda_bf16_to_f32(const bf16_t* __restrict__ x, float* __restrict__ y, long long n) {
     GRID_LOOP { y[i] = bf2f(x[i]); }
 }
@@ -214,8 +226,9 @@ _GRID_MAX = 8192
 _functions = {}
 
 
-def _launch(name, *arrays):
-    """Run kernel ``name`` over contiguous arrays of one size (inputs, then the output)."""
+def _launch(name, *arrays, extra=()):
+    """Run kernel ``name`` over contiguous arrays (inputs, then the output, whose size is n), then
+    n, then the int64 scalars ``extra``."""
     out = arrays[-1]
     n = out.size
     if n:
@@ -225,7 +238,7 @@ def _launch(name, *arrays):
             from ruda.backends.cuda import _kernels
             fn = _functions[(name, dev)] = _kernels.compile_source(SOURCE).get_function(name)
         grid = min(-(-n // _BLOCK), _GRID_MAX)
-        fn((grid,), (_BLOCK,), (*arrays, np.int64(n)))
+        fn((grid,), (_BLOCK,), (*arrays, np.int64(n), *[np.int64(e) for e in extra]))
     return out
 
 
@@ -462,6 +475,29 @@ def tensordot(x1, x2, axes=2):
     return as_bf16(out.reshape(tuple(x1.shape[i] for i in fa) + tuple(x2.shape[i] for i in fb)))
 
 
+FUSED = ("add", "subtract", "multiply", "divide")
+
+
+def _fused(name, general):
+    """Binary op ``name`` in one kernel for operands of one shape or a 0-d one (one float32 op
+    rounded once: the float32 route's result, subnormals included); ``general`` otherwise."""
+    kernel = f"ruda_bf16_{name}"
+
+    def run(x1, x2):
+        if x1.shape == x2.shape:
+            shape, sx, sy = x1.shape, 1, 1
+        elif not x2.ndim:
+            shape, sx, sy = x1.shape, 1, 0
+        elif not x1.ndim:
+            shape, sx, sy = x2.shape, 0, 1
+        else:
+            return general(x1, x2)
+        out = cp.empty(shape, U16)
+        return as_bf16(_launch(kernel, _contiguous_bits(x1), _contiguous_bits(x2), out, extra=(sx, sy)))
+    run.__name__ = name
+    return run
+
+
 def nextafter(x1, x2):
     """The next bfloat16 after x1 towards x2 (ml_dtypes' rule; float32 would step too little)."""
     shape = tuple(np.broadcast_shapes(x1.shape, x2.shape))
@@ -569,6 +605,8 @@ def _route(name, impl):
                     back = False        # an explicit wider dtype keeps its result
             out = impl(*_map(args, _up), **{k: _map(v, _up) for k, v in kwargs.items()})
             return _map(out, _down) if back else out
+        if name in FUSED:
+            return _fused(name, run)
     else:
         def run(*args, **kwargs):
             raise NotImplementedError(
