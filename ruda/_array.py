@@ -4,7 +4,14 @@ Arrays are made only by ruda's functions (``Array._new``), never by calling
 ``Array(...)``.  Operators and ``__getitem__``/``__setitem__`` are installed by
 the namespace layer (``ruda._operators``), which owns validation and
 promotion; this module holds what needs no namespace function.
+
+With the optional C accelerator (``ruda._speedups``, built at install where a
+compiler exists; ``RUDA_PURE_PYTHON=1`` turns it off at import), Array's base
+is its C type: the same slots, plus C fast paths for host arrays in the
+operators and indexing that hand every other case to the Python code.
 """
+import os
+
 import numpy as np
 
 from ruda import _dtypes
@@ -13,9 +20,22 @@ from ruda._devices import CPU, Device, device as _device
 API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12", "2025.12")
 API_VERSION = "2025.12"
 
+_speedups = None
+if os.environ.get("RUDA_PURE_PYTHON", "") in ("", "0"):
+    try:
+        from ruda import _speedups
+    except ImportError:   # not built (no compiler at install): the pure-Python path
+        _speedups = None
 
-class Array:
-    __slots__ = ("_data", "_device", "__weakref__")
+if _speedups is not None:
+    _Base = _speedups.Base
+else:
+    class _Base:
+        __slots__ = ("_data", "_device", "__weakref__")
+
+
+class Array(_Base):
+    __slots__ = ()
 
     def __new__(cls, *args, **kwargs):
         raise TypeError("ruda.Array cannot be constructed directly; use ruda.asarray() "
@@ -168,5 +188,15 @@ def new(data, device, _alloc=object.__new__):
     self._data = data
     self._device = device
     return self
+
+
+if _speedups is not None:
+    _speedups.setup(Array, CPU, np.ndarray, np.asarray, _dtypes.float64, _dtypes.int64,
+                    _dtypes.complex128, np.empty((2, 3, 5)))
+    new = _speedups.new
+    Array._new = staticmethod(new)
+    from ruda import _devices
+    _speedups.devices(_devices.default, _devices._block_default, vars(_devices))
+
 Device.__module__ = "ruda"
 Array.__module__ = "ruda"

@@ -6,7 +6,7 @@ import numpy as np
 
 from ruda import _devices, _dtypes
 from ruda import _validation as v
-from ruda._array import Array, new as _new
+from ruda._array import Array, _speedups, new as _new
 
 _HOST_FAST = frozenset(_dtypes.all_dtypes)
 
@@ -307,3 +307,13 @@ def from_dlpack(x, /, *, device=None, copy=None):
                          f"device='{dest}' was asked for")
     arr = Array._new(src.backend.from_dlpack(x, copy=copy if dest is src else None), src)
     return arr if dest is src else arr.to_device(dest)
+
+
+# C fast paths for host arrays (ruda/_speedups.c); every other call runs the code above
+if _speedups is not None:
+    _host_dtypes = tuple(_dtypes.all_dtypes)
+    _host_float = v.default_dtype(_devices.CPU, "real floating")
+    asarray = _speedups.function("asarray", asarray, _host_dtypes)
+    zeros = _speedups.function("filled", zeros, (np.zeros, _host_dtypes, _host_float))
+    ones = _speedups.function("filled", ones, (np.ones, _host_dtypes, _host_float))
+    empty = _speedups.function("filled", empty, (np.empty, _host_dtypes, _host_float))

@@ -3,7 +3,7 @@ import numpy as np
 
 from ruda import _devices, _dtypes
 from ruda import _validation as v
-from ruda._array import Array
+from ruda._array import Array, _speedups
 
 
 def astype(x, dtype, /, *, copy=True, device=None):
@@ -82,3 +82,8 @@ def result_type(*arrays_and_dtypes):
         out = v.scalar_dtype("result_type", s, out, dev)
     return out
 
+
+# C fast path for host arrays (ruda/_speedups.c); every other call runs the code above
+if _speedups is not None:
+    astype = _speedups.function("astype", astype, (tuple(_dtypes.all_dtypes),
+                                                   (_dtypes.complex64, _dtypes.complex128)))

@@ -3,7 +3,7 @@ import math
 
 from ruda import _dtypes
 from ruda import _validation as v
-from ruda._array import Array, new as _new
+from ruda._array import Array, _speedups, new as _new
 from ruda.backends import ELEMENTWISE_BINARY, ELEMENTWISE_UNARY
 
 UNARY = {
@@ -140,6 +140,9 @@ def _make_binary(name, cat):
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise {name}; x1 and x2 must have {cat} dtypes (Python scalars allowed)."
+    if _speedups is not None:   # the same fast path in C (host arrays), else this function
+        return _speedups.binary(name, fn, tuple(fast), tuple(fast_scalar[int]),
+                                tuple(fast_scalar[float]))
     return fn
 
 

@@ -4,7 +4,7 @@ import operator
 
 from ruda import _dtypes
 from ruda import _validation as v
-from ruda._array import Array
+from ruda._array import Array, _speedups
 
 
 def _arrays(fn, arrays):
@@ -180,3 +180,9 @@ def unstack(x, /, *, axis=0):
         raise ValueError("ruda.unstack: x must have at least one dimension")
     axis = v.axis("unstack", axis, x.ndim)
     return tuple(Array._new(o, x._device) for o in x._device.backend.unstack(x._data, axis=axis))
+
+
+# C fast paths for host arrays (ruda/_speedups.c); every other call runs the code above
+if _speedups is not None:
+    permute_dims = _speedups.function("permute_dims", permute_dims, None)
+    reshape = _speedups.function("reshape", reshape, None)

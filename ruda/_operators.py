@@ -4,9 +4,18 @@ from ruda import _elementwise as ew
 from ruda import _indexing
 from ruda import _linear_algebra as la
 from ruda import _validation as v
-from ruda._array import Array
+from ruda._array import Array, _speedups
 
 _SCALARS = v._SCALAR_TYPES
+
+
+def _host_ufunc(name):
+    """The host backend's implementation of elementwise ``name`` when it is a plain NumPy ufunc
+    (the backend's own wrapper only turns NumPy scalars into 0-d arrays, as the C code does)."""
+    import numpy as np
+    from ruda.backends import host
+    impl = host._source(name)
+    return impl if isinstance(impl, np.ufunc) and impl.nin == 2 else None
 
 
 def _operand_ok(other):
@@ -55,9 +64,12 @@ _BINARY = {
 }
 for _op, _fname in _BINARY.items():
     _fn = getattr(ew, _fname)
-    setattr(Array, f"__{_op}__", _fn)  # the function itself: it raises TypeError for bad operands
-    setattr(Array, f"__r{_op}__", _reflected(_fn))
-    setattr(Array, f"__i{_op}__", _inplace(_fn, _fname))
+    if _speedups is None:
+        setattr(Array, f"__{_op}__", _fn)  # the function itself: TypeError for bad operands
+        setattr(Array, f"__r{_op}__", _reflected(_fn))
+        setattr(Array, f"__i{_op}__", _inplace(_fn, _fname))
+    else:   # the C slots run the same three, after their host fast path
+        _speedups.operators(_fname, _reflected(_fn), _inplace(_fn, _fname), _host_ufunc(_fname))
 
 for _op, _fname in {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal"}.items():
     setattr(Array, f"__{_op}__", getattr(ew, _fname))
@@ -83,8 +95,14 @@ def _matmul_reflected(self, other):
 Array.__matmul__ = _matmul_forward
 Array.__rmatmul__ = _matmul_reflected
 Array.__imatmul__ = _inplace(la.matmul, "matmul")
-Array.__getitem__ = _indexing.getitem
-Array.__setitem__ = _indexing.setitem
+if _speedups is None:
+    Array.__getitem__ = _indexing.getitem
+    Array.__setitem__ = _indexing.setitem
+else:   # the C slots' fast path takes int/slice/... keys of host arrays, the rest goes here
+    _speedups.indexing(_indexing.getitem, _indexing.setitem,
+                       tuple(d for d in _dtypes.all_dtypes if d.kind in "iufc"),
+                       tuple(d for d in _dtypes.all_dtypes if d.kind in "fc"),
+                       tuple(d for d in _dtypes.all_dtypes if d.kind in "iub"))
 Array.__array_ufunc__ = None  # NumPy defers to ruda's operators: no silent conversion
 Array.__hash__ = None
 del _op, _fname
