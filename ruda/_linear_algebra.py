@@ -3,7 +3,7 @@ import operator
 
 from ruda import _dtypes
 from ruda import _validation as v
-from ruda._array import Array
+from ruda._array import Array, _speedups
 
 
 def promoted(fn, x1, x2, cat="numeric"):
@@ -76,3 +76,10 @@ def vecdot(x1, x2, /, *, axis=-1):
     if a.shape[axis] != b.shape[axis]:
         raise ValueError(f"ruda.vecdot: contracted dimensions differ: shapes {a.shape} and {b.shape}")
     return Array._new(dev.backend.vecdot(a, b, axis=axis if axis < 0 else axis - nd), dev)
+
+
+# C fast path for host arrays (ruda/_speedups.c); every other call runs the code above
+if _speedups is not None:
+    import numpy as _np
+    matmul = _speedups.function("matmul", matmul, (
+        tuple(d for d in _dtypes.all_dtypes if d in v._CATEGORY_SETS["numeric"]), _np.matmul))

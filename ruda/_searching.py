@@ -2,7 +2,7 @@
 from ruda import _dtypes
 from ruda import _elementwise as ew
 from ruda import _validation as v
-from ruda._array import Array
+from ruda._array import Array, _speedups
 from ruda._statistical import reduction_axes
 
 
@@ -72,3 +72,9 @@ def where(condition, x1, x2, /):
     if not condition._data.shape == a.shape == b.shape:
         v.broadcast_shapes("where", condition.shape, a.shape, b.shape)
     return Array._new(dev.backend.where(condition._data, a, b), dev)
+
+
+# C fast path for host arrays (ruda/_speedups.c); every other call runs the code above
+if _speedups is not None:
+    import numpy as _np
+    where = _speedups.function("where", where, (tuple(_dtypes.all_dtypes), _dtypes.bool, _np.where))

@@ -1,6 +1,6 @@
 """Sorting functions: sort and argsort (stable by default)."""
 from ruda import _validation as v
-from ruda._array import Array
+from ruda._array import Array, _speedups
 
 
 def _sort(fn, x, axis, descending, stable):
@@ -19,3 +19,11 @@ def sort(x, /, *, axis=-1, descending=False, stable=True):
 
 def argsort(x, /, *, axis=-1, descending=False, stable=True):
     return _sort("argsort", x, axis, descending, stable)
+
+
+# C fast path for host arrays (ruda/_speedups.c); every other call runs the code above
+if _speedups is not None:
+    from ruda import _dtypes
+    sort = _speedups.function("sort", sort, (
+        tuple(d for d in _dtypes.all_dtypes if d in v._CATEGORY_SETS["real numeric"]),
+        ("order",), ("axis", "kind"), "K", "stable"))

@@ -33,7 +33,7 @@ static PyObject *dt_float64 = NULL, *dt_int64 = NULL, *dt_complex128 = NULL;
 static PyObject *index_dtypes = NULL;    /* tuple: integer and boolean dtypes (index arrays) */
 
 static PyObject *s_dtype, *s_shape, *s_transpose, *s_set_default, *s_env_default, *s_reshape,
-    *s_astype, *s_size;
+    *s_astype, *s_size, *s_copy, *s_sort;
 
 #define N_OPS 28
 static const char *OP_NAMES[N_OPS] = {
@@ -1147,8 +1147,9 @@ filled_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwna
             Py_ssize_t size;
             PyObject *shape = simple_shape(args[0], 0, &size, NULL);
             if (shape != NULL) {
-                PyObject *cargs[2] = {shape, dtype};
-                PyObject *r = PyObject_Vectorcall(npfn, cargs, 2, NULL);
+                /* NumPy parses a lone int and its own default dtype (float64) fastest */
+                PyObject *cargs[2] = {PyLong_CheckExact(args[0]) ? args[0] : shape, dtype};
+                PyObject *r = PyObject_Vectorcall(npfn, cargs, dtype == dt_float64 ? 1 : 2, NULL);
                 Py_DECREF(shape);
                 if (r != NULL)
                     return wrap(native(r));
@@ -1176,6 +1177,106 @@ astype_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwna
             PyObject *margs[3] = {NULL, data, args[1]};
             return wrap(PyObject_VectorcallMethod(s_astype, margs + 1,
                                                   2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL));
+        }
+    }
+    return fallback(f, args, nargsf, kwnames);
+}
+
+/* matmul(x1, x2): two host arrays of one dtype of extra (numeric), 1-D or 2-D, whose contracted
+   dimensions agree (no batch dimensions to broadcast); extra is (dtypes, numpy.matmul) */
+static PyObject *
+matmul_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    FuncObject *f = (FuncObject *)self;
+    if (PyVectorcall_NARGS(nargsf) == 2 && kwnames == NULL && Py_IS_TYPE(args[0], ArrayType)
+            && Py_IS_TYPE(args[1], ArrayType) && is_host((BaseObject *)args[0])
+            && is_host((BaseObject *)args[1])) {
+        PyObject *a = ((BaseObject *)args[0])->data, *b = ((BaseObject *)args[1])->data;
+        PyObject *da = nd_dtype(a), *db = nd_dtype(b);
+        if (da == NULL || db == NULL)
+            return NULL;
+        Py_ssize_t sa[MAX_DIMS], sb[MAX_DIMS];
+        int na = nd_shape(a, sa), nb = nd_shape(b, sb);
+        if (na < 0 || nb < 0)
+            return NULL;
+        if (da == db && in_tuple(da, PyTuple_GET_ITEM(f->extra, 0)) && na >= 1 && na <= 2
+                && nb >= 1 && nb <= 2 && sa[na - 1] == (nb == 1 ? sb[0] : sb[nb - 2])) {
+            PyObject *margs[2] = {a, b};
+            return wrap(native(PyObject_Vectorcall(PyTuple_GET_ITEM(f->extra, 1), margs, 2, NULL)));
+        }
+    }
+    return fallback(f, args, nargsf, kwnames);
+}
+
+/* where(condition, x1, x2): three host arrays of one shape, a bool condition, x1 and x2 of one
+   dtype of extra; extra is (dtypes, bool dtype, numpy.where) */
+static PyObject *
+where_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    FuncObject *f = (FuncObject *)self;
+    if (PyVectorcall_NARGS(nargsf) == 3 && kwnames == NULL) {
+        for (int i = 0; i < 3; i++)
+            if (!Py_IS_TYPE(args[i], ArrayType) || !is_host((BaseObject *)args[i]))
+                return fallback(f, args, nargsf, kwnames);
+        PyObject *c = ((BaseObject *)args[0])->data, *a = ((BaseObject *)args[1])->data,
+                 *b = ((BaseObject *)args[2])->data;
+        PyObject *dc = nd_dtype(c), *da = nd_dtype(a), *db = nd_dtype(b);
+        if (dc == NULL || da == NULL || db == NULL)
+            return NULL;
+        if (dc == PyTuple_GET_ITEM(f->extra, 1) && da == db
+                && in_tuple(da, PyTuple_GET_ITEM(f->extra, 0))) {
+            int s1 = same_shape(c, a), s2 = s1 > 0 ? same_shape(a, b) : s1;
+            if (s1 < 0 || s2 < 0)
+                return NULL;
+            if (s1 && s2) {
+                PyObject *wargs[3] = {c, a, b};
+                return wrap(native(PyObject_Vectorcall(PyTuple_GET_ITEM(f->extra, 2), wargs, 3,
+                                                       NULL)));
+            }
+        }
+    }
+    return fallback(f, args, nargsf, kwnames);
+}
+
+/* sort(x) of a host array of at least one dimension with a dtype of extra (real numeric), along
+   the last axis, ascending and stable: np.sort(x, axis=-1, kind="stable") spelled out (a copy in
+   the same memory order, sorted in place); extra is (dtypes, kwnames ("order",), ("axis", "kind"),
+   "K", "stable") */
+static PyObject *
+sort_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    FuncObject *f = (FuncObject *)self;
+    if (PyVectorcall_NARGS(nargsf) == 1 && kwnames == NULL && Py_IS_TYPE(args[0], ArrayType)
+            && is_host((BaseObject *)args[0])) {
+        PyObject *x = ((BaseObject *)args[0])->data;
+        PyObject *dt = nd_dtype(x);
+        Py_ssize_t dims[MAX_DIMS];
+        int nd = nd_shape(x, dims);
+        if (dt == NULL || nd < 0)
+            return NULL;
+        if (nd >= 1 && in_tuple(dt, PyTuple_GET_ITEM(f->extra, 0))) {
+            PyObject *cargs[3] = {NULL, x, PyTuple_GET_ITEM(f->extra, 3)};
+            PyObject *r = PyObject_VectorcallMethod(s_copy, cargs + 1,
+                                                    1 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                                    PyTuple_GET_ITEM(f->extra, 1));
+            if (r == NULL)
+                return NULL;
+            PyObject *axis = PyLong_FromLong(nd - 1);
+            if (axis == NULL) {
+                Py_DECREF(r);
+                return NULL;
+            }
+            PyObject *sargs[4] = {NULL, r, axis, PyTuple_GET_ITEM(f->extra, 4)};
+            PyObject *ok = PyObject_VectorcallMethod(s_sort, sargs + 1,
+                                                     1 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                                     PyTuple_GET_ITEM(f->extra, 2));
+            Py_DECREF(axis);
+            if (ok == NULL) {
+                Py_DECREF(r);
+                return NULL;
+            }
+            Py_DECREF(ok);
+            return wrap(native(r));
         }
     }
     return fallback(f, args, nargsf, kwnames);
@@ -1363,6 +1464,12 @@ m_function(PyObject *mod, PyObject *args)
         call = filled_call;
     else if (strcmp(kind, "astype") == 0)
         call = astype_call;
+    else if (strcmp(kind, "matmul") == 0)
+        call = matmul_call;
+    else if (strcmp(kind, "where") == 0)
+        call = where_call;
+    else if (strcmp(kind, "sort") == 0)
+        call = sort_call;
     else {
         PyErr_Format(PyExc_ValueError, "ruda._speedups: unknown function kind %s", kind);
         return NULL;
@@ -1399,10 +1506,12 @@ PyInit__speedups(void)
     s_reshape = PyUnicode_InternFromString("reshape");
     s_astype = PyUnicode_InternFromString("astype");
     s_size = PyUnicode_InternFromString("size");
+    s_copy = PyUnicode_InternFromString("copy");
+    s_sort = PyUnicode_InternFromString("sort");
     s_set_default = PyUnicode_InternFromString("_set_default");
     s_env_default = PyUnicode_InternFromString("_env_default");
     if (!s_dtype || !s_shape || !s_transpose || !s_set_default || !s_env_default || !s_reshape ||
-            !s_astype || !s_size)
+            !s_astype || !s_size || !s_copy || !s_sort)
         return NULL;
     PyObject *m = PyModule_Create(&speedups_module);
     if (m == NULL)

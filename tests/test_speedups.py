@@ -180,6 +180,18 @@ def test_functions_match_python():
         xp.asarray: [(np.arange(3.0),), (np.arange(3, dtype=">f8"),), (np.array("a"),), (x2,),
                      (np.arange(3.0).astype(object),), ([1, 2],)],
     }
+    v1, m23, m32 = (xp.asarray(np.arange(3.0)), xp.asarray(np.arange(6.0).reshape(2, 3)),
+                    xp.asarray(np.arange(6.0).reshape(3, 2)))
+    i23, b23 = xp.asarray(np.arange(6).reshape(2, 3)), xp.asarray(np.arange(6).reshape(2, 3) > 2)
+    cases[xp.matmul] = [(m23, m32), (m32, m23), (m23, v1), (v1, v1), (v1, m32), (m23, m23),
+                        (m23, i23.T), (b23, b23.T), (x0, x0), (m23, 1.0), (xc, xc),
+                        (xp.asarray(np.ones((2, 2, 3))), m32)]
+    cases[xp.where] = [(b23, m23, m23), (b23, i23, i23), (b23, m23, i23), (i23, m23, m23),
+                       (b23, m23, v1), (b23, m23, 1.0), (xp.asarray(np.array(True)), x0, x0),
+                       (b23, b23, b23)]
+    cases[xp.sort] = [(m23,), (xp.asarray(np.array([3, 1, 2, 1], np.int8)),), (x0,), (xc,),
+                      (b23,), (xp.asarray(np.asfortranarray(np.random.rand(3, 4))),),
+                      (xp.asarray(np.array([np.nan, 1.0, -0.0, 0.0])),)]
     for name in ("zeros", "ones", "empty"):
         cases[getattr(xp, name)] = [(5,), ((2, 3),), ((),), (-1,), ((2, -1),), ((True,),), ([2],),
                                     (2**70,), ((2**40, 2**40),), (3.0,)]
