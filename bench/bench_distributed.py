@@ -88,12 +88,13 @@ def main():
                         "call alone between barriers, which suits a machine shared with other jobs")
     a = p.parse_args()
     dist.init(backend="mpi")
+    import mpi4py
     from mpi4py import MPI
     comm = MPI.COMM_WORLD
     if comm.rank == 0:
         print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {dist.world_size()} ranks, "
               f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, "
-              f"NumPy {np.__version__}, mpi4py {MPI.Get_version()} / "
+              f"NumPy {np.__version__}, mpi4py {mpi4py.__version__} (MPI {MPI.Get_version()}) / "
               f"{MPI.Get_library_version().splitlines()[0].strip()}; {os.cpu_count()} CPUs, load average "
               f"{os.getloadavg()[0]:.1f}; RUDA_DIST_CHECK={os.environ.get('RUDA_DIST_CHECK', '1')}")
         print("| size | ruda all_reduce | raw Allreduce | ratio raw/ruda | raw, fresh output | "
