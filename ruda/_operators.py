@@ -70,6 +70,8 @@ for _op, _fname in _BINARY.items():
         setattr(Array, f"__i{_op}__", _inplace(_fn, _fname))
     else:   # the C slots run the same three, after their host fast path
         _speedups.operators(_fname, _reflected(_fn), _inplace(_fn, _fname), _host_ufunc(_fname))
+if _speedups is not None:   # `x * 2.5 + 1.0` reuses the temporary (see elide() in _speedups.c)
+    _speedups.elision(tuple(d for d in _dtypes.all_dtypes if d.kind in "fc"))
 
 for _op, _fname in {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal"}.items():
     setattr(Array, f"__{_op}__", getattr(ew, _fname))

@@ -358,6 +358,128 @@ call2(PyObject *fn, PyObject *a, PyObject *b)
     return PyObject_Vectorcall(fn, args, 2, NULL);
 }
 
+/* --- temporary elision -------------------------------------------------------------------
+   `x * 2.5 + 1.0`: the interpreter passes the temporary `x * 2.5` to `+` holding the only
+   reference, and drops it afterwards, so `+` may write its result into it (as NumPy does for its
+   own temporaries).  Done only when all of these hold: the left operand is a ruda Array whose
+   only reference is the caller's (refcount 1, no weak references), the caller is the Python
+   interpreter itself (the C stack between the interpreter loop and here is CPython's and this
+   module's: a C extension holding a single reference it still uses is never elided), its data is
+   an ndarray that owns its memory with no other reference (no views, no buffer exports),
+   writeable, of >= 64 Ki elements of a float or complex dtype, and the op is + - * / with the
+   fast path's operands.  Linux/glibc only (backtrace, dladdr); elsewhere never. */
+#if defined(__linux__) && defined(__GLIBC__)
+#include <execinfo.h>
+#include <dlfcn.h>
+#define CAN_ELIDE 1
+#else
+#define CAN_ELIDE 0
+#endif
+
+static PyObject *elide_dtypes = NULL;   /* tuple: float and complex dtypes */
+static PyObject *s_out_kw = NULL;       /* ("out",) */
+
+#if CAN_ELIDE
+static void *python_base = NULL, *own_base = NULL, *eval_frame = NULL;
+
+static int
+elision_init(void)
+{
+    Dl_info info;
+    if (!dladdr((void *)&PyNumber_Add, &info))
+        return 0;
+    python_base = info.dli_fbase;
+    if (!dladdr((void *)&elision_init, &info))
+        return 0;
+    own_base = info.dli_fbase;
+    eval_frame = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+    if (eval_frame == NULL || !dladdr(eval_frame, &info) || info.dli_fbase != python_base)
+        return 0;
+    return 1;
+}
+
+static int
+called_by_interpreter(void)
+{
+    void *frames[24];
+    int n = backtrace(frames, 24);
+    for (int i = 1; i < n; i++) {
+        Dl_info info;
+        if (!dladdr(frames[i], &info))
+            return 0;
+        if (info.dli_fbase == own_base)
+            continue;
+        if (info.dli_fbase != python_base)
+            return 0;   /* another library's C code called the operator */
+        if (info.dli_saddr == eval_frame)
+            return 1;
+    }
+    return 0;
+}
+#endif
+
+#define WRITEABLE_OWNDATA 0x0404   /* NPY_ARRAY_WRITEABLE | NPY_ARRAY_OWNDATA */
+#define MIN_ELIDE 65536
+
+static PyObject *
+elide(int op, PyObject *x1, PyObject *x2)
+{
+#if CAN_ELIDE
+    if (elide_dtypes == NULL || !fields_ok || !Py_IS_TYPE(x1, ArrayType) || Py_REFCNT(x1) != 1)
+        return NULL;
+    if (!(op == OP_ADD || op == OP_SUB || op == OP_MUL || op == OP_TRUEDIV) || OPS[op].ufunc == NULL)
+        return NULL;
+    BaseObject *a = (BaseObject *)x1;
+    if (!is_host(a) || a->weakreflist != NULL || Py_REFCNT(a->data) != 1)
+        return NULL;
+    NPArrayFields *f = (NPArrayFields *)a->data;
+    if (f->base != NULL || (f->flags & WRITEABLE_OWNDATA) != WRITEABLE_OWNDATA)
+        return NULL;
+    Py_ssize_t size = 1;
+    for (int i = 0; i < f->nd; i++)
+        size *= f->dimensions[i];
+    if (size < MIN_ELIDE || !in_tuple(f->descr, elide_dtypes))
+        return NULL;
+    PyObject *other;
+    if (IS_ARRAY(x2)) {
+        BaseObject *b = (BaseObject *)x2;
+        if (!is_host(b) || nd_dtype(b->data) != f->descr || !in_tuple(f->descr, OPS[op].fast)
+                || same_shape(a->data, b->data) != 1)
+            return NULL;
+        Py_INCREF(b->data);
+        other = b->data;
+    } else if ((PyFloat_CheckExact(x2) && in_tuple(f->descr, OPS[op].fast_float))
+               || (PyLong_CheckExact(x2) && in_tuple(f->descr, OPS[op].fast_int))) {
+        other = host_scalar(x2, f->descr);
+        if (other == NULL) {
+            PyErr_Clear();
+            return NULL;
+        }
+    } else {
+        return NULL;
+    }
+    if (python_base == NULL && !elision_init()) {
+        Py_DECREF(other);
+        Py_CLEAR(elide_dtypes);   /* cannot check the caller: never elide */
+        return NULL;
+    }
+    if (!called_by_interpreter()) {
+        Py_DECREF(other);
+        return NULL;
+    }
+    PyObject *args[3] = {a->data, other, a->data};
+    PyObject *r = PyObject_Vectorcall(OPS[op].ufunc, args, 2, s_out_kw);
+    Py_DECREF(other);
+    if (r == NULL)
+        return NULL;   /* the same ufunc error the fast path raises; the temporary is dropped */
+    Py_DECREF(r);
+    Py_INCREF(x1);
+    return x1;
+#else
+    return NULL;
+#endif
+}
+
 /* the number slot: x1 is ours (forward: Array.__op__ is the function) or x2 is (reflected) */
 static PyObject *
 number_op(int op, PyObject *x1, PyObject *x2)
@@ -365,7 +487,10 @@ number_op(int op, PyObject *x1, PyObject *x2)
     Op *o = &OPS[op];
     if (o->fn == NULL)
         Py_RETURN_NOTIMPLEMENTED;
-    PyObject *r = fast_binary(op, x1, x2);
+    PyObject *r = elide(op, x1, x2);
+    if (r != NULL || PyErr_Occurred())
+        return r;
+    r = fast_binary(op, x1, x2);
     if (r != NULL || PyErr_Occurred())
         return r;
     if (IS_ARRAY(x1))
@@ -1382,6 +1507,19 @@ m_indexing(PyObject *mod, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* elision(dtypes): turn on temporary elision for arrays of these (float, complex) dtypes */
+static PyObject *
+m_elision(PyObject *mod, PyObject *args)
+{
+    PyObject *dts;
+    if (!PyArg_ParseTuple(args, "O!:elision", &PyTuple_Type, &dts))
+        return NULL;
+    if (s_out_kw == NULL && (s_out_kw = Py_BuildValue("(s)", "out")) == NULL)
+        return NULL;
+    set_ref(&elide_dtypes, PyTuple_GET_SIZE(dts) ? dts : NULL);
+    return PyBool_FromLong(CAN_ELIDE && elide_dtypes != NULL);
+}
+
 /* devices(default, contextvar, module_dict): ruda._devices' default() and what it reads */
 static PyObject *
 m_devices(PyObject *mod, PyObject *args)
@@ -1482,6 +1620,7 @@ static PyMethodDef module_methods[] = {
     {"setup", m_setup, METH_VARARGS, "register ruda's Array, cpu Device and NumPy objects"},
     {"indexing", m_indexing, METH_VARARGS, "register ruda._indexing's functions"},
     {"devices", m_devices, METH_VARARGS, "register ruda._devices' default device"},
+    {"elision", m_elision, METH_VARARGS, "temporary elision for these dtypes (() turns it off)"},
     {"binary", m_binary, METH_VARARGS, "an elementwise function with the host fast path"},
     {"operators", m_operators, METH_VARARGS, "register the Python operators of one op"},
     {"function", m_function, METH_VARARGS, "a namespace function with a host fast path"},

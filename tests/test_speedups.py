@@ -255,3 +255,34 @@ def test_pure_python_mode_in_a_subprocess():
                        timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "ok"
+
+
+@accel
+def test_temporary_elision_never_touches_a_live_array():
+    n = 1 << 17
+    x = xp.asarray(np.random.default_rng(0).standard_normal(n))
+    ref = x._data * 2.5 + 1.0
+    y = x * 2.5 + 1.0                      # the temporary x * 2.5 may be reused
+    assert np.array_equal(y._data, ref)
+    assert np.array_equal(x._data * 2.5 + 1.0, ref)
+    t = x * 2.5                            # a named array is never reused
+    t_before = t._data.copy()
+    u = t + 1.0
+    assert u is not t and np.array_equal(t._data, t_before)
+    views = []
+
+    def temporary_with_a_view():
+        a = x * 2.5
+        views.append(a._data[:])
+        return a
+    temporary_with_a_view() + 1.0          # a temporary whose data has a view is not reused
+    assert np.array_equal(views[0], t_before)
+    holder = np.empty(2, object)           # C code (NumPy's object loop) holding the only reference
+    holder[0], holder[1] = x * 1.0, 1.0
+    kept = holder[0]._data.copy()
+    np.add.reduce(holder)
+    assert np.array_equal(holder[0]._data, kept)
+    lst = [x * 1.0, x * 2.0]
+    kept = [a._data.copy() for a in lst]
+    sum(lst[1:], lst[0])
+    assert all(np.array_equal(a._data, k) for a, k in zip(lst, kept))
