@@ -162,7 +162,9 @@ class Context:
         self.device = adapter.request_device_sync(required_features=sorted(self.features),
                                                   required_limits=want_limits)
         self.limits = dict(self.device.limits)
-        self.max_binding = int(self.limits["max-storage-buffer-binding-size"])
+        # whole vec4s: NVIDIA reports 2^31 - 1, and pooled buffers (size classes capped at this)
+        # must hold a multiple of 16 bytes for the vec4 kernels
+        self.max_binding = int(self.limits["max-storage-buffer-binding-size"]) // 16 * 16
         self.max_buffer = int(self.limits["max-buffer-size"])
         self.queue = self.device.queue
         self.renderer = WGSLRenderer(f16="shader-f16" in self.features, f64="shader-f64" in self.features,

@@ -223,9 +223,7 @@ class Ops:
         """For 1-D operands with ``strides``: per operand True (read/written as vec4: unit stride,
         4-byte storage, element offset a multiple of 4) or False (broadcast, stride 0); None when
         an operand is neither.  Depends on the views only (elementwise plans replay it); pooled
-        buffers hold whole vec4s when the binding limit is a multiple of 16 bytes (size classes)."""
-        if self.ctx.max_binding % 16:
-            return None
+        buffers hold whole vec4s (size classes, capped at a binding limit rounded to 16 bytes)."""
         isz = self.ctx.renderer.itemsize
         mask = []
         for a, s in zip(arrays, strides):
