@@ -367,3 +367,25 @@ def test_complex_special_values(device, name):
         exp = oracle_value(name, oracle, a)
         assert_result(res, exp.astype(res.dtype) if exp.dtype.kind in "fc" else exp,
                       dtype=expected_dtype(device, name, oracle, a))
+
+
+@pytest.mark.parametrize("name", ["floor_divide", "remainder"])
+def test_integer_division_over_the_whole_range(device, name):
+    """Every integer dtype, operands across the whole range with the edges (MIN, MAX, -1, 0, +-1..3)
+    against NumPy: a driver's integer division once gave off-by-one quotients (NVIDIA, Vulkan)."""
+    rng = np.random.default_rng(11)
+    for dt in xp.__array_namespace_info__().dtypes(device=device, kind="integral").values():
+        info = np.iinfo(dt)
+        a = rng.integers(info.min, info.max, 20000, dtype=dt, endpoint=True)
+        b = rng.integers(info.min, info.max, 20000, dtype=dt, endpoint=True)
+        b[:400] = rng.integers(-3 if info.min < 0 else 0, 4, 400).astype(dt)
+        a[:50], a[50:100] = info.min, info.max
+        if info.min < 0:
+            b[:25] = -1
+        with np.errstate(all="ignore"):
+            want = getattr(np, name)(a, b)
+        got = np.asarray(getattr(xp, name)(xp.asarray(a, device=device), xp.asarray(b, device=device))
+                         .to_device("cpu"))
+        assert got.dtype == want.dtype
+        bad = np.nonzero(got != want)[0]
+        assert bad.size == 0, (np.dtype(dt).name, [(a[i], b[i], got[i], want[i]) for i in bad[:5]])

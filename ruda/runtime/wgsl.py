@@ -446,31 +446,52 @@ class _Render:
         fn = f"i{name}_{T}"
         if fn in self.helpers:
             return fn
-        z, o = literal(0, dt if dt not in _SMALL else ("i32" if dt[0] == "i" else "u32")), None
         base = dt if dt not in _SMALL else ("i32" if dt[0] == "i" else "u32")
         z, o = literal(0, base), literal(1, base)
         signed = base[0] == "i"
-        if name in ("floordiv", "div"):
-            body = f"if (b == {z}) {{ return {z}; }}\n  "
-            if signed:
-                body += (f"if (a == {_INT_MIN.get(base, '0')} && b == {literal(-1, base)}) {{ return a; }}\n  "
-                         f"let q = a / b;\n  if ((a % b != {z}) && ((a < {z}) != (b < {z}))) {{ return q - {o}; }}\n"
-                         f"  return q;")
+        if name in ("floordiv", "div", "mod"):
+            # through the magnitudes' unsigned divmod (exact even where a driver's integer
+            # division is not: NVIDIA's Vulkan driver gave off-by-one signed quotients)
+            U = "u64" if base[-2:] == "64" else "u32"
+            dm = self.udivmod(U)
+            zu = literal(0, U)
+            if not signed:
+                body = f"if (b == {z}) {{ return {z}; }}\n  return {dm}(a, b).{'y' if name == 'mod' else 'x'};"
             else:
-                body += "return a / b;"
-        elif name == "mod":
-            body = f"if (b == {z}) {{ return {z}; }}\n  "
-            if signed:
-                body += (f"if (b == {literal(-1, base)}) {{ return {z}; }}\n  "
-                         f"let r = a % b;\n  if (r != {z} && ((r < {z}) != (b < {z}))) {{ return r + b; }}\n  return r;")
-            else:
-                body += "return a % b;"
+                body = (f"if (b == {z}) {{ return {z}; }}\n"
+                        f"  let qr = {dm}(bitcast<{U}>(select(a, -a, a < {z})), bitcast<{U}>(select(b, -b, b < {z})));\n"
+                        f"  var q = bitcast<{base}>(qr.x);\n"
+                        f"  if ((a < {z}) != (b < {z})) {{ q = -q; if (qr.y != {zu}) {{ q = q - {o}; }} }}\n")
+                # floor remainder from the floor quotient (wrapping: MIN % -1 == 0, MIN // -1 == MIN)
+                body += "  return a - q * b;" if name == "mod" else "  return q;"
         else:  # pow by squaring; negative exponents give 0 (1 for base 1, +-1 for -1)
             body = (f"var r: {T} = {o}; var x = a; var e = b;\n  "
                     + (f"if (e < {z}) {{ if (a == {o}) {{ return {o}; }} if (a == {literal(-1, base)}) "
                        f"{{ if ((e & {o}) == {o}) {{ return a; }} return {o}; }} return {z}; }}\n  " if signed else "")
                     + f"loop {{ if (e == {z}) {{ break; }} if ((e & {o}) == {o}) {{ r = r * x; }} x = x * x; e = e >> 1u; }}\n  return r;")
         self.helpers[fn] = f"fn {fn}(a: {T}, b: {T}) -> {T} {{\n  {body}\n}}"
+        return fn
+
+    def udivmod(self, U):
+        """``fn udivmod_U(a, b) -> vec2<U>``, b != 0: quotient and remainder, with one fix-up step
+        each way after the hardware division (a driver's may be off by one)."""
+        fn = f"udivmod_{U}"
+        if fn not in self.helpers:
+            big = literal(1 << (30 if U == "u32" else 62), U)
+            top = literal(1 << (31 if U == "u32" else 63), U)
+            z, o = literal(0, U), literal(1, U)
+            self.helpers[fn] = f"""fn {fn}(a: {U}, b: {U}) -> vec2<{U}> {{
+  if (b >= {big}) {{
+    var q = {z}; var r = a;
+    loop {{ if (r < b) {{ break; }} r = r - b; q = q + {o}; }}
+    return vec2<{U}>(q, r);
+  }}
+  var q = a / b;
+  var r = a - q * b;
+  if (r >= {top}) {{ q = q - {o}; r = r + b; }}
+  else if (r >= b) {{ q = q + {o}; r = r - b; }}
+  return vec2<{U}>(q, r);
+}}"""
         return fn
 
     def fop(self, name, a, dt):
