@@ -1146,28 +1146,29 @@ permute_dims_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject
     return fallback(f, args, nargsf, kwnames);
 }
 
-/* a shape argument (an exact int, or a tuple of exact ints) as a new tuple of non-negative sizes
-   and their product; NULL without an error: not a simple shape (the Python code decides) */
+/* a shape argument (an exact int, or a tuple of exact ints) of non-negative sizes (and at most
+   one -1 where allow_unknown), returned with a new reference, and the product of its sizes; NULL
+   without an error: not a simple shape (the Python code decides) */
 static PyObject *
 simple_shape(PyObject *shape, int allow_unknown, Py_ssize_t *size, int *unknown)
 {
-    PyObject *t;
-    if (PyLong_CheckExact(shape)) {
-        t = PyTuple_Pack(1, shape);
+    PyObject *t = shape;
+    PyObject **items;
+    Py_ssize_t n;
+    if (PyLong_CheckExact(shape)) {        /* NumPy takes a lone int as a 1-D shape */
+        items = &t;
+        n = 1;
     } else if (PyTuple_CheckExact(shape)) {
-        Py_INCREF(shape);
-        t = shape;
+        items = &PyTuple_GET_ITEM(shape, 0);
+        n = PyTuple_GET_SIZE(shape);
     } else {
         return NULL;
     }
-    if (t == NULL) {
-        PyErr_Clear();
-        return NULL;
-    }
-    Py_ssize_t n = PyTuple_GET_SIZE(t), prod = 1;
+    Py_INCREF(t);
+    Py_ssize_t prod = 1;
     int unk = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *k = PyTuple_GET_ITEM(t, i);
+        PyObject *k = items[i];
         if (!PyLong_CheckExact(k))
             goto no;
         Py_ssize_t v = PyLong_AsSsize_t(k);
@@ -1273,7 +1274,7 @@ filled_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwna
             PyObject *shape = simple_shape(args[0], 0, &size, NULL);
             if (shape != NULL) {
                 /* NumPy parses a lone int and its own default dtype (float64) fastest */
-                PyObject *cargs[2] = {PyLong_CheckExact(args[0]) ? args[0] : shape, dtype};
+                PyObject *cargs[2] = {shape, dtype};
                 PyObject *r = PyObject_Vectorcall(npfn, cargs, dtype == dt_float64 ? 1 : 2, NULL);
                 Py_DECREF(shape);
                 if (r != NULL)
