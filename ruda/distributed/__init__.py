@@ -32,11 +32,13 @@ from ruda.distributed._check import OPS  # noqa: F401
 
 
 def device():
-    """This rank's device: ``cuda:<local_rank % GPUs>`` where cuda is available, else cpu."""
+    """This rank's device: ``cuda:<local_rank>`` where this machine has a GPU for each of its
+    ranks (NCCL admits one rank per GPU), else cpu."""
     import ruda
     from ruda.distributed import _state
     ctx = _state.get("device")
-    if any(d.kind == "cuda" for d in ruda.devices()):
+    gpus = sum(d.kind == "cuda" for d in ruda.devices())
+    if gpus and ctx.local_size <= gpus:
         return ruda.device(f"cuda:{_state.default_cuda_index(ctx)}")
     return ruda.device("cpu")
 

@@ -15,7 +15,7 @@ class Context:
         self.comm = MPI.COMM_WORLD.Dup()       # our own tag space
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
         node = self.comm.Split_type(MPI.COMM_TYPE_SHARED)
-        self.local_rank = node.Get_rank()
+        self.local_rank, self.local_size = node.Get_rank(), node.Get_size()
         node.Free()
         self.backend = backend
         self.nccl = None

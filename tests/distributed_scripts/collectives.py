@@ -23,10 +23,10 @@ WGPU_DTYPES = ("float32", "int32", "uint8")
 def run_case(fn, kw, name, r, w, device=None):
     kw = dict(kw)
     x = xp.asarray(C.make(kw.pop("case"), name, r), device=device)
-    if kw.pop("none", False) and r != kw["root"]:
-        x = None
     if "root" in kw:
         kw["root"] %= w
+    if kw.pop("none", False) and r != kw["root"]:
+        x = None
     if fn == "ring":
         return ring(x, r, w)
     out = getattr(dist, fn)(x, **kw)
