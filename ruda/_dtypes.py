@@ -7,9 +7,11 @@ combinations it leaves undefined (mixed kinds such as int with float, or
 uint64 with int64) follow NumPy 2 (``numpy.promote_types``), which agrees with
 the standard wherever the standard defines a result.
 
-``bfloat16`` (via ml_dtypes) is an extension beyond the standard: it promotes
-with float32/float64 to those, and with integers to bfloat16 (ml_dtypes' rule,
-applied through NumPy's mixed-kind promotion in ``promote``).
+``bfloat16`` (via ml_dtypes) is an extension beyond the standard, promoted by
+one table (``_BF16_WITH``, ml_dtypes 0.7's rule, written out so that it does not
+depend on the installed ml_dtypes: 0.6 refuses int16 and wider integers): with
+bool, int8 and uint8 it stays bfloat16; with int16/uint16 and float16 it gives
+float32, with wider integers float64, with float32/float64/complex that type.
 """
 import builtins
 
@@ -105,7 +107,16 @@ def promote(dt1, dt2):
     """Result dtype of an operation between arrays of dt1 and dt2."""
     if dt1 is dt2 or dt1 == dt2:
         return dt1
+    if bfloat16 is not None and (dt1 == bfloat16 or dt2 == bfloat16):
+        return _BF16_WITH[dt2 if dt1 == bfloat16 else dt1]
     return np.promote_types(dt1, dt2)
+
+
+_BF16_WITH = {np.dtype(k): np.dtype(v) for k, v in {
+    "bool": "bfloat16", "int8": "bfloat16", "uint8": "bfloat16", "int16": "float32", "uint16": "float32",
+    "float16": "float32", "int32": "float64", "uint32": "float64", "int64": "float64", "uint64": "float64",
+    "float32": "float32", "float64": "float64", "complex64": "complex64", "complex128": "complex128"}.items()
+    if bfloat16 is not None}
 
 
 def complex_of(dtype):
