@@ -172,6 +172,20 @@ def linalg_solve(x1, x2):
     return cp.linalg.solve(x1, x2)
 
 
+def _complex(a):
+    return a if a.dtype.kind == "c" else a.astype(np.complex128 if a.dtype == np.float64 else np.complex64)
+
+
+def linalg_eigvals(x):
+    """Complex always (the standard); CuPy returns real eigenvalues of real input."""
+    return _complex(cp.linalg.eigvals(x))
+
+
+def linalg_eig(x):
+    w, v = cp.linalg.eig(x)
+    return _complex(w), _complex(v)
+
+
 def unstack(x, axis=0):
     lead = (slice(None),) * axis
     return tuple(x[lead + (i,)] for i in range(x.shape[axis]))
