@@ -367,8 +367,12 @@ call2(PyObject *fn, PyObject *a, PyObject *b)
    module's: a C extension holding a single reference it still uses is never elided), its data is
    an ndarray that owns its memory with no other reference (no views, no buffer exports),
    writeable, of >= 64 Ki elements of a float or complex dtype, and the op is + - * / with the
-   fast path's operands.  Linux/glibc only (backtrace, dladdr); elsewhere never. */
-#if defined(__linux__) && defined(__GLIBC__)
+   fast path's operands.  Linux/glibc only (backtrace, dladdr); elsewhere never.  Not on Python
+   3.14+, whose interpreter may push a local variable onto its stack without a new reference
+   (LOAD_FAST_BORROW): refcount 1 no longer proves the operand is a temporary there; nor on
+   free-threaded builds, where another thread may take a reference meanwhile. */
+#if defined(__linux__) && defined(__GLIBC__) && PY_VERSION_HEX < 0x030E0000 \
+    && !defined(Py_GIL_DISABLED)
 #include <execinfo.h>
 #include <dlfcn.h>
 #define CAN_ELIDE 1
