@@ -6,10 +6,12 @@
  * only to host arrays: the device is ruda's cpu Device and the data an exact numpy.ndarray.
  *
  *   Base        the C base of ruda.Array: slots _data, _device (and weak references); number
- *               slots (+ - * / // % ** & | ^ << >>, reflected and in-place) and [] get/set.
+ *               slots (+ - * / // % ** & | ^ << >>, reflected and in-place, with temporary
+ *               elision for + - * /) and [] get/set.
  *   binary      wraps an elementwise function (ruda.add, ...) as a C callable with its fast path.
+ *   function    the same for asarray, reshape, permute_dims, zeros/ones/empty, astype, matmul,
+ *               where and sort (a Function object: __wrapped__ is the Python function).
  *   new         Array construction without a Python frame.
- *   wrap_*      fast paths of asarray, reshape, permute_dims, zeros/ones/empty, astype.
  *
  * Only NumPy's Python-level API is used (no NumPy headers): ufuncs and methods are called through
  * the object protocol.
@@ -444,32 +446,34 @@ elide(int op, PyObject *x1, PyObject *x2)
         size *= f->dimensions[i];
     if (size < MIN_ELIDE || !in_tuple(f->descr, elide_dtypes))
         return NULL;
-    PyObject *other;
+    int scalar = 0;
     if (IS_ARRAY(x2)) {
         BaseObject *b = (BaseObject *)x2;
         if (!is_host(b) || nd_dtype(b->data) != f->descr || !in_tuple(f->descr, OPS[op].fast)
                 || same_shape(a->data, b->data) != 1)
             return NULL;
-        Py_INCREF(b->data);
-        other = b->data;
     } else if ((PyFloat_CheckExact(x2) && in_tuple(f->descr, OPS[op].fast_float))
                || (PyLong_CheckExact(x2) && in_tuple(f->descr, OPS[op].fast_int))) {
-        other = host_scalar(x2, f->descr);
-        if (other == NULL) {
-            PyErr_Clear();
-            return NULL;
-        }
+        scalar = 1;
     } else {
         return NULL;
     }
     if (python_base == NULL && !elision_init()) {
-        Py_DECREF(other);
         Py_CLEAR(elide_dtypes);   /* cannot check the caller: never elide */
         return NULL;
     }
-    if (!called_by_interpreter()) {
-        Py_DECREF(other);
+    if (!called_by_interpreter())
         return NULL;
+    PyObject *other;
+    if (scalar) {
+        other = host_scalar(x2, f->descr);
+        if (other == NULL) {   /* out of range: the fast path and the Python code decide */
+            PyErr_Clear();
+            return NULL;
+        }
+    } else {
+        other = ((BaseObject *)x2)->data;
+        Py_INCREF(other);
     }
     PyObject *args[3] = {a->data, other, a->data};
     PyObject *r = PyObject_Vectorcall(OPS[op].ufunc, args, 2, s_out_kw);
