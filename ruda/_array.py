@@ -195,6 +195,7 @@ if _speedups is not None:
                     _dtypes.complex128, np.empty((2, 3, 5)))
     new = _speedups.new
     Array._new = staticmethod(new)
+    Array.__slotnames__ = ["_data", "_device"]   # copy/pickle see the slots as in pure Python
     from ruda import _devices
     _speedups.devices(_devices.default, _devices._block_default, vars(_devices))
 

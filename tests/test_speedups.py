@@ -233,6 +233,11 @@ def test_wrapped_functions_look_like_functions():
     assert x.__add__(1.0).shape == (3,)
     with pytest.raises(AttributeError):
         del x[0]
+    import copy
+    import pickle
+    with pytest.raises(TypeError, match="cannot be constructed directly"):
+        copy.copy(x)                       # as with the pure-Python class
+    assert pickle.loads.__name__ and b"_data" in pickle.dumps(x)
 
 
 def test_pure_python_mode_in_a_subprocess():
