@@ -355,8 +355,8 @@ RED_CASES = [  # (function, dtype)
 @pytest.mark.parametrize("fname,dt", RED_CASES)
 def test_vec4_full_reductions(dev, monkeypatch, fname, dt, subgroup):
     """Full reductions of contiguous 4-byte arrays take the split vec4 kernel (workgroup fold by
-    subgroup builtins where the adapter has them, else shared memory); values and dtypes as
-    NumPy's, f32 sums within 2e-6 * sum|x| of the float64 sum."""
+    subgroup builtins where the adapter has them, else shared memory; all/any of bool stay on the
+    generic kernel); values and dtypes as NumPy's, f32 sums within 2e-6 * sum|x| of the float64 sum."""
     from ruda.backends.wgpu import _ops
     ctx = dev.backend.ctx
     if subgroup and not ctx.renderer.subgroup:
@@ -391,7 +391,8 @@ def test_vec4_full_reductions(dev, monkeypatch, fname, dt, subgroup):
                                            rtol=max(2e-4, ref_in.size * 2e-9))
             else:
                 np.testing.assert_array_equal(g, ref, err_msg=f"{fname} {dt} n={n}")
-    assert any(k[0] == "reduce_v4" and k[2][0] == dt for k in _ops._K if isinstance(k, tuple) and k)
+    v4 = any(k[0] == "reduce_v4" and k[2][0] == dt for k in _ops._K if isinstance(k, tuple) and k)
+    assert v4 == (dt != "bool"), (fname, dt)
 
 
 def test_vec4_reduction_without_compilable_subgroups_uses_shared_memory(dev, monkeypatch):

@@ -623,7 +623,9 @@ class Ops:
         shape = osh + rsh
         in_sts = [o + r for o, r in zip(ost, rst)]
         nout = math.prod(osh)
-        if nout == 1 and not index_out and R >= VEC4_MIN and len(rsh) == 1:
+        # bool accumulators (all/any) stay generic: their vec4 fold answered all() wrongly on
+        # NVIDIA's Vulkan driver (n = 3), unexplained here, and no target needs them fast
+        if nout == 1 and not index_out and R >= VEC4_MIN and len(rsh) == 1 and acc != "bool":
             mask = self._vec4_mask(ins, rst)
             if mask is not None and mask[0]:
                 out = self._reduce_vec4(ins, rst, mask, R, op, acc, out, value, key)
