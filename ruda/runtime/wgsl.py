@@ -503,8 +503,6 @@ class _Render:
         sfx = _FLOAT_SUFFIX[dt]
         one = f"1.0{sfx}"
         zero = f"0.0{sfx}"
-        if name == "div" and dt != "f16":
-            return f"{self.need('fdiv_' + S)}({x}, {y})"
         if name in ("add", "sub", "mul", "div"):
             return f"({x} {'+-*/'[('add', 'sub', 'mul', 'div').index(name)]} {y})"
         if name == "neg":

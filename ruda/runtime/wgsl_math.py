@@ -3,8 +3,7 @@ float helpers, complex arithmetic.
 
 Why f64 math is written out: SPIR-V's GLSL.std.450 ``Exp``/``Log``/``Sin``... are defined for
 16/32-bit floats only, and drivers (lavapipe, others per wgpu's tracker) return garbage for
-f64.  Only +, -, *, /, fma, sqrt, floor/ceil/round/trunc, abs, min/max and bit casts are used here.
-Division goes through ``fdiv`` (a driver may round it to 2.5 ULP).
+f64.  Only +, -, *, /, sqrt, floor/ceil/round/trunc, abs, min/max and bit casts are used here.
 Accuracy (tests/test_wgpu.py): a few ULP against NumPy on |x| < 1e5 for the
 trigonometric functions (Cody-Waite reduction with a three-part pi/2, no Payne-Hanek).
 
@@ -136,7 +135,7 @@ HELPERS = {
   if (m > 1.4142135623730951lf) {{ m = m * 0.5lf; e = e + 1; }}
   let f = m - 1.0lf;
   let hfsq = 0.5lf * f * f;
-  let s = fdiv_f64(f, 2.0lf + f);
+  let s = f / (2.0lf + f);
   let z = s * s;
   let R = z * {_LOG_R};
   let fe = f64(e);
@@ -149,14 +148,14 @@ HELPERS = {
   if (abs(x) < 0.2928932188134524lf) {{
     let f = x;
     let hfsq = 0.5lf * f * f;
-    let s = fdiv_f64(f, 2.0lf + f);
+    let s = f / (2.0lf + f);
     let z = s * s;
     let R = z * {_LOG_R};
     return f - (hfsq - s * (hfsq + R));
   }}
   let u = 1.0lf + x;
   if (u == inf_f64()) {{ return u; }}
-  return log_f64(u) + fdiv_f64(x - (u - 1.0lf), u);
+  return log_f64(u) + (x - (u - 1.0lf)) / u;
 }}"""),
     "log2_f64": (("log_f64", "inf_f64"), """fn log2_f64(x: f64) -> f64 {
   let b = bitcast<u64>(x);
@@ -226,18 +225,18 @@ fn rem_pio2_big(x: f64) -> vec2<f64> {{
 }}"""),
     "sin_f64": (("trig_f64",), "fn sin_f64(x: f64) -> f64 { if (x == 0.0lf) { return x; } return trig_f64(x).x; }"),
     "cos_f64": (("trig_f64",), "fn cos_f64(x: f64) -> f64 { return trig_f64(x).y; }"),
-    "tan_f64": (("trig_f64",), "fn tan_f64(x: f64) -> f64 { if (x == 0.0lf) { return x; } let t = trig_f64(x); return fdiv_f64(t.x, t.y); }"),
+    "tan_f64": (("trig_f64",), "fn tan_f64(x: f64) -> f64 { if (x == 0.0lf) { return x; } let t = trig_f64(x); return t.x / t.y; }"),
     "atan_f64": (("isnan_f64",), f"""fn atan_f64(x: f64) -> f64 {{
   if (isnan_f64(x) || x == 0.0lf) {{ return x; }}
   var a = abs(x);
   var base = 0.0lf;
   var inv = false;
-  if (a > 2.4375lf) {{ a = fdiv_f64(1.0lf, a); inv = true; }}
+  if (a > 2.4375lf) {{ a = 1.0lf / a; inv = true; }}
   var t = a;
   if (a > 0.4375lf) {{
-    if (a < 0.6875lf) {{ base = 4.63647609000806093515e-01lf; t = fdiv_f64(2.0lf * a - 1.0lf, 2.0lf + a); }}
-    else if (a < 1.1875lf) {{ base = 7.85398163397448278999e-01lf; t = fdiv_f64(a - 1.0lf, a + 1.0lf); }}
-    else {{ base = 9.82793723247329054082e-01lf; t = fdiv_f64(a - 1.5lf, 1.0lf + 1.5lf * a); }}
+    if (a < 0.6875lf) {{ base = 4.63647609000806093515e-01lf; t = (2.0lf * a - 1.0lf) / (2.0lf + a); }}
+    else if (a < 1.1875lf) {{ base = 7.85398163397448278999e-01lf; t = (a - 1.0lf) / (a + 1.0lf); }}
+    else {{ base = 9.82793723247329054082e-01lf; t = (a - 1.5lf) / (1.0lf + 1.5lf * a); }}
   }}
   let z = t * t;
   var r = base + t * {_ATAN_POLY};
@@ -248,8 +247,8 @@ fn rem_pio2_big(x: f64) -> vec2<f64> {{
     # atan2's finite, nonzero case; the special values are the generic ``atan2`` helper's
     "atan2_core_f64": (("atan_f64", "copysign_f64"), """fn atan2_core_f64(y: f64, x: f64) -> f64 {
   let pi = 3.14159265358979311600lf;
-  if (abs(y) > abs(x)) { return copysign_f64(pi * 0.5lf, y) - atan_f64(fdiv_f64(x, y)); }
-  var r = atan_f64(fdiv_f64(y, x));
+  if (abs(y) > abs(x)) { return copysign_f64(pi * 0.5lf, y) - atan_f64(x / y); }
+  var r = atan_f64(y / x);
   if (x < 0.0lf) { if (y >= 0.0lf) { r = r + pi; } else { r = r - pi; } }
   return r;
 }"""),
@@ -260,13 +259,13 @@ fn rem_pio2_big(x: f64) -> vec2<f64> {{
     "acos_f64": (("atan_f64", "nan_f64", "isnan_f64"), """fn acos_f64(x: f64) -> f64 {
   if (abs(x) > 1.0lf  || isnan_f64(x)) { return nan_f64(); }
   if (x == -1.0lf) { return 3.14159265358979311600lf; }
-  return 2.0lf * atan_f64(sqrt(fdiv_f64(1.0lf - x, 1.0lf + x)));
+  return 2.0lf * atan_f64(sqrt((1.0lf - x) / (1.0lf + x)));
 }"""),
     "sinh_f64": (("expm1_f64", "exp_f64"), """fn sinh_f64(x: f64) -> f64 {
   if (x == 0.0lf) { return x; }
   let a = abs(x);
   var r: f64;
-  if (a < 22.0lf) { let t = expm1_f64(a); r = 0.5lf * (t + fdiv_f64(t, t + 1.0lf)); }
+  if (a < 22.0lf) { let t = expm1_f64(a); r = 0.5lf * (t + t / (t + 1.0lf)); }
   else if (a < 709.0lf) { r = 0.5lf * exp_f64(a); }
   else { let w = exp_f64(0.5lf * a); r = (0.5lf * w) * w; }
   if (x < 0.0lf) { return -r; }
@@ -274,8 +273,8 @@ fn rem_pio2_big(x: f64) -> vec2<f64> {{
 }"""),
     "cosh_f64": (("expm1_f64", "exp_f64"), """fn cosh_f64(x: f64) -> f64 {
   let a = abs(x);
-  if (a < 0.34657359lf) { let t = expm1_f64(a); let w = 1.0lf + t; return 1.0lf + fdiv_f64(t * t, w + w); }
-  if (a < 22.0lf) { let t = exp_f64(a); return 0.5lf * t + fdiv_f64(0.5lf, t); }
+  if (a < 0.34657359lf) { let t = expm1_f64(a); let w = 1.0lf + t; return 1.0lf + (t * t) / (w + w); }
+  if (a < 22.0lf) { let t = exp_f64(a); return 0.5lf * t + 0.5lf / t; }
   if (a < 709.0lf) { return 0.5lf * exp_f64(a); }
   let w = exp_f64(0.5lf * a); return (0.5lf * w) * w;
 }"""),
@@ -284,8 +283,8 @@ fn rem_pio2_big(x: f64) -> vec2<f64> {{
   let a = abs(x);
   var r: f64;
   if (a > 22.0lf) { r = 1.0lf; }
-  else if (a >= 1.0lf) { let t = expm1_f64(2.0lf * a); r = 1.0lf - fdiv_f64(2.0lf, t + 2.0lf); }
-  else { let t = expm1_f64(-2.0lf * a); r = fdiv_f64(-t, t + 2.0lf); }
+  else if (a >= 1.0lf) { let t = expm1_f64(2.0lf * a); r = 1.0lf - 2.0lf / (t + 2.0lf); }
+  else { let t = expm1_f64(-2.0lf * a); r = -t / (t + 2.0lf); }
   if (x < 0.0lf) { return -r; }
   if (x == 0.0lf) { return x; }
   return r;
@@ -295,15 +294,15 @@ fn rem_pio2_big(x: f64) -> vec2<f64> {{
   let a = abs(x);
   var r: f64;
   if (a > 268435456.0lf) { r = log_f64(a) + 6.93147180559945286227e-01lf; }
-  else if (a > 2.0lf) { r = log_f64(2.0lf * a + fdiv_f64(1.0lf, sqrt(a * a + 1.0lf) + a)); }
-  else { let t = a * a; r = log1p_f64(a + fdiv_f64(t, 1.0lf + sqrt(1.0lf + t))); }
+  else if (a > 2.0lf) { r = log_f64(2.0lf * a + 1.0lf / (sqrt(a * a + 1.0lf) + a)); }
+  else { let t = a * a; r = log1p_f64(a + t / (1.0lf + sqrt(1.0lf + t))); }
   if (x < 0.0lf) { return -r; }
   return r;
 }"""),
     "acosh_f64": (("log1p_f64", "log_f64", "nan_f64", "isnan_f64"), """fn acosh_f64(x: f64) -> f64 {
   if (x < 1.0lf  || isnan_f64(x)) { return nan_f64(); }
   if (x > 268435456.0lf) { return log_f64(x) + 6.93147180559945286227e-01lf; }
-  if (x > 2.0lf) { return log_f64(2.0lf * x - fdiv_f64(1.0lf, x + sqrt(x * x - 1.0lf))); }
+  if (x > 2.0lf) { return log_f64(2.0lf * x - 1.0lf / (x + sqrt(x * x - 1.0lf))); }
   let t = x - 1.0lf;
   return log1p_f64(t + sqrt(2.0lf * t + t * t));
 }"""),
@@ -312,8 +311,8 @@ fn rem_pio2_big(x: f64) -> vec2<f64> {{
   let a = abs(x);
   if (a > 1.0lf  || isnan_f64(x)) { return nan_f64(); }
   var r: f64;
-  if (a < 0.5lf) { let t = a + a; r = 0.5lf * log1p_f64(t + fdiv_f64(t * a, 1.0lf - a)); }
-  else { r = 0.5lf * log1p_f64(fdiv_f64(a + a, 1.0lf - a)); }
+  if (a < 0.5lf) { let t = a + a; r = 0.5lf * log1p_f64(t + t * a / (1.0lf - a)); }
+  else { r = 0.5lf * log1p_f64((a + a) / (1.0lf - a)); }
   if (x < 0.0lf) { return -r; }
   return r;
 }"""),
@@ -338,17 +337,10 @@ fn rem_pio2_big(x: f64) -> vec2<f64> {{
 
 # Generic per-float-type helpers; instantiate with T/S/Z ("f32", "f", "0.0f") via ``generic``.
 _GENERIC = {
-    # Vulkan lets a driver's division be off by 2.5 ULP (NVIDIA's f64 division is): one Newton
-    # step on the exact residual (fma) gives back the correctly rounded quotient
-    "fdiv": (("isfin",), """fn fdiv_{S}(a: {T}, b: {T}) -> {T} {
-  let q = a / b;
-  if (q == {Z} || !isfin_{S}(q)) { return q; }
-  return q + fma(-q, b, a) / b;
-}"""),
     "fmod": (("isnan", "isinf", "nan"), """fn fmod_{S}(a: {T}, b: {T}) -> {T} {
   if (isnan_{S}(a) || isnan_{S}(b) || isinf_{S}(a) || b == {Z}) { return nan_{S}(); }
   if (isinf_{S}(b)) { return a; }
-  var md = a - b * trunc(fdiv_{S}(a, b));
+  var md = a - b * trunc(a / b);
   if (abs(md) >= abs(b)) { md = {Z} * a; }
   return md;
 }"""),
@@ -359,7 +351,7 @@ _GENERIC = {
   // the standard's special case (NumPy differs): one infinite operand gives a / b
   let one_inf = (isinf_{S}(a) != isinf_{S}(b)) && !isnan_{S}(a) && !isnan_{S}(b);
   if (isnan_{S}(md)) { return vec2<{T}>(select(md, a / b, one_inf), md); }
-  var div = fdiv_{S}(a - md, b);
+  var div = (a - md) / b;
   if (md != {Z}) {
     if ((b < {Z}) != (md < {Z})) { md = md + b; div = div - {O}; }
   } else { md = copysign_{S}({Z}, b); }
@@ -394,7 +386,7 @@ _GENERIC = {
   if (isnan_{S}(a) || isnan_{S}(b)) { return a + b; }
   let m = max(a, b); let n = min(a, b);
   if (m == {Z}) { return {Z}; }
-  let q = fdiv_{S}(n, m);
+  let q = n / m;
   return m * sqrt({O} + q * q);
 }"""),
     "logaddexp": (("log1p", "exp", "isnan"), """fn logaddexp_{S}(a: {T}, b: {T}) -> {T} {
@@ -431,13 +423,3 @@ _GENERIC = {
 }"""),
 }
 
-
-def _depend_on_fdiv(table, call, dep):
-    """Helpers whose source calls ``fdiv`` list it among their dependencies."""
-    for name, (deps, src) in table.items():
-        if call in src and not src.startswith(f"fn {call[:-1]}") and dep not in deps:
-            table[name] = (deps + (dep,), src)
-
-
-_depend_on_fdiv(HELPERS, "fdiv_f64(", "fdiv_f64")
-_depend_on_fdiv(_GENERIC, "fdiv_{S}(", "fdiv")
