@@ -3,6 +3,7 @@ import math
 
 import numpy as np
 
+from ruda import _dtypes
 from ruda.backends._numpylike import ops_for
 
 globals().update(ops_for(np))
@@ -25,11 +26,14 @@ def reshape(x, shape, copy=None):
     return np.reshape(x, shape, copy=copy)
 
 
+_REAL_FLOATS = _dtypes.CATEGORIES["real floating-point"]
+
+
 def floor_divide(x1, x2):
     """NumPy's floor_divide, with the standard's results where an operand is infinite."""
     with np.errstate(all="ignore"):
         out = np.floor_divide(x1, x2)
-        if x1.dtype.kind == "f":
+        if x1.dtype in _REAL_FLOATS:       # bfloat16 too (its NumPy kind is "V")
             inf1, inf2 = np.isinf(x1), np.isinf(x2)
             if inf1.any() or inf2.any():
                 fix = (inf1 & np.isfinite(x2)) | (np.isfinite(x1) & inf2)
