@@ -427,10 +427,11 @@ def test_vec4_max_min_propagate_nan(dev, monkeypatch):
 
 
 def test_readback_threads_are_exact(dev, monkeypatch):
+    from ruda.backends import _hostcopy
     from ruda.backends.wgpu import _device
     monkeypatch.setattr(_device, "READ_CHUNK", 40_000)
-    monkeypatch.setattr(_device, "READ_SPLIT", 3000)
-    monkeypatch.setattr(_device, "READ_THREADS", 3)
+    monkeypatch.setattr(_hostcopy, "SPLIT", 3000)
+    monkeypatch.setattr(_hostcopy, "THREADS", 3)
     rng = np.random.default_rng(13)
     for n in (1, 7, 9_999, 100_003):
         a = rng.standard_normal(n).astype(np.float32)

@@ -25,14 +25,12 @@ float32/complex64 ``matmul`` and ``tensordot`` are strict (no TF32) unless TF32 
 ``RUDA_TF32=1``, :func:`allow_tf32` (process-wide) or ``backend.allow_tf32 = True`` (one
 device); see ``_tf32`` for the cuBLAS mechanism.
 """
-import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from ruda import _dtypes
-from ruda.backends import OPS, Backend
+from ruda.backends import OPS, Backend, _hostcopy
 from ruda.backends.cuda import _tf32
 from ruda.backends.cuda._tf32 import allow_tf32  # noqa: F401 - public switch
 
@@ -47,22 +45,6 @@ _PINNED_MIN = 1 << 20       # transfers of at least this many bytes go through p
 _STAGE_BYTES = 32 << 20     # size of each of the two pinned staging buffers of from_host
 _SCALAR_CACHE_MAX = 4096
 _KDL_CUDA = 2               # DLPack device type of ordinary CUDA device memory
-_COPY_THREADS = max(1, min(8, os.cpu_count() or 1))
-_copy_pool = None
-
-
-def _parallel_copy(dst, src):
-    """``dst[:] = src`` for 1-D byte views, split over threads (NumPy copies release the GIL)."""
-    global _copy_pool
-    n = src.size
-    if n < (4 << 20) or _COPY_THREADS == 1:
-        np.copyto(dst, src)
-        return
-    if _copy_pool is None:
-        _copy_pool = ThreadPoolExecutor(_COPY_THREADS, thread_name_prefix="ruda-cuda-stage")
-    step = -(-n // _COPY_THREADS)
-    for f in [_copy_pool.submit(np.copyto, dst[i:i + step], src[i:i + step]) for i in range(0, n, step)]:
-        f.result()
 
 
 def _probe():
@@ -178,7 +160,7 @@ class CudaBackend(Backend):
                         ev.synchronize()        # the copy that last read this buffer is done
                     stop = min(start + _STAGE_BYTES, src.size)
                     chunk = buf[:stop - start]
-                    _parallel_copy(chunk, src[start:stop])
+                    _hostcopy.copy(chunk, src[start:stop])
                     dst[start:stop].set(chunk, stream=stream)   # async: chunk is pinned
                     ev.record(stream)
                     used[0] = True

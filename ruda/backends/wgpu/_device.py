@@ -15,6 +15,7 @@ import weakref
 
 import numpy as np
 
+from ruda.backends import _hostcopy
 from ruda.runtime import packing
 from ruda.runtime.cache import ProgramCache
 from ruda.runtime.wgsl import WGSLRenderer
@@ -24,8 +25,6 @@ os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")   # silences Mesa's warning on 
 FLUSH_EVERY = 256
 ARENA_BYTES = 1 << 20
 READ_CHUNK = 64 << 20
-READ_THREADS = max(1, min(8, os.cpu_count() or 1))   # host threads copying a readback out
-READ_SPLIT = 4 << 20                                 # ... each taking at least this many bytes
 BIND_GROUP_CACHE = 4096
 # Optional features ruda uses (wgpu-native spellings), requested when the adapter has them.
 WANTED_FEATURES = ("shader-f16", "shader-f64", "shader-int64", "subgroup", "timestamp-query")
@@ -429,7 +428,7 @@ class Context:
         """Copy ``nbytes`` from ``st`` at ``byte_off`` into the uint8 view ``out``.
 
         In READ_CHUNK pieces through two staging buffers: while the host copies piece *i* out of
-        its mapped staging buffer (on READ_THREADS threads when large; NumPy drops the GIL), the
+        its mapped staging buffer (threaded when large: ``ruda.backends._hostcopy``), the
         device copies piece *i+1* into the other one and the main thread maps it.  A map waits
         for the device's last submission, so piece *i+1* is submitted only after piece *i* is
         mapped: the wait covers exactly its own copy."""
@@ -461,35 +460,10 @@ class Context:
             sb, lo, n, src = cur
             jobs = ()
             try:
-                jobs = _host_copy(out[lo:lo + n], src)
+                jobs = _hostcopy.start(out[lo:lo + n], src)
                 cur = issue(i + 1) if i + 1 < nchunks else None
             finally:
-                _wait(jobs)                 # no thread may still read the mapping when it goes
+                _hostcopy.join(jobs)        # no thread may still read the mapping when it goes
                 sb.unmap()
             for j in jobs:
                 j.result()                  # a copy's error, if any
-
-
-_copy_pool = None
-
-
-def _host_copy(dst, src):
-    """Start ``dst[:] = src`` (uint8): on READ_THREADS threads when at least READ_SPLIT bytes per
-    thread, else done here.  Returns the futures to wait for."""
-    global _copy_pool
-    n = src.size
-    parts = min(READ_THREADS, n // READ_SPLIT)
-    if parts <= 1:
-        np.copyto(dst, src)
-        return ()
-    if _copy_pool is None:
-        from concurrent.futures import ThreadPoolExecutor
-        _copy_pool = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="ruda-wgpu-read")
-    step = -(-n // parts)
-    return [_copy_pool.submit(np.copyto, dst[a:a + step], src[a:a + step]) for a in range(0, n, step)]
-
-
-def _wait(jobs):
-    if jobs:
-        from concurrent.futures import wait
-        wait(jobs)

@@ -1,0 +1,40 @@
+"""Large host-memory copies split over threads (NumPy's copyto drops the GIL), for the
+backends' staging paths: cuda uploads through pinned buffers, wgpu readbacks out of mapped ones."""
+import os
+
+import numpy as np
+
+THREADS = max(1, min(8, os.cpu_count() or 1))
+SPLIT = 4 << 20        # bytes each thread takes at least
+_pool = None
+
+
+def start(dst, src):
+    """Start ``dst[:] = src`` (1-D uint8 views of one size): on up to THREADS threads when each
+    gets at least SPLIT bytes, else done here.  Returns the futures to wait for."""
+    global _pool
+    n = src.size
+    parts = min(THREADS, n // SPLIT)
+    if parts <= 1:
+        np.copyto(dst, src)
+        return ()
+    if _pool is None:
+        from concurrent.futures import ThreadPoolExecutor
+        _pool = ThreadPoolExecutor(THREADS, thread_name_prefix="ruda-host-copy")
+    step = -(-n // parts)
+    return [_pool.submit(np.copyto, dst[a:a + step], src[a:a + step]) for a in range(0, n, step)]
+
+
+def join(jobs):
+    """Wait for every job of ``start`` (their errors stay in the futures)."""
+    if jobs:
+        from concurrent.futures import wait
+        wait(jobs)
+
+
+def copy(dst, src):
+    """``dst[:] = src``, threaded as in ``start``; a thread's error is raised here."""
+    jobs = start(dst, src)
+    join(jobs)
+    for j in jobs:
+        j.result()
