@@ -8,6 +8,7 @@ import math
 import cupy as cp
 import numpy as np
 
+from ruda import _dtypes
 from ruda.backends._numpylike import c99_complex, ops_for
 from ruda.backends.cuda import _numba
 
@@ -173,7 +174,7 @@ def linalg_solve(x1, x2):
 
 
 def _complex(a):
-    return a if a.dtype.kind == "c" else a.astype(np.complex128 if a.dtype == np.float64 else np.complex64)
+    return a if a.dtype.kind == "c" else a.astype(_dtypes.complex_of(a.dtype))
 
 
 def linalg_eigvals(x):
