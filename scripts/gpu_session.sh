@@ -42,5 +42,4 @@ timeout ${T_WGPU:-120} $py bench/bench_wgpu.py "$OUT/bench_wgpu.json" --size-mib
 timeout ${T_MATMUL:-240} $py -m ruda.bench --devices cuda,wgpu --only matmul --sizes 4096,8192 \
   --dtypes ${MATMUL_DTYPES:-float32,tf32,bfloat16} --budget $(( ${T_MATMUL:-240} - 20 )) \
   --json "$OUT/bench_matmul.json" >> "$OUT/bench.log" 2>&1
-[ -f .suite/diag.py ] && timeout 60 $py .suite/diag.py >> "$OUT/bench.log" 2>&1   # ad-hoc checks, not committed
 tail -n 40 "$OUT/nccl.log"; cat "$OUT/bench.log" | tail -n 80
