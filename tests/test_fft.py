@@ -66,6 +66,19 @@ def test_fft_nd(device, name, data, seed, shape, norm, use_s):
     _check(res, exp, _out_dtype(dt, how), exp.size)
 
 
+@pytest.mark.parametrize("name", sorted(N_D))
+def test_fft_nd_s_equal_to_shape_on_other_axes(device, name):
+    """s equal to x.shape, but given for permuted axes: every size goes to its own axis (CuPy
+    skipped resizing when the tuple s equalled x.shape)."""
+    kind, how = N_D[name]
+    dt = np.float32 if kind == "real floating" else np.complex64
+    a = rand(np.random.default_rng(7), (2, 3), dt, -1, 1)
+    for s, axes in (((2, 3), (1, 0)), ((3, 2), (0, 1)), ((2,), (1,))):
+        res = getattr(xp.fft, name)(xp.asarray(a, device=device), s=s, axes=axes)
+        exp = getattr(np.fft, name)(host64(a), s=s, axes=axes)
+        _check(res, exp, _out_dtype(dt, how), exp.size)
+
+
 @given(data=st.data(), seed=seeds, shape=shapes(1, 3, 1, 6), norm=NORMS)
 def test_round_trips(device, data, seed, shape, norm):
     dt = data.draw(dtypes(device, "real floating"), label="dtype")

@@ -5,6 +5,7 @@ Imported only once CuPy imports.  Every function receives validated native
 """
 import math
 
+import array_api_compat.cupy as _ccp
 import cupy as cp
 import numpy as np
 
@@ -185,6 +186,22 @@ def linalg_eigvals(x):
 def linalg_eig(x):
     w, v = cp.linalg.eig(x)
     return _complex(w), _complex(v)
+
+
+def _nd_fft(name):
+    """CuPy's n-dimensional transform given ``s`` as a list: a tuple ``s`` equal to ``x.shape``
+    made CuPy skip all resizing (cupy/fft/_fft.py ``_cook_shape``), wrong when ``axes`` sends those
+    sizes to other axes."""
+    impl = getattr(_ccp.fft, name)
+
+    def transform(x, s=None, axes=None, norm="backward"):
+        return impl(x, s=None if s is None else list(s), axes=axes, norm=norm)
+
+    transform.__name__ = transform.__qualname__ = f"fft_{name}"
+    return transform
+
+
+fft_fftn, fft_ifftn, fft_rfftn, fft_irfftn = map(_nd_fft, ("fftn", "ifftn", "rfftn", "irfftn"))
 
 
 def unstack(x, axis=0):
