@@ -7,6 +7,10 @@ f64.  Only +, -, *, /, sqrt, floor/ceil/round/trunc, abs, min/max and bit casts 
 Accuracy (tests/test_wgpu.py): a few ULP against NumPy on |x| < 1e5 for the
 trigonometric functions (Cody-Waite reduction with a three-part pi/2, no Payne-Hanek).
 
+Argument reductions are written as explicit ``fma`` chains: NVIDIA's Vulkan compiler rewrote
+``(x - k * hi) - k * lo`` so that f64 exp/sinh/cosh/tan lost up to 9 ULP on an H200 (an fma is
+one operation it keeps; each step is exact or rounds once, as the two-constant form intends).
+
 Each helper is ``name -> (dependencies, source)``; ``{T}`` is the float type and ``{S}``
 the type suffix (``f32``/``f64``), ``{U}`` the same-width unsigned type.
 """
@@ -109,7 +113,7 @@ HELPERS = {
   if (x > 709.782712893384lf) {{ return inf_f64(); }}
   if (x < -745.1332191019412lf) {{ return 0.0lf; }}
   let k = round(x * {_F64_CONSTS['INV_LN2']}lf);
-  let r = (x - k * {_F64_CONSTS['LN2_HI']}lf) - k * {_F64_CONSTS['LN2_LO']}lf;
+  let r = fma(-k, {_F64_CONSTS['LN2_LO']}lf, fma(-k, {_F64_CONSTS['LN2_HI']}lf, x));
   return scalbn_f64({_EXP_POLY}, i32(k));
 }}"""),
     "expm1_f64": (("exp_f64",), f"""fn expm1_f64(x: f64) -> f64 {{
@@ -117,7 +121,7 @@ HELPERS = {
   if (x < -40.0lf) {{ return -1.0lf; }}
   if (x > 40.0lf) {{ return exp_f64(x); }}
   let k = round(x * {_F64_CONSTS['INV_LN2']}lf);
-  let r = (x - k * {_F64_CONSTS['LN2_HI']}lf) - k * {_F64_CONSTS['LN2_LO']}lf;
+  let r = fma(-k, {_F64_CONSTS['LN2_LO']}lf, fma(-k, {_F64_CONSTS['LN2_HI']}lf, x));
   let em = r * {_EXPM1_POLY.replace('x', 'r')};
   let p = bitcast<f64>(u64(u32(i32(k) + 1023)) << 52u);
   return (em * p) + (p - 1.0lf);
@@ -208,8 +212,8 @@ fn rem_pio2_big(x: f64) -> vec2<f64> {{
   var k = round(x * {_F64_CONSTS['INV_PIO2']}lf);
   var rr: f64;
   if (abs(x) < 524288.0lf) {{
-    let r = ((x - k * {_F64_CONSTS['PIO2_1']}lf) - k * {_F64_CONSTS['PIO2_2']}lf) - k * {_F64_CONSTS['PIO2_3']}lf;
-    rr = r - k * {_F64_CONSTS['PIO2_3T']}lf;
+    let r = fma(-k, {_F64_CONSTS['PIO2_3']}lf, fma(-k, {_F64_CONSTS['PIO2_2']}lf, fma(-k, {_F64_CONSTS['PIO2_1']}lf, x)));
+    rr = fma(-k, {_F64_CONSTS['PIO2_3T']}lf, r);
   }} else {{
     let big = rem_pio2_big(x);
     rr = big.x; k = big.y;
