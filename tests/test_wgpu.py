@@ -405,6 +405,7 @@ def test_vec4_reduction_without_compilable_subgroups_uses_shared_memory(dev, mon
     monkeypatch.setattr(ctx.renderer, "subgroup", True)
     monkeypatch.setattr(ctx.cache, "programs", {})
     monkeypatch.setattr(ctx.cache, "by_id", {})
+    monkeypatch.setattr(ctx, "plans", {})               # no replay of an earlier call's kernels
     monkeypatch.setattr(wgsl._Render, "subgroup_op",
                         lambda self, op, dt: "subgroupNoSuchBuiltin" if self.r.subgroup else None)
     a = np.random.default_rng(14).integers(-9, 9, 70_001).astype(np.int32)

@@ -3,7 +3,10 @@ metadata arena, upload and readback.
 
 Batching: dispatches are recorded into one open command encoder (one compute pass) and
 submitted only when the host needs a result (readback, ``synchronize``), when the
-metadata arena is full, or after ``FLUSH_EVERY`` dispatches.  Freed buffers return to the
+metadata arena is full, or after ``FLUSH_EVERY`` dispatches.  The arena is content-addressed
+and outlives submits: a dispatch whose metadata words were seen before binds their slot, so a
+loop of same-shaped ops writes no metadata at all (each ``queue.write_buffer`` costs wgpu a
+staging buffer: ~0.1 ms per submit on an H200).  Freed buffers return to the
 pool only at a submit, so a buffer still referenced by recorded work is never handed out
 and overwritten by a queued upload.
 """
@@ -102,8 +105,8 @@ def _native_pass_calls():
 class Launch:
     """One prepared dispatch: pipeline, metadata words and workgroups, replayable as is.
 
-    ``epoch``/``at``: the arena slot its words were last written to; within one submit
-    (same epoch) a replay binds that slot again instead of writing the words anew.
+    ``epoch``/``at``: the arena slot its words were last written to; while the arena keeps
+    that generation (same epoch) a replay binds that slot again without looking it up.
     """
 
     __slots__ = ("pipe", "bgl", "words", "need", "groups", "bg_key", "epoch", "at")
@@ -129,12 +132,13 @@ def _size_class(n):
 class Storage:
     """A pooled wgpu buffer; returned to the pool when the last array using it goes."""
 
-    __slots__ = ("buffer", "nbytes", "ctx", "__weakref__")
+    __slots__ = ("buffer", "nbytes", "ctx", "serial", "__weakref__")
 
     def __init__(self, ctx, buffer, nbytes):
         self.buffer = buffer
         self.nbytes = nbytes
         self.ctx = ctx
+        self.serial = next(ctx.serials)     # creation order (plans tell temporaries by it)
 
     def __del__(self):
         try:
@@ -176,6 +180,8 @@ class Context:
         self.arena_buf = self.device.create_buffer(size=ARENA_BYTES, usage=U.UNIFORM | U.COPY_DST)
         self.arena = np.zeros(ARENA_BYTES // 4, np.uint32)
         self.arena_used = 0
+        self.arena_written = 0      # words below this are on the device
+        self.slots = {}             # metadata bytes -> arena word offset (this generation)
         self.pool = {}
         self.live = {}
         self.bind_groups = {}
@@ -194,7 +200,8 @@ class Context:
         self._sizes = {}
         self._native = _native_pass_calls() if hasattr(self.arena_buf, "_internal") else None
         self._cp_h = None
-        self.stats = {"dispatches": 0, "submits": 0, "uploads": 0, "readbacks": 0}
+        self.stats = {"dispatches": 0, "submits": 0, "uploads": 0, "readbacks": 0, "copies": 0}
+        self.serials = itertools.count()
 
     # ------------------------------------------------------------------ compile
     def _compile(self, prog):
@@ -298,15 +305,25 @@ class Context:
             cp.end()
 
     def put(self, words):
-        """Write metadata ``words`` (a uint32 array) into the arena; returns their word offset."""
+        """The arena word offset holding metadata ``words`` (a uint32 array), added if new."""
+        key = words.tobytes()
+        at = self.slots.get(key)
+        if at is not None:
+            return at
         n = words.size
         need = -(-n // 4) * 4
         if self.arena_used + need > self.arena.size:
+            # a new generation: recorded work is submitted with its slots, which are then
+            # overwritten only by writes queued behind it
             self.flush()
+            self.slots.clear()
+            self.arena_used = self.arena_written = 0
+            self.epoch = next(_epochs)
         at = self.arena_used
         self.arena[at:at + n] = words
         aw = self.align_words
         self.arena_used = at + -(-need // aw) * aw
+        self.slots[key] = at
         return at
 
     def prepare(self, kernel, views, shape, params=(), extras=None):
@@ -318,14 +335,13 @@ class Context:
 
     def launch(self, kernel, storages, views, shape, params=(), extras=None):
         """Record one dispatch of ``kernel`` over ``shape`` with buffers ``storages``."""
-        lau = self.prepare(kernel, views, shape, params, extras)
-        if self.capture is not None:
-            self.capture.append((lau, storages))
-        self.replay(lau, storages)
+        self.replay(self.prepare(kernel, views, shape, params, extras), storages)
 
     def replay(self, lau, storages):
         """Record ``lau`` again with buffers ``storages`` (its words bound in place when they are
-        already in the arena of this submit)."""
+        already in the arena).  A capture under way (the ops layer's plans) sees it."""
+        if self.capture is not None:
+            self.capture.append((lau, storages))
         if not lau.groups:
             return
         if lau.epoch != self.epoch:
@@ -391,21 +407,21 @@ class Context:
             self.enc = self.device.create_command_encoder()
         self._end_pass()
         self.enc.copy_buffer_to_buffer(src, src_off, dst, dst_off, nbytes)
+        self.stats["copies"] += 1
 
     def flush(self):
         """Submit recorded work (metadata first)."""
         if self.enc is None:
             self._recycle()
             return
-        enc, used = self.enc, self.arena_used
+        enc, lo, hi = self.enc, self.arena_written, self.arena_used
         self.enc = None                     # a failed submit must not leave a finished encoder open
         self.ndispatch = 0
-        self.arena_used = 0
-        self.epoch = next(_epochs)          # the arena's slots are free again
+        self.arena_written = hi
         try:
             self._end_pass()
-            if used:
-                self.queue.write_buffer(self.arena_buf, 0, self.arena[:used])
+            if hi > lo:                     # only the slots added since the last submit
+                self.queue.write_buffer(self.arena_buf, lo * 4, self.arena[lo:hi])
             self.queue.submit([enc.finish()])
             self.stats["submits"] += 1
         finally:

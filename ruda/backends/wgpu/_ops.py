@@ -19,8 +19,8 @@ from ruda.runtime.wgsl import VEC_UNROLL, WG
 _K = {}   # op key -> ir.Kernel
 PLANS = 4096        # replayable elementwise launches kept per device (see Ops._replayed)
 VEC4_MIN = 1 << 16   # elements: from here on, unit-stride 4-byte maps and full reductions use vec4 kernels
-RED_PARTS = 4096     # vec4 full reductions: at most this many partials (workgroups) in the first pass
-RED_CHUNK = 4 * WG * VEC_UNROLL * 4   # ... each folding a multiple of this many elements (>= 4 steps)
+RED_PARTS = 1024     # vec4 full reductions: at most this many partials (workgroups) in the first pass
+RED_BLOCK = 4 * WG * VEC_UNROLL   # ... which take the elements in blocks of this many, round robin
 I = ir.INDEX
 
 UNARY = {
@@ -124,6 +124,27 @@ def _out_array(st, shape, strides, dtype, irdt, _alloc=object.__new__):
     return a
 
 
+def _multi_plan(cap, sts, out, first):
+    """The plan of captured launches ``cap`` on inputs ``sts`` giving ``out`` (see Ops), or False."""
+    slots = {id(s): (0, i) for i, s in enumerate(sts)}
+    sizes, program = [], []
+    for lau, used in cap:
+        refs = []
+        for s in used:
+            ref = slots.get(id(s))
+            if ref is None:
+                if s.serial <= first:          # a buffer from before the call
+                    return False
+                ref = slots[id(s)] = (1, len(sizes))
+                sizes.append(s.nbytes)
+            refs.append(ref)
+        program.append((lau, tuple(refs)))
+    oi = slots.get(id(out.st))
+    if oi is None or oi[0] != 1:
+        return False
+    return (tuple(sizes), tuple(program), oi[1], out.shape, out.strides, out.offset, out.dtype, out.ir)
+
+
 class Ops:
     # ================================================================== plumbing
     def _new(self, shape, dtype):
@@ -170,6 +191,53 @@ class Ops:
             want = [a.st for a in inputs] + [out.st]
             if len(sts) == len(want) and all(a is b for a, b in zip(sts, want)):
                 plan = (VEC4_MIN, out.shape, out.strides, out.dtype, out.ir, out.st.nbytes, lau)
+        if len(plans) >= PLANS:
+            plans.clear()
+        plans[pkey] = plan
+        return out
+
+    # The same for an op of several launches with temporaries (full reductions: partials, then
+    # their fold): the plan lists each launch with its buffers as input i, or temporary j (a
+    # buffer the call allocated; one of them holds the output).  A call that did anything
+    # else on the device (upload, copy, readback, an uncaptured dispatch), used a buffer it
+    # did not allocate, or got aliased inputs leaves no plan.
+    def _replayed_multi(self, pkey, ins):
+        plan = self.ctx.plans.get(pkey)
+        if not plan:
+            return None
+        ctx = self.ctx
+        sizes, program, oi, shape, strides, offset, dtype, irdt = plan
+        new = [ctx.alloc(n) for n in sizes]
+        srcs = (tuple(a.st for a in ins), new)
+        for lau, refs in program:
+            ctx.replay(lau, tuple(srcs[k][i] for k, i in refs))
+        out = _out_array(new[oi], shape, strides, dtype, irdt)
+        out.offset = offset
+        return out
+
+    def _planned_multi(self, pkey, ins, run):
+        """``run()``, remembering a plan of its launches under ``pkey`` when one can replay it."""
+        ctx = self.ctx
+        plans = ctx.plans
+        if plans.get(pkey, True) is False:
+            return run()
+        stats = ctx.stats
+        before = (stats["uploads"], stats["copies"], stats["readbacks"], stats["dispatches"])
+        first = next(ctx.serials)
+        prev, ctx.capture = ctx.capture, []
+        try:
+            out = run()
+            cap = ctx.capture
+        finally:
+            if prev is not None:
+                prev.extend(ctx.capture)
+            ctx.capture = prev
+        plan = False
+        sts = [a.st for a in ins]
+        after = (stats["uploads"], stats["copies"], stats["readbacks"],
+                 stats["dispatches"] - sum(1 for lau, _ in cap if lau.groups))
+        if before == after and cap and len(set(map(id, sts))) == len(sts):
+            plan = _multi_plan(cap, sts, out, first)
         if len(plans) >= PLANS:
             plans.clear()
         plans[pkey] = plan
@@ -594,7 +662,18 @@ class Ops:
     # ================================================================== reductions
     def _reduce(self, x, axes, op, acc, out_dtype, keepdims, value=None, extra=(), index_out=False,
                 key=None):
-        """Reduce ``value(load x, loads extra...)`` (cast to ``acc``) over ``axes`` with ``op``."""
+        """Reduce ``value(load x, loads extra...)`` (cast to ``acc``) over ``axes`` with ``op``;
+        replayed from a plan when called again on the same views (``value`` named by ``key``)."""
+        def run():
+            return self._reduce_run(x, axes, op, acc, out_dtype, keepdims, value, extra, index_out, key)
+        if value is not None and key is None:
+            return run()
+        ins = (x, *extra)
+        pkey = ("reduce", op, acc, np.dtype(out_dtype), keepdims, tuple(axes), index_out, key, VEC4_MIN,
+                RED_PARTS, self.ctx.renderer.subgroup, *[(a.ir, a.shape, a.strides, a.offset) for a in ins])
+        return self._replayed_multi(pkey, ins) or self._planned_multi(pkey, ins, run)
+
+    def _reduce_run(self, x, axes, op, acc, out_dtype, keepdims, value, extra, index_out, key):
         nd = x.ndim
         axes = tuple(sorted(axes))
         outer = [d for d in range(nd) if d not in axes]
@@ -668,7 +747,7 @@ class Ops:
 
     def _reduce_vec4(self, ins, rst, mask, R, op, acc, out, value, key):
         """Full reduction of 1-D vec4 operands (``_vec4_mask``): up to RED_PARTS workgroups each
-        fold a contiguous chunk into one partial, then one small reduction of the partials."""
+        fold every RED_PARTS-th block into one partial, then one small reduction of the partials."""
         dts = tuple(a.ir for a in ins)
         kkey = ("reduce_v4", key or op, dts, acc, mask)
         k = _K.get(kkey)
@@ -678,8 +757,8 @@ class Ops:
             args = tuple(ir.Arg(f"x{i}", dt, 1) for i, dt in enumerate(dts)) + (ir.Arg("part", acc, 0, True),)
             k = _K[kkey] = ir.Kernel(f"reduce_{op}_v4", args, (), 1, ir.Reduce(op, v, len(ins), 0, None, True),
                                      (("vec4", mask + (False,)),))
-        chunk = -(-R // (RED_PARTS * RED_CHUNK)) * RED_CHUNK      # nsplit <= RED_PARTS
-        nsplit = -(-R // chunk)
+        nsplit = max(1, min(RED_PARTS, -(-R // RED_BLOCK)))
+        chunk = -(-R // nsplit)           # not read by the kernel (the generic split's parameter)
         final = nsplit == 1 and out.ir == acc
         part = out if final else self._new((nsplit,), _np(acc))
         views = [tuple(s) for s in rst] + [()]
