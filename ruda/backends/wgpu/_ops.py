@@ -200,8 +200,9 @@ class Ops:
     # The same for an op of several launches with temporaries (full reductions: partials, then
     # their fold): the plan lists each launch with its buffers as input i, or temporary j (a
     # buffer the call allocated; one of them holds the output).  A call that did anything
-    # else on the device (upload, copy, readback, an uncaptured dispatch), used a buffer it
-    # did not allocate, or got aliased inputs leaves no plan.
+    # else on the device (upload, copy, readback, an uncaptured dispatch) or used a buffer it
+    # did not allocate marks the key unplannable; one with aliased inputs records nothing (a
+    # plan made without aliasing replays correctly on aliased inputs).
     def _replayed_multi(self, pkey, ins):
         plan = self.ctx.plans.get(pkey)
         if not plan:
@@ -233,12 +234,12 @@ class Ops:
             if prev is not None:
                 prev.extend(ctx.capture)
             ctx.capture = prev
-        plan = False
         sts = [a.st for a in ins]
+        if len(set(map(id, sts))) < len(sts):
+            return out      # aliased inputs say nothing of which buffer each launch reads
         after = (stats["uploads"], stats["copies"], stats["readbacks"],
                  stats["dispatches"] - sum(1 for lau, _ in cap if lau.groups))
-        if before == after and cap and len(set(map(id, sts))) == len(sts):
-            plan = _multi_plan(cap, sts, out, first)
+        plan = before == after and bool(cap) and _multi_plan(cap, sts, out, first)
         if len(plans) >= PLANS:
             plans.clear()
         plans[pkey] = plan
