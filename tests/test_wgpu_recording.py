@@ -133,3 +133,32 @@ def test_reduction_plans_replay_on_new_buffers(dev):
     x, y = xs[0], xs[1]
     for u, v, ua, va in ((x, x, arrays[0], arrays[0]), (x, y, arrays[0], arrays[1]), (y, y, arrays[1], arrays[1])):
         np.testing.assert_allclose(float(xp.vecdot(u, v)), np.dot(ua.astype(np.float64), va), rtol=1e-4)
+
+
+def test_element_reads_share_one_readback_until_a_write(dev):
+    """Reading a small array element by element costs one readback; any dispatch or copy
+    recorded since (in-place update, slice assignment, an op on another array) makes the next
+    read fetch again, and values always match NumPy."""
+    ctx = dev.backend.ctx
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((6, 5)).astype(np.float32)
+    x = xp.asarray(a, device=dev)
+    y = x * 2.0
+    ya = a * np.float32(2.0)
+    r0 = ctx.stats["readbacks"]
+    got = [[(float(y[i, j]), float(x[i, j])) for j in range(5)] for i in range(6)]   # interleaved
+    assert ctx.stats["readbacks"] - r0 == 2
+    np.testing.assert_array_equal(np.array(got, np.float32), np.stack([ya, a], -1))
+    y[2, 3] = 7.5
+    ya[2, 3] = 7.5
+    assert float(y[2, 3]) == 7.5 and float(y[0, 0]) == ya[0, 0]
+    y[1] = x[4]
+    ya[1] = a[4]
+    assert [float(y[1, j]) for j in range(5)] == list(ya[1])
+    y += 1.0
+    ya += np.float32(1.0)
+    np.testing.assert_array_equal(np.array([[float(y[i, j]) for j in range(5)] for i in range(6)], np.float32), ya)
+    big = xp.asarray(rng.standard_normal(20_000).astype(np.float32), device=dev)   # > 64 KiB: plain reads
+    r0 = ctx.stats["readbacks"]
+    assert float(big[123]) == float(np.asarray(big.to_device("cpu"))[123])
+    assert ctx.stats["readbacks"] - r0 == 2

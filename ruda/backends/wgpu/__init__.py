@@ -139,7 +139,7 @@ class WgpuBackend(FftOps, MatmulOps, Ops, Backend):
         store = HOST_STORAGE.get(a.ir, a.dtype)
         out = np.empty(a.shape, store)
         isz = store.itemsize
-        self.ctx.read(a.st, a.offset * isz, a.size * isz, out.reshape(-1).view(np.uint8))
+        self.ctx.read_through(a.st, a.offset * isz, a.size * isz, out.reshape(-1).view(np.uint8))
         return out if store == a.dtype else out.astype(a.dtype)
 
     def asarray(self, a, dtype=None, copy=None):
