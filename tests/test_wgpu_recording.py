@@ -136,9 +136,9 @@ def test_reduction_plans_replay_on_new_buffers(dev):
 
 
 def test_element_reads_share_one_readback_until_a_write(dev):
-    """Reading a small array element by element costs one readback; any dispatch or copy
-    recorded since (in-place update, slice assignment, an op on another array) makes the next
-    read fetch again, and values always match NumPy."""
+    """Reading a small array element by element costs one readback; a write to that array
+    recorded since (in-place update, slice assignment) makes the next read fetch again, a write
+    to another array does not, and values always match NumPy."""
     ctx = dev.backend.ctx
     rng = np.random.default_rng(9)
     a = rng.standard_normal((6, 5)).astype(np.float32)
@@ -149,6 +149,9 @@ def test_element_reads_share_one_readback_until_a_write(dev):
     got = [[(float(y[i, j]), float(x[i, j])) for j in range(5)] for i in range(6)]   # interleaved
     assert ctx.stats["readbacks"] - r0 == 2
     np.testing.assert_array_equal(np.array(got, np.float32), np.stack([ya, a], -1))
+    z = x + 1.0                       # writes another storage: y's host copy stays good
+    assert float(z[0, 0]) == a[0, 0] + np.float32(1.0) and float(y[5, 4]) == ya[5, 4]
+    assert ctx.stats["readbacks"] - r0 == 3
     y[2, 3] = 7.5
     ya[2, 3] = 7.5
     assert float(y[2, 3]) == 7.5 and float(y[0, 0]) == ya[0, 0]

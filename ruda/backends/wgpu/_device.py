@@ -110,14 +110,15 @@ class Launch:
     that generation (same epoch) a replay binds that slot again without looking it up.
     """
 
-    __slots__ = ("pipe", "bgl", "words", "need", "groups", "bg_key", "epoch", "at")
+    __slots__ = ("pipe", "bgl", "words", "need", "groups", "outs", "bg_key", "epoch", "at")
 
-    def __init__(self, pipe, bgl, words, need, groups):
+    def __init__(self, pipe, bgl, words, need, groups, outs):
         self.pipe = pipe
         self.bgl = bgl
         self.words = words
         self.need = need
         self.groups = groups
+        self.outs = outs            # indices of the storages it writes
         self.bg_key = (id(bgl), need)
         self.epoch = 0
         self.at = 0
@@ -204,7 +205,7 @@ class Context:
         self._cp_h = None
         self.stats = {"dispatches": 0, "submits": 0, "uploads": 0, "readbacks": 0, "copies": 0}
         self.serials = itertools.count()
-        self.writes = 0          # dispatches and copies recorded so far (host copies' validity)
+        self.writes = 0          # writes to unnamed storages so far: host copies older are void
 
     # ------------------------------------------------------------------ compile
     def _compile(self, prog):
@@ -334,7 +335,8 @@ class Context:
         prog, (pipe, bgl) = self.cache.get(kernel)
         lay = prog.layout
         words = packing.pack(kernel, shape, views, params, extras, lay=lay)
-        return Launch(pipe, bgl, words, -(-lay.words // 4) * 4, prog.grid(words))
+        outs = tuple(i for i, a in enumerate(kernel.args) if a.writable)
+        return Launch(pipe, bgl, words, -(-lay.words // 4) * 4, prog.grid(words), outs)
 
     def launch(self, kernel, storages, views, shape, params=(), extras=None):
         """Record one dispatch of ``kernel`` over ``shape`` with buffers ``storages``."""
@@ -347,6 +349,8 @@ class Context:
             self.capture.append((lau, storages))
         if not lau.groups:
             return
+        for i in lau.outs:
+            storages[i].host = None
         if lau.epoch != self.epoch:
             lau.at = self.put(lau.words)
             lau.epoch = self.epoch
@@ -356,7 +360,7 @@ class Context:
         bg = self.bind_groups.get(key)
         if bg is None:
             bg = self._bind_group(key, lau.bgl, lau.need, storages)
-        self.record(lau.pipe, bg, lau.at, lau.groups)
+        self._dispatch(lau.pipe, bg, lau.at, lau.groups)
 
     def _bind_group(self, key, bgl, need, storages):
         entries = [{"binding": 0, "resource": {"buffer": self.arena_buf, "offset": 0, "size": need * 4}}]
@@ -370,7 +374,13 @@ class Context:
         return bg
 
     def record(self, pipe, bg, at, gx, gy=1, gz=1):
-        """Record one dispatch into the open compute pass: metadata at arena word ``at``.
+        """Record one dispatch into the open compute pass: metadata at arena word ``at``.  Which
+        storages it writes is unknown here: every host copy (read_through) is void after it."""
+        self.writes += 1
+        self._dispatch(pipe, bg, at, gx, gy, gz)
+
+    def _dispatch(self, pipe, bg, at, gx, gy=1, gz=1):
+        """``record`` for a caller that voided the host copies of what it writes.
 
         The pipeline is set only when it changes, the bind group only when it or its offset
         changes (state persists within a pass)."""
@@ -398,7 +408,6 @@ class Context:
                 self.last_bind, self.last_at = bg, at
             cp.dispatch_workgroups(gx, gy, gz)
         self.ndispatch += 1
-        self.writes += 1
         self.stats["dispatches"] += 1
         if self.ndispatch >= FLUSH_EVERY:
             self.flush()
@@ -448,9 +457,10 @@ class Context:
 
     def read_through(self, st, byte_off, nbytes, out):
         """``read``, but a storage of at most HOST_COPY_MAX bytes is read whole and its host copy
-        kept until the device next records a dispatch or copy (anywhere): reading a small array
-        element by element then costs one readback, not one each (a submit and a map: ~3 ms on
-        lavapipe, ~0.1 ms on NVIDIA)."""
+        kept until the device next records a write to it (a launch naming it as an output, or a
+        write it cannot name: ``record``, a copy into a non-staging buffer): reading a small
+        array element by element then costs one readback, not one each (a submit and a map:
+        ~3 ms on lavapipe, ~0.1 ms on NVIDIA)."""
         if st.nbytes > HOST_COPY_MAX:
             return self.read(st, byte_off, nbytes, out)
         held = st.host
