@@ -86,7 +86,7 @@ def literal(value, dtype):
 class Program:
     """A rendered kernel: WGSL source plus what the launcher needs."""
 
-    __slots__ = ("kernel", "source", "layout", "kind", "key")
+    __slots__ = ("kernel", "source", "layout", "kind", "key", "outs")
 
     def __init__(self, kernel, source, kind):
         self.kernel = kernel
@@ -94,6 +94,7 @@ class Program:
         self.layout = _layout(kernel)
         self.kind = kind
         self.key = source
+        self.outs = tuple(i for i, a in enumerate(kernel.args) if a.writable)   # args it writes
 
     def grid(self, words):
         """Workgroups (x) for a launch with metadata ``words``."""

@@ -335,8 +335,7 @@ class Context:
         prog, (pipe, bgl) = self.cache.get(kernel)
         lay = prog.layout
         words = packing.pack(kernel, shape, views, params, extras, lay=lay)
-        outs = tuple(i for i, a in enumerate(kernel.args) if a.writable)
-        return Launch(pipe, bgl, words, -(-lay.words // 4) * 4, prog.grid(words), outs)
+        return Launch(pipe, bgl, words, -(-lay.words // 4) * 4, prog.grid(words), prog.outs)
 
     def launch(self, kernel, storages, views, shape, params=(), extras=None):
         """Record one dispatch of ``kernel`` over ``shape`` with buffers ``storages``."""

@@ -174,28 +174,35 @@ class Ops:
     def _planned(self, pkey, key, fn, inputs, out_dtype=None):
         """``_map(key, fn, inputs, out_dtype)``, remembering a plan under ``pkey`` when it was one
         launch."""
-        ctx = self.ctx
-        plans = ctx.plans
-        if plans.get(pkey, True) is False:     # known not to be replayable
+        if self.ctx.plans.get(pkey, True) is False:     # known not to be replayable
             return self._map(key, fn, inputs, out_dtype)
-        prev, ctx.capture = ctx.capture, []
-        try:
-            out = self._map(key, fn, inputs, out_dtype)
-            cap = ctx.capture
-        finally:
-            if prev is not None:           # an enclosing capture sees every launch
-                prev.extend(ctx.capture)
-            ctx.capture = prev
+        out, cap = self._captured(lambda: self._map(key, fn, inputs, out_dtype))
         plan = False
         if len(cap) == 1 and out.offset == 0:
             lau, sts = cap[0]
             want = [a.st for a in inputs] + [out.st]
             if len(sts) == len(want) and all(a is b for a, b in zip(sts, want)):
                 plan = (VEC4_MIN, out.shape, out.strides, out.dtype, out.ir, out.st.nbytes, lau)
+        self._remember(pkey, plan)
+        return out
+
+    def _captured(self, run):
+        """``(run(), the launches it recorded)``; an enclosing capture sees them too."""
+        ctx = self.ctx
+        prev, ctx.capture = ctx.capture, []
+        try:
+            out = run()
+            return out, ctx.capture
+        finally:
+            if prev is not None:
+                prev.extend(ctx.capture)
+            ctx.capture = prev
+
+    def _remember(self, pkey, plan):
+        plans = self.ctx.plans
         if len(plans) >= PLANS:
             plans.clear()
         plans[pkey] = plan
-        return out
 
     # The same for an op of several launches with temporaries (full reductions: partials, then
     # their fold): the plan lists each launch with its buffers as input i, or temporary j (a
@@ -220,29 +227,18 @@ class Ops:
     def _planned_multi(self, pkey, ins, run):
         """``run()``, remembering a plan of its launches under ``pkey`` when one can replay it."""
         ctx = self.ctx
-        plans = ctx.plans
-        if plans.get(pkey, True) is False:
+        if ctx.plans.get(pkey, True) is False:
             return run()
         stats = ctx.stats
         before = (stats["uploads"], stats["copies"], stats["readbacks"], stats["dispatches"])
         first = next(ctx.serials)
-        prev, ctx.capture = ctx.capture, []
-        try:
-            out = run()
-            cap = ctx.capture
-        finally:
-            if prev is not None:
-                prev.extend(ctx.capture)
-            ctx.capture = prev
+        out, cap = self._captured(run)
         sts = [a.st for a in ins]
         if len(set(map(id, sts))) < len(sts):
             return out      # aliased inputs say nothing of which buffer each launch reads
         after = (stats["uploads"], stats["copies"], stats["readbacks"],
                  stats["dispatches"] - sum(1 for lau, _ in cap if lau.groups))
-        plan = before == after and bool(cap) and _multi_plan(cap, sts, out, first)
-        if len(plans) >= PLANS:
-            plans.clear()
-        plans[pkey] = plan
+        self._remember(pkey, before == after and bool(cap) and _multi_plan(cap, sts, out, first))
         return out
 
     def _launch(self, kernel, arrays, strides, shape, params=(), extras=None):
