@@ -132,6 +132,21 @@ def test_launcher_finds_mpiexec_from_env(monkeypatch):
     assert os.path.basename(run.find_mpiexec()) in ("mpiexec", "mpirun")
 
 
+@pytest.mark.parametrize("status", [0, 137])
+def test_launcher_names_a_vanished_rank_whatever_mpiexec_returns(tmp_path, monkeypatch, capsys,
+                                                                 status):
+    """mpiexec may end a job whose rank vanished with 0 or with a signal's status; the
+    launcher names the rank either way and never returns 0."""
+    fake = tmp_path / "mpiexec"
+    fake.write_text('#!/bin/sh\n[ "$1" = --version ] && exit 0\n'
+                    f'touch "$RUDA_DIST_STATUS_DIR/1.started"\nexit {status}\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("RUDA_MPIEXEC", str(fake))
+    rc = run.main(["-n", "2", "script.py"])
+    assert rc == (status or 1)
+    assert "rank(s) [1] ended without a normal exit" in capsys.readouterr().err
+
+
 def test_nccl_backend_without_cupy_raises_import_error():
     try:
         from cupy.cuda import nccl  # noqa: F401

@@ -5,7 +5,7 @@ through the installed ``mpiexec``, with the environment passed through.
 ``--hosts a,b`` and ``--hostfile FILE`` go to mpiexec, so the same command
 spans machines.  The exit status is mpiexec's, or 1 when a rank that called
 ``ruda.distributed.init`` vanished without a normal exit (mpiexec may tear the job
-down with status 0 then).  mpiexec is, in order: ``$RUDA_MPIEXEC``, the one next to this
+down with status 0 then); such ranks are named on stderr whatever the status.  mpiexec is, in order: ``$RUDA_MPIEXEC``, the one next to this
 Python (the ``mpich`` wheel installs it there), the first on ``PATH``.
 """
 import argparse
@@ -72,7 +72,8 @@ def main(argv=None):
         return subprocess.call(cmd, env=os.environ.copy())
     with tempfile.TemporaryDirectory(prefix="ruda-dist-") as status:
         rc = subprocess.call(cmd, env={**os.environ, "RUDA_DIST_STATUS_DIR": status})
-        return rc or _vanished(status)
+        lost = _vanished(status)        # said whatever mpiexec's status (0 or a signal's)
+        return rc or lost
 
 
 def _vanished(status):
