@@ -369,6 +369,17 @@ def test_complex_special_values(device, name):
                       dtype=expected_dtype(device, name, oracle, a))
 
 
+def _assert_exactly_numpy(device, name, a, b):
+    """``name`` on device operands equals NumPy's result bit for bit; names the first mismatches."""
+    with np.errstate(all="ignore"):
+        want = getattr(np, name)(a, b)
+    got = np.asarray(getattr(xp, name)(xp.asarray(a, device=device), xp.asarray(b, device=device))
+                     .to_device("cpu"))
+    assert got.dtype == want.dtype
+    bad = np.nonzero(got != want)[0]
+    assert bad.size == 0, (a.dtype.name, [(a[i], b[i], got[i], want[i]) for i in bad[:5]])
+
+
 @pytest.mark.parametrize("name", ["floor_divide", "remainder"])
 def test_integer_division_over_the_whole_range(device, name):
     """Every integer dtype, operands across the whole range with the edges (MIN, MAX, -1, 0, +-1..3)
@@ -382,10 +393,20 @@ def test_integer_division_over_the_whole_range(device, name):
         a[:50], a[50:100] = info.min, info.max
         if info.min < 0:
             b[:25] = -1
-        with np.errstate(all="ignore"):
-            want = getattr(np, name)(a, b)
-        got = np.asarray(getattr(xp, name)(xp.asarray(a, device=device), xp.asarray(b, device=device))
-                         .to_device("cpu"))
-        assert got.dtype == want.dtype
-        bad = np.nonzero(got != want)[0]
-        assert bad.size == 0, (np.dtype(dt).name, [(a[i], b[i], got[i], want[i]) for i in bad[:5]])
+        _assert_exactly_numpy(device, name, a, b)
+
+
+@pytest.mark.parametrize("name", ["bitwise_left_shift", "bitwise_right_shift"])
+def test_shift_counts_outside_the_width(device, name):
+    """Counts past the width or negative (the standard leaves them open) give NumPy's results:
+    0 for left shifts, 0 / the sign fill for right shifts; never the count taken modulo the width."""
+    rng = np.random.default_rng(12)
+    for dt in xp.__array_namespace_info__().dtypes(device=device, kind="integral").values():
+        info = np.iinfo(dt)
+        a = rng.integers(info.min, info.max, 4000, dtype=dt, endpoint=True)
+        lo = -2 * info.bits if info.min < 0 else 0
+        b = rng.integers(lo, min(2 * info.bits, info.max), 4000, dtype=dt, endpoint=True)
+        b[:20] = info.max
+        if info.min < 0:
+            b[20:40] = info.min
+        _assert_exactly_numpy(device, name, a, b)

@@ -9,7 +9,7 @@ CuPy store it), integers and floats are their C types, complex types are
 ``f16`` is not rendered (ruda has no float16 dtype).  Values are computed
 with NumPy semantics: integer arithmetic wraps (done in unsigned types),
 ``floordiv``/``mod`` follow ``npy_divmod``, ``max``/``min`` propagate NaN,
-``round`` is half-to-even, shifts past the width give 0 / the sign fill.
+``round`` is half-to-even, shift counts past the width or negative give 0 / the sign fill.
 
 Signature of every rendered kernel (``Program.name``)::
 
@@ -356,7 +356,7 @@ class _Render:
         if name == "shr":
             if unsigned:
                 return f"(({y}) >= {bits} ? ({T})0 : ({T})(({x}) >> ({y})))"
-            return f"(({T})(({x}) >> (({y}) < 0 ? 0 : (({y}) > {bits - 1} ? {bits - 1} : ({y})))))"
+            return f"(({T})(({x}) >> ((({y}) < 0 || ({y}) > {bits - 1}) ? {bits - 1} : ({y}))))"
         if name in ("floordiv", "div", "mod", "pow"):
             return f"{self.int_helper('floordiv' if name == 'div' else name, dt)}({x}, {y})"
         raise RenderError(f"cuda_c: op {name!r} is not defined for {dt}")

@@ -116,7 +116,7 @@ OPS = {
     "atan2": (2, "same"), "hypot": (2, "same"), "copysign": (2, "same"),
     "nextafter": (2, "same"), "logaddexp": (2, "same"),
     "and": (2, "same"), "or": (2, "same"), "xor": (2, "same"),   # bitwise; logical on bool
-    "shl": (2, "same"), "shr": (2, "same"),          # NumPy: shifts >= width give 0 / sign fill
+    "shl": (2, "same"), "shr": (2, "same"),          # NumPy: counts < 0 or >= width give 0 / sign fill
     # comparisons
     "eq": (2, "bool"), "ne": (2, "bool"), "lt": (2, "bool"), "le": (2, "bool"),
     "gt": (2, "bool"), "ge": (2, "bool"),

@@ -435,8 +435,8 @@ class _Render:
         if name == "shr":
             if unsigned:
                 return f"select({z}, {x} >> u32({y}), {y} < {literal(bits, dt)})"
-            cap = literal(bits - 1, dt)
-            return f"({x} >> u32(select(min({y}, {cap}), {z}, {y} < {z})))"
+            cap = literal(bits - 1, dt)     # negative counts sign-fill, as in NumPy
+            return f"({x} >> u32(select(min({y}, {cap}), {cap}, {y} < {z})))"
         if name in ("floordiv", "mod", "pow", "div"):
             h = self.int_helper(name, dt)
             return wrap(f"{h}({x}, {y})")

@@ -101,6 +101,25 @@ def remainder(x1, x2):
     return cp.remainder(x1, x2)
 
 
+# NumPy's shifts for every count: past the width or negative, left shifts give 0 and right shifts
+# 0 / the sign fill.  CuPy computes a plain C << or >>, undefined there, so counts are clamped first.
+def _shift_count(x2):
+    bits = x2.dtype.itemsize * 8
+    past = (x2 >= bits) if x2.dtype.kind == "u" else (x2 < 0) | (x2 >= bits)
+    return past, cp.where(past, x2.dtype.type(bits - 1), x2)
+
+
+def bitwise_left_shift(x1, x2):
+    past, n = _shift_count(x2)
+    return cp.where(past, x1.dtype.type(0), cp.left_shift(x1, n))
+
+
+def bitwise_right_shift(x1, x2):
+    past, n = _shift_count(x2)
+    r = cp.right_shift(x1, n)      # a signed count of width-1 is the sign fill
+    return cp.where(past, x1.dtype.type(0), r) if x1.dtype.kind == "u" else r
+
+
 def reshape(x, shape, copy=None):
     if copy:
         return cp.reshape(x, shape).copy()
