@@ -299,7 +299,8 @@ def test_unary_special_values(device, name):
 
 
 @pytest.mark.parametrize("name", ["add", "subtract", "multiply", "divide", "pow", "maximum", "minimum",
-                                  "atan2", "hypot", "copysign", "logaddexp", "equal", "less",
+                                  "atan2", "hypot", "copysign", "logaddexp", "equal", "not_equal",
+                                  "less", "less_equal", "greater", "greater_equal",
                                   "remainder", "floor_divide", "nextafter"])
 def test_binary_special_values(device, name):
     kinds, *_, oracle, loose = BINARY[name]
@@ -367,6 +368,21 @@ def test_complex_special_values(device, name):
         exp = oracle_value(name, oracle, a)
         assert_result(res, exp.astype(res.dtype) if exp.dtype.kind in "fc" else exp,
                       dtype=expected_dtype(device, name, oracle, a))
+
+
+@pytest.mark.parametrize("name", ["equal", "not_equal"])
+def test_complex_equality_special_values(device, name):
+    """A complex number with a NaN part equals nothing, itself included (naga once rendered != as
+    an ordered compare, so NaN != NaN was false on wgpu)."""
+    parts = [math.nan, math.inf, -0.0, 0.0, 1.5]
+    for dt in supported(device, "complex floating"):
+        re, im = np.meshgrid(parts, parts)
+        a = re.astype(dt)
+        a.imag = im
+        x, y = np.meshgrid(a.ravel(), a.ravel())
+        assert np.isnan(x).any() and np.isinf(x).any() and not np.isnan(x).all()
+        res = getattr(xp, name)(xp.asarray(x, device=device), xp.asarray(y, device=device))
+        assert_result(res, getattr(np, name)(x, y))
 
 
 def _assert_exactly_numpy(device, name, a, b):

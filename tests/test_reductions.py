@@ -114,6 +114,23 @@ def test_max_min_nan_propagates(device):
         assert_result(xp.min(x, axis=0), np.min(a, axis=0), dtype=dt)
 
 
+def test_nan_is_true(device):
+    """NaN (in either part of a complex number) is nonzero, so true, in all, any, count_nonzero,
+    nonzero and the cast to bool, as in NumPy; +-0 is false.  (wgpu once took NaN for false.)"""
+    real = np.asarray([np.nan, 0.0, -0.0, 1.0, np.inf, np.nan], np.float64)
+    cplx = np.asarray([complex(np.nan, 0), complex(0, np.nan), 0j, complex(-0.0, 0), 1j, 0j])
+    for dt in supported(device, ("real floating", "complex floating")):
+        a = (real if np.dtype(dt).kind == "f" else cplx).astype(dt)
+        x = xp.asarray(a, device=device)
+        for name in ("all", "any"):
+            assert_result(getattr(xp, name)(x[:1]), getattr(np, name)(a[:1]))
+            assert_result(getattr(xp, name)(x[None, :], axis=1), getattr(np, name)(a[None, :], axis=1))
+        assert int(xp.count_nonzero(x)) == np.count_nonzero(a), dt
+        assert_result(xp.nonzero(x)[0], np.nonzero(a)[0].astype(default(device, "indexing")))
+        if np.dtype(dt).kind == "f":
+            assert_result(xp.astype(x, xp.bool), a.astype(bool))
+
+
 @given(data=st.data(), seed=seeds, sa=shape_and_axis(), keepdims=st.booleans(), layout=layouts)
 def test_mean(device, data, seed, sa, keepdims, layout):
     shape, axis = sa

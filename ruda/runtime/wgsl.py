@@ -329,10 +329,10 @@ class _Render:
             return x
         T = VALUE[dst]
         if dst == "bool":
-            if src in ir.COMPLEX:
-                return f"any({x} != {T.replace('bool', VALUE[src])}(0))" if False else \
-                    f"(({x}).x != 0.0{_FLOAT_SUFFIX[ir.real_of(src)]} || ({x}).y != 0.0{_FLOAT_SUFFIX[ir.real_of(src)]})"
-            return f"({x} != {literal(0, src)})"
+            if src in ir.COMPLEX:       # NaN is true, as in NumPy (!(x == 0): see fop's "ne")
+                z = literal(0, ir.real_of(src))
+                return f"(!(({x}).x == {z} && ({x}).y == {z}))"
+            return f"(!({x} == {literal(0, src)}))" if src in ir.FLOATS else f"({x} != {literal(0, src)})"
         if src == "bool":
             if dst in ir.COMPLEX:
                 r = ir.real_of(dst)
@@ -518,8 +518,10 @@ class _Render:
             return x
         if name == "imag":
             return zero
-        if name in ("eq", "ne", "lt", "le", "gt", "ge"):
-            opn = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}[name]
+        if name == "ne":        # naga renders != as an ordered compare (NaN != NaN is false)
+            return f"(!({x} == {y}))"
+        if name in ("eq", "lt", "le", "gt", "ge"):
+            opn = {"eq": "==", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}[name]
             return f"({x} {opn} {y})"
         if dt == "f16":
             if name in _F32_BUILTIN or name in ("atan2", "pow"):
@@ -587,7 +589,7 @@ class _Render:
         if name == "eq":
             return f"({x}.x == {y}.x && {x}.y == {y}.y)"
         if name == "ne":
-            return f"({x}.x != {y}.x || {x}.y != {y}.y)"
+            return f"(!({x}.x == {y}.x && {x}.y == {y}.y))"
         if name in ("isnan", "isinf"):
             h = self.need(f"{name}_{r}")
             return f"({h}({x}.x) || {h}({x}.y))"
