@@ -45,6 +45,27 @@ def test_sort_argsort(device, data, seed, shape, descending, layout):
     np.testing.assert_array_equal(np.take_along_axis(a, idx2, axis=axis), np.take_along_axis(a, idx, axis=axis))
 
 
+def test_sort_nan_and_signed_zero(device):
+    """NaN is the largest value (last ascending, first descending, as flipping NumPy's order
+    gives); +0 and -0 are equal, so a stable sort keeps their order either way; sort gives
+    take_along_axis(x, argsort) bit for bit."""
+    row = [0.0, np.nan, -0.0, 1.5, -np.inf, np.nan, -0.0, 0.0, np.inf, -2.0, 0.0]
+    for dt in supported(device, "real floating"):
+        for a, axis in ((np.asarray([row, row[::-1]], dt), -1), (np.asarray([row, row[::-1]], dt).T, 0)):
+            x = xp.asarray(a, device=device)
+            for descending in (False, True):
+                if descending:      # stable descending: reverse the axis, sort stably, map back
+                    n = a.shape[axis] - 1
+                    idx = n - np.flip(np.argsort(np.flip(a, axis), axis=axis, kind="stable"), axis)
+                else:
+                    idx = np.argsort(a, axis=axis, kind="stable")
+                assert_result(xp.argsort(x, axis=axis, descending=descending), idx, dtype=index_dtype(device))
+                got = to_numpy(xp.sort(x, axis=axis, descending=descending))
+                want = np.take_along_axis(a, idx, axis=axis)
+                np.testing.assert_array_equal(got, want)
+                np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
 def test_sort_errors(device):
     c = supported(device, "complex floating")
     if c:
@@ -193,6 +214,17 @@ def test_isin(device, data, seed, s1, n2, invert):
     s = b[0].item() if n2 else 1
     res = xp.isin(xp.asarray(a, device=device), s)
     assert_result(res, np.isin(a, np.asarray(s, dt)), dtype=xp.bool)
+
+
+def test_unique_complex_nan(device):
+    """A complex value with a NaN part is its own unique value, like a real NaN."""
+    for dt in supported(device, "complex floating"):
+        a = np.asarray([complex(np.nan, 1), 2 + 1j, complex(1, np.nan), 0j, complex(-0.0, 0), 2 + 1j,
+                        complex(np.nan, np.nan), complex(np.nan, 1)], dtype=dt)
+        vals, counts = (to_numpy(t) for t in xp.unique_counts(xp.asarray(a, device=device)))
+        assert vals.dtype == dt and np.isnan(vals).sum() == 4
+        np.testing.assert_array_equal(counts[np.isnan(vals)], [1, 1, 1, 1])
+        assert sorted(counts[~np.isnan(vals)]) == [2, 2]
 
 
 def test_unique_nan_and_signed_zero(device):

@@ -53,6 +53,16 @@ def ops_for(mod):
     def min(x, axis, keepdims=False):
         return mod.min(x, axis=axis, keepdims=keepdims)
 
+    # NumPy needs kind="stable" (its default is not); CuPy's sort is always stable and takes no kind
+    kinds = {True: "stable", False: "quicksort"} if mod.__name__ == "numpy" else {True: None, False: None}
+
+    def sort(x, axis=-1, descending=False, stable=True):
+        # descending sorts the reversed axis and reverses back: equal values (+-0) keep their order
+        # and NaN (the largest) comes first, the order of argsort(descending=True)
+        if descending:
+            return mod.flip(mod.sort(mod.flip(x, axis), axis=axis, kind=kinds[stable]), axis)
+        return mod.sort(x, axis=axis, kind=kinds[stable])
+
     def permute_dims(x, axes):
         return x.transpose(axes)
 
@@ -60,7 +70,7 @@ def ops_for(mod):
         return mod.matmul(x1, x2)
 
     return {f.__name__: f for f in (getitem, setitem, astype, arange, empty, eye, linspace, tril,
-                                     triu, isin, sum, prod, max, min, permute_dims, matmul)}
+                                     triu, isin, sum, prod, max, min, sort, permute_dims, matmul)}
 
 
 def c99_complex(mod):

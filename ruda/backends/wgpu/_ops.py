@@ -1320,30 +1320,23 @@ class Ops:
 
     # ================================================================== sorting
     def _before(self, a, ia, b, ib, n, descending):
-        """IR bool: (a, ia) sorts before (b, ib); padding (index >= n) last, NaN after numbers."""
+        """IR bool: (a, ia) sorts before (b, ib), ties by index (stable); padding (index >= n)
+        last; NaN is the largest value (last ascending, first descending, as NumPy's flip)."""
         pa = ir.op("ge", ia, n)
         pb = ir.op("ge", ib, n)
         lt_i = ir.op("lt", ia, ib)
-        if a.dtype in ir.COMPLEX:          # lexicographic (real, imag), NaNs last (unique_* only)
+        o = "gt" if descending else "lt"
+        if a.dtype in ir.COMPLEX:          # lexicographic (real, imag) (unique_* only)
             ra, xa, rb, xb = ir.op("real", a), ir.op("imag", a), ir.op("real", b), ir.op("imag", b)
-            o = "gt" if descending else "lt"
             cmp = ir.op("or", ir.op(o, ra, rb), ir.op("and", ir.op("eq", ra, rb), ir.op(o, xa, xb)))
-            eq = ir.op("eq", a, b)
-            na, nb_ = ir.op("isnan", a), ir.op("isnan", b)
-            num = ir.op("or", cmp, ir.op("and", eq, lt_i))
-            v = ir.select(ir.op("and", na, nb_), lt_i, ir.select(na, ir.Const(False, "bool"),
-                                                                 ir.select(nb_, ir.Const(True, "bool"), num)))
-        elif a.dtype in ir.FLOATS:
-            na, nb_ = ir.op("isnan", a), ir.op("isnan", b)
-            cmp = ir.op("gt" if descending else "lt", a, b)
-            eq = ir.op("eq", a, b)
-            num = ir.op("or", cmp, ir.op("and", eq, lt_i))
-            both_nan = ir.op("and", na, nb_)
-            v = ir.select(both_nan, lt_i, ir.select(na, ir.Const(False, "bool"),
-                                                    ir.select(nb_, ir.Const(True, "bool"), num)))
         else:
-            cmp = ir.op("gt" if descending else "lt", a, b)
-            v = ir.op("or", cmp, ir.op("and", ir.op("eq", a, b), lt_i))
+            cmp = ir.op(o, a, b)
+        v = ir.op("or", cmp, ir.op("and", ir.op("eq", a, b), lt_i))
+        if a.dtype in ir.COMPLEX or a.dtype in ir.FLOATS:
+            na, nb_ = ir.op("isnan", a), ir.op("isnan", b)
+            v = ir.select(ir.op("and", na, nb_), lt_i,
+                          ir.select(na, ir.Const(bool(descending), "bool"),
+                                    ir.select(nb_, ir.Const(not descending, "bool"), v)))
         both_pad = ir.op("and", pa, pb)
         return ir.select(both_pad, lt_i, ir.select(pa, ir.Const(False, "bool"), ir.select(pb, ir.Const(True, "bool"), v)))
 
