@@ -15,6 +15,8 @@ def tied(rng, shape, dt):
     """Random values with many ties (so stability matters)."""
     k = np.dtype(dt).kind
     v = rng.integers(0 if k == "u" else -4, 5, size=shape)
+    if k == "c":                 # ties in both parts
+        return (0.75 * (v + 1j * rng.integers(-2, 3, size=shape))).astype(dt)
     return (v * (0.75 if k == "f" else 1)).astype(dt)
 
 
@@ -206,7 +208,7 @@ def test_unique(device, data, seed, shape):
 
 @given(data=st.data(), seed=seeds, s1=shapes(0, 3, 0, 5), n2=st.integers(0, 8), invert=st.booleans())
 def test_isin(device, data, seed, s1, n2, invert):
-    dt = data.draw(dtypes(device, REAL), label="dtype")
+    dt = data.draw(dtypes(device, REAL + ("complex floating",)), label="dtype")
     rng = np.random.default_rng(seed)
     a, b = tied(rng, s1, dt), tied(rng, (n2,), dt)
     res = xp.isin(xp.asarray(a, device=device), xp.asarray(b, device=device), invert=invert)
@@ -214,6 +216,17 @@ def test_isin(device, data, seed, s1, n2, invert):
     s = b[0].item() if n2 else 1
     res = xp.isin(xp.asarray(a, device=device), s)
     assert_result(res, np.isin(a, np.asarray(s, dt)), dtype=xp.bool)
+
+
+def test_isin_complex(device):
+    """Complex values (ties in both parts, NaN parts never match) against NumPy."""
+    rng = np.random.default_rng(5)
+    for dt in supported(device, "complex floating"):
+        a, b = tied(rng, (6, 7), dt), tied(rng, (9,), dt)
+        a[0, :2] = b[:2] = complex(np.nan, 0.75)
+        for invert in (False, True):
+            res = xp.isin(xp.asarray(a, device=device), xp.asarray(b, device=device), invert=invert)
+            assert_result(res, np.isin(a, b, invert=invert), dtype=xp.bool)
 
 
 def test_unique_complex_nan(device):

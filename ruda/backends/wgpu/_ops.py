@@ -146,6 +146,16 @@ def _multi_plan(cap, sts, out, first):
     return (tuple(sizes), tuple(program), oi[1], out.shape, out.strides, out.offset, out.dtype, out.ir)
 
 
+def _order(op, a, b):
+    """IR ``a op b`` for op lt/le/gt/ge; complex values compare lexicographically (real, imag),
+    the order sort gives them for unique_* and isin."""
+    if a.dtype not in ir.COMPLEX:
+        return ir.op(op, a, b)
+    ra, rb = ir.op("real", a), ir.op("real", b)
+    return ir.op("or", ir.op(op[0] + "t", ra, rb),
+                 ir.op("and", ir.op("eq", ra, rb), ir.op(op, ir.op("imag", a), ir.op("imag", b))))
+
+
 class Ops:
     # ================================================================== plumbing
     def _new(self, shape, dtype):
@@ -1325,12 +1335,7 @@ class Ops:
         pa = ir.op("ge", ia, n)
         pb = ir.op("ge", ib, n)
         lt_i = ir.op("lt", ia, ib)
-        o = "gt" if descending else "lt"
-        if a.dtype in ir.COMPLEX:          # lexicographic (real, imag) (unique_* only)
-            ra, xa, rb, xb = ir.op("real", a), ir.op("imag", a), ir.op("real", b), ir.op("imag", b)
-            cmp = ir.op("or", ir.op(o, ra, rb), ir.op("and", ir.op("eq", ra, rb), ir.op(o, xa, xb)))
-        else:
-            cmp = ir.op(o, a, b)
+        cmp = _order("gt" if descending else "lt", a, b)
         v = ir.op("or", cmp, ir.op("and", ir.op("eq", a, b), lt_i))
         if a.dtype in ir.COMPLEX or a.dtype in ir.FLOATS:
             na, nb_ = ir.op("isnan", a), ir.op("isnan", b)
@@ -1427,12 +1432,12 @@ class Ops:
             for st in steps:
                 cand = ir.op("add", pos, ir.Const(st, I))
                 a = ir.Load(0, ir.Flat(ir.op("sub", ir.op("min", cand, nn), ir.Const(1, I))), dt)
-                if dt in ir.FLOATS:
+                if dt in ir.FLOATS or dt in ir.COMPLEX:     # complex: isin only
                     na, nv = ir.op("isnan", a), ir.op("isnan", v)
                     if right:
-                        ok = ir.op("or", nv, ir.op("and", ir.op("not", na), ir.op("le", a, v)))
+                        ok = ir.op("or", nv, ir.op("and", ir.op("not", na), _order("le", a, v)))
                     else:
-                        ok = ir.op("and", ir.op("not", na), ir.op("or", nv, ir.op("lt", a, v)))
+                        ok = ir.op("and", ir.op("not", na), ir.op("or", nv, _order("lt", a, v)))
                 else:
                     ok = ir.op("le" if right else "lt", a, v)
                 ok = ir.op("and", ir.op("le", cand, nn), ok)
