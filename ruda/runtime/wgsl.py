@@ -550,14 +550,14 @@ class _Render:
             return f"{self.need('divmod_' + S)}({x}, {y}).y"
         if name == "hypot":
             return f"{self.need('hypot_' + S)}({x}, {y})"
-        if name == "logaddexp":
-            return f"{self.need('logaddexp_' + S)}({x}, {y})"
         if name == "atan2":
             return f"{self._atan2(S)}({x}, {y})"
-        if name == "pow" and S == "f32" and self.r.f64:
+        if name in ("pow", "logaddexp") and S == "f32" and self.r.f64:   # f32 exp/log builtins are loose
             return f"f32({self.fop(name, [f'f64({x})', f'f64({y})'], 'f64')})"
         if name == "pow":
             return f"{self.need('fpow_' + S)}({x}, {y})"
+        if name == "logaddexp":
+            return f"{self.need('logaddexp_' + S)}({x}, {y})"
         if name in ("exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "asin",
                     "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh"):
             if S == "f32":

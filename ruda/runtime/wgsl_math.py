@@ -422,6 +422,7 @@ _GENERIC = {
     ax = -x;
     if (yodd) { sgn = -{O}; }
   }
+  if (ax == {O}) { return sgn; }   // (-1) ** +-inf is 1 (the standard; exp(inf * 0) is NaN)
   if (isinf_{S}(ax)) { if (y > {Z}) { return sgn * ax; } return sgn * {Z}; }
   return sgn * exp_{S}(y * log_{S}(ax));
 }"""),
