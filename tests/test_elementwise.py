@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import ruda as xp
+from conftest import to_numpy
 from strategies import (assert_result, broadcastable_pair, default, dtypes, host64, layouts, need, rand,
                         rand_nonzero, seeds, shapes, supported, view)
 
@@ -379,6 +380,28 @@ def test_logaddexp_small_results(device):
         res = xp.logaddexp(xp.asarray(a, device=device), xp.asarray(np.zeros_like(a), device=device))
         rtol = 8 * np.finfo(dt).eps if exact else 5e-5
         assert_result(res, np.logaddexp(a.astype(np.float64), 0.0), dtype=dt, rtol=rtol, atol=0)
+
+
+@pytest.mark.parametrize("name", ["log1p", "expm1"])
+def test_complex_log1p_expm1_near_zero(device, name):
+    """Complex log1p / expm1 for |z| from 1e-9 to 0.4 to a few ulp of |result| (log(1 + z) and
+    exp(z) - 1 lose all digits near 0), against formulas evaluated in long double."""
+    if device.kind == "cuda":
+        pytest.skip("cuda's complex log1p/expm1 are CuPy's log(1 + z) / exp(z) - 1 (not yet replaced)")
+    rng = np.random.default_rng(21)
+    mag = 10.0 ** rng.uniform(-9, np.log10(0.4), 400)
+    ang = rng.uniform(-np.pi, np.pi, 400)
+    for dt in supported(device, "complex floating"):
+        z = (mag * np.exp(1j * ang)).astype(dt)
+        x, y = z.real.astype(np.longdouble), z.imag.astype(np.longdouble)
+        if name == "log1p":
+            want = 0.5 * np.log1p(x * (2 + x) + y * y) + 1j * np.arctan2(y, 1 + x)
+        else:
+            want = np.expm1(x) * np.cos(y) - 2 * np.sin(y / 2) ** 2 + 1j * np.exp(x) * np.sin(y)
+        got = to_numpy(getattr(xp, name)(xp.asarray(z, device=device)))
+        assert got.dtype == dt
+        err = np.abs(got.astype(np.clongdouble) - want) / np.abs(want)
+        assert err.max() < 8 * np.finfo(dt).eps, (np.dtype(dt).name, z[np.argmax(err)], err.max())
 
 
 @pytest.mark.parametrize("name", ["equal", "not_equal"])

@@ -140,9 +140,12 @@ COMPLEX_CASES = {
              (-0.0, NAN), (INF, F), (INF, INF), (INF, NAN), (NAN, 0.0), (NAN, F), (NAN, NAN)],
     "acosh": [(0.0, 0.0), (-0.0, 0.0), (0.0, NAN), (-0.0, NAN), (F, INF), (F, NAN), (-INF, F), (INF, F),
               (-INF, INF), (INF, INF), (INF, NAN), (-INF, NAN), (NAN, F), (NAN, INF), (NAN, NAN)],
+    "sqrt": [(0.0, 0.0), (-0.0, 0.0), (F, INF), (NAN, INF), (F, NAN), (-INF, F), (INF, F), (-INF, NAN),
+             (INF, NAN), (NAN, F), (NAN, NAN), (F, -INF), (-INF, -F), (INF, -F)],
 }
 # where the standard leaves the sign of the imaginary part open ('+-')
-LOOSE_IMAG = {("tanh", INF, INF), ("tanh", INF, NAN), ("acosh", 0.0, NAN), ("acosh", -0.0, NAN)}
+LOOSE_IMAG = {("tanh", INF, INF), ("tanh", INF, NAN), ("acosh", 0.0, NAN), ("acosh", -0.0, NAN),
+              ("sqrt", -INF, NAN)}
 
 
 def _complex_input(cases, dt):

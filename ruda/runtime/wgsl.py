@@ -644,10 +644,19 @@ class _Render:
 }}"""
         elif name == "log":
             src = f"fn {fn}(a: {T}) -> {T} {{ return {T}({f('log')}({self.need('hypot_' + r)}(a.x, a.y)), {self._atan2(r)}(a.y, a.x)); }}"
-        elif name == "sqrt":
+        elif name == "sqrt":            # C99 csqrt's special values (the standard's list)
             h = self.need("hypot_" + r)
+            isinf, isnan, nan, inf, cs = (self.need(f"{n}_{r}") for n in ("isinf", "isnan", "nan", "inf", "copysign"))
             src = f"""fn {fn}(a: {T}) -> {T} {{
   if (a.x == {z} && a.y == {z}) {{ return {T}({z}, a.y); }}
+  if ({isinf}(a.y)) {{ return {T}({inf}(), a.y); }}
+  if ({isnan}(a.x)) {{ return {T}(a.x, {nan}()); }}
+  if ({isinf}(a.x)) {{
+    if ({isnan}(a.y)) {{ if (a.x > {z}) {{ return a; }} return {T}(a.y, {inf}()); }}
+    if (a.x > {z}) {{ return {T}(a.x, {cs}({z}, a.y)); }}
+    return {T}({z}, {cs}({inf}(), a.y));
+  }}
+  if ({isnan}(a.y)) {{ return {T}(a.y, a.y); }}
   let m = {h}(a.x, a.y);
   if (a.x >= {z}) {{ let t = sqrt({literal(0.5, r)} * (m + a.x)); return {T}(t, a.y / ({literal(2, r)} * t)); }}
   let t = sqrt({literal(0.5, r)} * (m - a.x));
@@ -666,8 +675,17 @@ class _Render:
             e, lg, mul, div = (self.complex_helper(n, dt) for n in ("exp", "log", "mul", "div"))
             fin, isinf, isnan, nan, inf = (self.need(f"{n}_{r}") for n in ("isfin", "isinf", "isnan", "nan", "inf"))
             bodies = {
-                "expm1": f"return {e}(a) - {T}({o}, {z});",
-                "log1p": f"return {lg}(a + {T}({o}, {z}));",
+                # accurate near 0: expm1(x) cos y - 2 sin^2(y/2) + i e^x sin y; log|1 + a|
+                # as log1p(x (2 + x) + y^2) / 2; special values from exp / log
+                "expm1": f"""if (!{fin}(a.x) || !{fin}(a.y)) {{ return {e}(a) - {T}({o}, {z}); }}
+  let s = {f('sin')}({literal(0.5, r)} * a.y);
+  let re = {f('expm1')}(a.x) * {f('cos')}(a.y) - {literal(2, r)} * s * s;
+  return {T}(select(re, {z}, re == {z}), select({f('exp')}(a.x) * {f('sin')}(a.y), a.y, a.y == {z}));""",
+                "log1p": f"""if (abs(a.x) < {literal(0.5, r)} && abs(a.y) < {literal(0.5, r)}) {{
+    let re = {literal(0.5, r)} * {f('log1p')}(a.x * ({literal(2, r)} + a.x) + a.y * a.y);
+    return {T}(re, {self._atan2(r)}(a.y, {o} + a.x));
+  }}
+  return {lg}(a + {T}({o}, {z}));""",
                 "log2": f"return {lg}(a) * {literal(1.4426950408889634, r)};",
                 "log10": f"return {lg}(a) * {literal(0.4342944819032518, r)};",
                 "sinh": f"""if (a.y == {z}) {{ return {T}({f('sinh')}(a.x), a.y); }}
