@@ -446,6 +446,23 @@ def test_integer_division_over_the_whole_range(device, name):
         _assert_exactly_numpy(device, name, a, b)
 
 
+@pytest.mark.parametrize("name", ["floor_divide", "remainder"])
+def test_float_division_exact_at_any_quotient(device, name):
+    """Float remainder is C's fmod made floor-signed, exact even where the quotient has more digits
+    than the dtype (1e30 % 7 is 1.0); floor_divide follows it: both bit for bit NumPy's."""
+    rng = np.random.default_rng(13)
+    for dt in supported(device, "real floating"):
+        fi = np.finfo(dt)
+        big = 10.0 ** rng.uniform(-30, 30, (2, 3000)) * rng.choice([-1, 1], (2, 3000))
+        a = np.concatenate([rng.uniform(-10, 10, 3000), big[0], [1e30, -1e30, fi.max, 0.3]]).astype(dt)
+        b = np.concatenate([rng.uniform(-10, 10, 3000), big[1], [7.0, 7.0, fi.smallest_subnormal * 3, 0.1]]).astype(dt)
+        _assert_exactly_numpy(device, name, a, b)
+        with np.errstate(all="ignore"):
+            want = getattr(np, name)(a, b)
+        got = to_numpy(getattr(xp, name)(xp.asarray(a, device=device), xp.asarray(b, device=device)))
+        np.testing.assert_array_equal(np.signbit(got[got == 0]), np.signbit(want[want == 0]))
+
+
 @pytest.mark.parametrize("name", ["bitwise_left_shift", "bitwise_right_shift"])
 def test_shift_counts_outside_the_width(device, name):
     """Counts past the width or negative (the standard leaves them open) give NumPy's results:

@@ -341,12 +341,21 @@ fn rem_pio2_big(x: f64) -> vec2<f64> {{
 
 # Generic per-float-type helpers; instantiate with T/S/Z ("f32", "f", "0.0f") via ``generic``.
 _GENERIC = {
-    "fmod": (("isnan", "isinf", "nan"), """fn fmod_{S}(a: {T}, b: {T}) -> {T} {
+    "fmod": (("isnan", "isinf", "nan", "copysign"), """fn fmod_{S}(a: {T}, b: {T}) -> {T} {
+  // C's fmod, exact at any quotient: binary long division (each r - t is exact: t <= r < 2t)
   if (isnan_{S}(a) || isnan_{S}(b) || isinf_{S}(a) || b == {Z}) { return nan_{S}(); }
   if (isinf_{S}(b)) { return a; }
-  var md = a - b * trunc(a / b);
-  if (abs(md) >= abs(b)) { md = {Z} * a; }
-  return md;
+  var r = abs(a);
+  let m = abs(b);
+  if (r < m) { return a; }
+  var t = m;
+  loop { let u = t + t; if (u > r) { break; } t = u; }
+  loop {
+    if (r >= t) { r = r - t; }
+    if (t <= m) { break; }
+    t = t * {H};
+  }
+  return copysign_{S}(r, a);
 }"""),
     "divmod": (("fmod", "copysign", "isnan", "isinf"), """fn divmod_{S}(a: {T}, b: {T}) -> vec2<{T}> {
   // NumPy's npy_divmod: (floor_divide, remainder)
