@@ -382,6 +382,20 @@ def test_logaddexp_small_results(device):
         assert_result(res, np.logaddexp(a.astype(np.float64), 0.0), dtype=dt, rtol=rtol, atol=0)
 
 
+@pytest.mark.parametrize("name", ["tanh", "tan"])
+def test_complex_tanh_tan_near_poles(device, name):
+    """tanh near i*pi/2 (tan near pi/2), where cosh(2x) + cos(2y) cancels: to a few ulp of |result|."""
+    rng = np.random.default_rng(22)
+    near, off = np.pi / 2 + rng.uniform(-1e-2, 1e-2, 300), rng.uniform(-3e-2, 3e-2, 300)
+    for dt in supported(device, "complex floating"):
+        z = (off + 1j * near if name == "tanh" else near + 1j * off).astype(dt)
+        want = getattr(np, name)(z.astype(np.complex128))
+        got = to_numpy(getattr(xp, name)(xp.asarray(z, device=device)))
+        assert got.dtype == dt
+        err = np.abs(got - want) / np.abs(want)
+        assert err.max() < 16 * np.finfo(dt).eps, (np.dtype(dt).name, z[np.argmax(err)], err.max())
+
+
 @pytest.mark.parametrize("name", ["log1p", "expm1"])
 def test_complex_log1p_expm1_near_zero(device, name):
     """Complex log1p / expm1 for |z| from 1e-9 to 0.4 to a few ulp of |result| (log(1 + z) and

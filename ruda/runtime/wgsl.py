@@ -701,8 +701,9 @@ class _Render:
   if ({isinf}(a.x)) {{ return {T}({self.need('copysign_' + r)}({o}, a.x), {self.need('copysign_' + r)}({z}, select(a.y, {o}, !{fin}(a.y)))); }}
   if (!{fin}(a.y)) {{ if (a.x == {z}) {{ return {T}(a.x, {nan}()); }} return {T}({nan}(), {nan}()); }}
   if (abs(a.x) > {literal(20, r)}) {{ return {T}({self.need('copysign_' + r)}({o}, a.x), {self.need('copysign_' + r)}({z}, {f('sin')}({literal(2, r)} * a.y))); }}
-  let d = {f('cosh')}({literal(2, r)} * a.x) + {f('cos')}({literal(2, r)} * a.y);
-  return {T}({f('sinh')}({literal(2, r)} * a.x) / d, {f('sin')}({literal(2, r)} * a.y) / d);""",
+  let t = {f('tan')}(a.y); let b = {o} + t * t; let s = {f('sinh')}(a.x);   // Kahan's: no cancellation
+  let d = {o} + b * s * s;                                         // near the poles (msun's ctanh)
+  return {T}(b * sqrt({o} + s * s) * s / d, t / d);""",
 
                 "pow": f"if (b.x == {z} && b.y == {z}) {{ return {T}({o}, {z}); }} if (a.x == {z} && a.y == {z}) {{ if (b.x > {z}) {{ return {T}({z}, {z}); }} }} return {e}({mul}(b, {lg}(a)));",
             }
