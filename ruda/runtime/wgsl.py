@@ -642,8 +642,15 @@ class _Render:
   let e = {f('exp')}(a.x);
   return {T}(e * {f('cos')}(a.y), e * {f('sin')}(a.y));
 }}"""
-        elif name == "log":
-            src = f"fn {fn}(a: {T}) -> {T} {{ return {T}({f('log')}({self.need('hypot_' + r)}(a.x, a.y)), {self._atan2(r)}(a.y, a.x)); }}"
+        elif name == "log":             # |a| near 1: log1p((u - 1)(u + 1) + v^2) / 2 keeps the digits
+            h, th = self.need("hypot_" + r), self._atan2(r)
+            src = f"""fn {fn}(a: {T}) -> {T} {{
+  let m = {h}(a.x, a.y);
+  let u = max(abs(a.x), abs(a.y)); let v = min(abs(a.x), abs(a.y));
+  var re = {f('log')}(m);
+  if (m > {literal(0.7, r)} && m < {literal(1.4, r)}) {{ re = {literal(0.5, r)} * {f('log1p')}((u - {o}) * (u + {o}) + v * v); }}
+  return {T}(re, {th}(a.y, a.x));
+}}"""
         elif name == "sqrt":            # C99 csqrt's special values (the standard's list)
             h = self.need("hypot_" + r)
             isinf, isnan, nan, inf, cs = (self.need(f"{n}_{r}") for n in ("isinf", "isnan", "nan", "inf", "copysign"))
@@ -681,7 +688,8 @@ class _Render:
   let s = {f('sin')}({literal(0.5, r)} * a.y);
   let re = {f('expm1')}(a.x) * {f('cos')}(a.y) - {literal(2, r)} * s * s;
   return {T}(select(re, {z}, re == {z}), select({f('exp')}(a.x) * {f('sin')}(a.y), a.y, a.y == {z}));""",
-                "log1p": f"""if (abs(a.x) < {literal(0.5, r)} && abs(a.y) < {literal(0.5, r)}) {{
+                "log1p": f"""let m = {self.need('hypot_' + r)}({o} + a.x, a.y);
+  if (m > {literal(0.7, r)} && m < {literal(1.4, r)}) {{
     let re = {literal(0.5, r)} * {f('log1p')}(a.x * ({literal(2, r)} + a.x) + a.y * a.y);
     return {T}(re, {self._atan2(r)}(a.y, {o} + a.x));
   }}
