@@ -5,10 +5,12 @@
 ``c99_complex(mod)`` holds the complex special values a module's kernels miss (CuPy's; NumPy
 needs none), for the backends of such modules to take the same way.
 """
+import contextlib
 import math
 
 
 def ops_for(mod):
+    errstate = getattr(mod, "errstate", contextlib.nullcontext)    # CuPy's kernels do not warn
     def getitem(x, key):
         return x[key]
 
@@ -63,6 +65,27 @@ def ops_for(mod):
             return mod.flip(mod.sort(mod.flip(x, axis), axis=axis, kind=kinds[stable]), axis)
         return mod.sort(x, axis=axis, kind=kinds[stable])
 
+    # complex expm1 and log1p accurate near 0, where exp(z) - 1 and log(1 + z) (NumPy's and
+    # CuPy's) lose the digits: expm1(x) cos y - 2 sin^2(y/2) + i e^x sin y and
+    # log1p(x (2 + x) + y^2) / 2 + i atan2(y, 1 + x); the rest (and NaN/inf parts) as exp / log1p give
+    def expm1(x):
+        if x.dtype.kind != "c":
+            return mod.expm1(x)
+        re, im = x.real, x.imag
+        with errstate(all="ignore"):
+            acc = (mod.expm1(re) * mod.cos(im) - 2 * mod.sin(im / 2) ** 2 + 0.0     # + 0.0: -0 is +0
+                   + 1j * mod.where(im == 0, im, mod.exp(re) * mod.sin(im)))
+            return mod.where(mod.isfinite(x), acc, mod.exp(x) - 1)
+
+    def log1p(x):
+        if x.dtype.kind != "c":
+            return mod.log1p(x)
+        re, im = x.real, x.imag
+        with errstate(all="ignore"):
+            acc = 0.5 * mod.log1p(re * (2 + re) + im * im) + 1j * mod.arctan2(im, 1 + re)
+            near = (abs(re) < 0.5) & (abs(im) < 0.5)            # NaN parts are not near
+            return mod.where(near, acc, mod.log1p(x))
+
     def permute_dims(x, axes):
         return x.transpose(axes)
 
@@ -70,11 +93,13 @@ def ops_for(mod):
         return mod.matmul(x1, x2)
 
     return {f.__name__: f for f in (getitem, setitem, astype, arange, empty, eye, linspace, tril,
-                                     triu, isin, sum, prod, max, min, sort, permute_dims, matmul)}
+                                     triu, isin, sum, prod, max, min, sort, expm1, log1p, permute_dims,
+                                     matmul)}
 
 
-def c99_complex(mod):
-    """``log``, ``log1p``, ``tanh`` and ``acosh`` of ``mod`` with C99's special values for complex input.
+def c99_complex(mod, ops=None):
+    """``log``, ``log1p``, ``tanh`` and ``acosh`` of ``mod`` with C99's special values for complex input
+    (each wraps ``ops[name]`` where given, else ``mod``'s).
 
     For a module whose complex kernels return NaN + NaN j where C99 (and the standard) do not:
     CuPy's, from FreeBSD msun through thrust, give NaN + NaN j for log and log1p of
@@ -88,7 +113,7 @@ def c99_complex(mod):
         return (mod.isinf(re) & mod.isnan(im)) | (mod.isnan(re) & mod.isinf(im))
 
     def fixed(name, special, real, imag):     # real None: keep x's real part
-        base = getattr(mod, name)
+        base = (ops or {}).get(name) or getattr(mod, name)
 
         def op(x):
             out = base(x)

@@ -13,8 +13,9 @@ from ruda import _dtypes
 from ruda.backends._numpylike import c99_complex, ops_for
 from ruda.backends.cuda import _numba
 
-globals().update(ops_for(cp))
-globals().update(c99_complex(cp))   # complex log, log1p, tanh, acosh: C99's special values
+_SHARED = ops_for(cp)
+globals().update(_SHARED)
+globals().update(c99_complex(cp, _SHARED))   # complex log, log1p, tanh, acosh: C99's special values
 
 
 def _exact_scalar(value, dtype):

@@ -41,35 +41,6 @@ def floor_divide(x1, x2):
     return out
 
 
-def expm1(x):
-    """expm1; for complex input computed accurately and with C99's special values (NumPy gives NaNs)."""
-    if x.dtype.kind != "c":
-        return np.expm1(x)
-    re, im = x.real, x.imag
-    with np.errstate(all="ignore"):
-        real = np.expm1(re) * np.cos(im) - 2 * np.sin(im / 2) ** 2 + 0.0  # + 0.0: -0 becomes +0
-        imag = np.where(im == 0, im, np.exp(re) * np.sin(im))
-        out = np.empty(np.shape(x), x.dtype)
-        out.real, out.imag = real, imag
-        special = ~np.isfinite(x)
-        if special.any():
-            out = np.where(special, np.exp(x) - 1, out)
-    return out
-
-
-def log1p(x):
-    """log1p; for complex input near 0 computed accurately (NumPy takes log(1 + z), which loses
-    the real part's digits: log1p(1e-10 + 1e-10j) came out 8e-8 off)."""
-    out = np.log1p(x)
-    if x.dtype.kind == "c":
-        out, re, im = np.asarray(out), x.real, x.imag
-        near = (np.abs(re) < 0.5) & (np.abs(im) < 0.5)      # |1 + z| near 1; NaNs stay out
-        if near.any():
-            r, i = re[near], im[near]
-            out[near] = (0.5 * np.log1p(r * (2 + r) + i * i)) + 1j * np.arctan2(i, 1 + r)
-    return out
-
-
 def vecdot(x1, x2, axis=-1):
     """np.vecdot is a ufunc: spelled out here so the ufunc fast path keeps the axis keyword."""
     return np.vecdot(x1, x2, axis=axis)
