@@ -196,6 +196,19 @@ def test_astype(device, data, seed, shape):
     assert same.dtype == src
 
 
+def test_astype_integers_over_their_whole_range(device):
+    """Integer casts at the edges of the source range, to every dtype, bit for bit NumPy's
+    (wrapping, sign- or zero-extension by the source's signedness: naga once extended by the
+    destination's, so uint32 0xffffffff became int64 -1 and int32 -1 became uint64 0xffffffff)."""
+    for src in supported(device, "integral"):
+        info = np.iinfo(src)
+        a = np.asarray([info.min, info.max, 0, 1, info.max // 3, info.min // 3, info.min + 1,
+                        info.max - 1], dtype=src)
+        for dst in supported(device):
+            assert_result(xp.astype(xp.asarray(a, device=device), dst), a.astype(dst), dtype=dst,
+                          rtol=0, atol=0)
+
+
 def test_astype_copy_semantics(device):
     dt = supported(device, "real floating")[0]
     x = xp.asarray(rand(np.random.default_rng(1), (4,), dt), device=device)

@@ -356,6 +356,10 @@ class _Render:
             # NumPy casts negative floats to unsigned via the signed type (C behaviour on x86)
             s = "i32" if dst == "u32" else "i64"
             return f"select({T}({x}), {T}({s}({x})), {x} < {literal(0, src)})"
+        if dst in ("i64", "u64") and VALUE[src] in ("i32", "u32") and VALUE[src][0] != dst[0]:
+            # widen with the source's signedness first: naga extends by the destination's
+            # (i64(0xffffffffu) was -1, u64(-1i) 0xffffffff)
+            return f"{T}({VALUE[src][0]}64({x}))"
         return f"{T}({x})"
 
     def wrap(self, x, dt):
