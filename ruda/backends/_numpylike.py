@@ -75,7 +75,7 @@ def ops_for(mod):
         with errstate(all="ignore"):
             acc = (mod.expm1(re) * mod.cos(im) - 2 * mod.sin(im / 2) ** 2 + 0.0     # + 0.0: -0 is +0
                    + 1j * mod.where(im == 0, im, mod.exp(re) * mod.sin(im)))
-            return mod.where(mod.isfinite(x), acc, mod.exp(x) - 1)
+            return mod.where(mod.isfinite(x), acc, mod.exp(x) - 1).astype(x.dtype, copy=False)
 
     def log1p(x):
         if x.dtype.kind != "c":
@@ -84,7 +84,7 @@ def ops_for(mod):
         with errstate(all="ignore"):
             acc = 0.5 * mod.log1p(re * (2 + re) + im * im) + 1j * mod.arctan2(im, 1 + re)
             near = (abs(re) < 0.5) & (abs(im) < 0.5)            # NaN parts are not near
-            return mod.where(near, acc, mod.log1p(x))
+            return mod.where(near, acc, mod.log1p(x)).astype(x.dtype, copy=False)
 
     def permute_dims(x, axes):
         return x.transpose(axes)
