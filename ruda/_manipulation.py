@@ -106,13 +106,19 @@ def repeat(x, repeats, /, *, axis=None):
         if repeats.ndim > 1:
             raise ValueError(f"ruda.repeat: repeats must be 0-D or 1-D; got shape {repeats.shape}")
         reps = repeats._data
+        if repeats.dtype == _dtypes.uint64:     # NumPy will not cast uint64 to its intp safely
+            reps = dev.backend.astype(reps, _dtypes.int64, False)
     else:
         reps = operator.index(repeats)
         if reps < 0:
             raise ValueError(f"ruda.repeat: repeats must be non-negative; got {reps}")
     if axis is not None:
         axis = v.axis("repeat", axis, x.ndim)
-    return Array._new(dev.backend.repeat(x._data, reps, axis=axis), dev)
+    try:
+        out = dev.backend.repeat(x._data, reps, axis=axis)
+    except ValueError as e:      # negative repeats, found by the backend on the data
+        raise ValueError(e.args[0] if str(e).startswith("ruda.") else f"ruda.repeat: {e}") from None
+    return Array._new(out, dev)
 
 
 def reshape(x, /, shape, *, copy=None):

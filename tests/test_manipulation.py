@@ -156,6 +156,20 @@ def test_repeat_one_repeats_entry_broadcasts(device, shape, axis):
     _exact(xp.repeat(x, xp.asarray(reps, device=device), axis=axis), np.repeat(a, reps, axis=axis), dt)
 
 
+def test_repeat_repeats_of_any_integer_dtype_and_negative_ones(device):
+    """repeats of every integer dtype the device has (uint64 too, which NumPy will not cast to
+    intp safely); a negative entry raises ValueError naming repeat, found on the data."""
+    dt = supported(device, "real floating")[0]
+    a, x = _arr(device, np.random.default_rng(4), (4, 3), dt)
+    for rdt in supported(device, "integral"):
+        reps = np.asarray([2, 0, 1, 3], dtype=rdt)
+        _exact(xp.repeat(x, xp.asarray(reps, device=device), axis=0), np.repeat(a, reps.astype(np.int64), axis=0), dt)
+        if np.iinfo(rdt).min < 0:
+            for bad in ([1, -2, 0, 1], [-1]):
+                with pytest.raises(ValueError, match=r"ruda\.repeat: .*negative"):
+                    xp.repeat(x, xp.asarray(np.asarray(bad, dtype=rdt), device=device), axis=0)
+
+
 @given(data=st.data(), seed=seeds, shape=shapes(0, 4, 1, 4))
 def test_reshape(device, data, seed, shape):
     dt = data.draw(st.sampled_from(supported(device)), label="dtype")

@@ -154,7 +154,7 @@ def repeat(x, repeats, axis=None):
         raise ValueError(f"ruda.repeat: repeats must have 1 or {n} entries (the length of the axis); "
                          f"got {reps.shape[0]}")
     if n and bool((reps < 0).any()):
-        raise ValueError("repeats must be non-negative")
+        raise ValueError(f"repeats must be non-negative; got {int(reps.min())}")
     ends = cp.cumsum(reps)
     total = int(ends[-1]) if n else 0
     if _numba.disabled is None and _numba.available() and not _numba._simulator():

@@ -645,6 +645,8 @@ class Ops:
         if isinstance(repeats, WArray):
             if repeats.ndim == 0 or repeats.shape[0] == 1:
                 r = int(self.to_host(repeats).reshape(-1)[0])   # size readback: data-dependent shape
+                if r < 0:
+                    raise ValueError(f"repeats must be non-negative; got {r}")
                 return self.repeat(x, r, axis)
             return self._repeat_array(x, repeats, axis)
         r = int(repeats)
@@ -659,7 +661,13 @@ class Ops:
     def _repeat_array(self, x, repeats, axis):
         idt = self._index_dtype()
         cum = self.cumulative_sum(repeats, axis=0, dtype=idt, include_initial=False)
-        total = int(self.to_host(basic_index(cum, (-1,)))) if cum.size else 0   # size readback
+        total, low = 0, 0
+        if cum.size:    # one readback: the size, and the least repeat (negative ones are an error)
+            last = self.reshape(basic_index(cum, (slice(-1, None),)), (1,))
+            low_ = self.reshape(self.astype(self.min(repeats, (0,)), idt, False), (1,))
+            total, low = (int(v) for v in self.to_host(self.concat([last, low_])))
+        if low < 0:
+            raise ValueError(f"repeats must be non-negative; got {low}")
         pos = self.arange(0, total, 1, idt)
         src = self.searchsorted(cum, pos, side="right")
         return self.take(x, src, axis=axis)
