@@ -1,6 +1,6 @@
 """Statistical functions and the utility reductions all/any/diff."""
 import builtins
-import builtins
+import math
 import operator
 
 import numpy as np
@@ -94,8 +94,11 @@ def _moment(fn, x, axis, correction, keepdims):
     if not v.is_scalar(correction) or isinstance(correction, complex | bool):
         raise TypeError(f"ruda.{fn}: correction must be a real number; got {correction!r}")
     ax = reduction_axes(fn, x, axis)
-    return Array._new(getattr(x._device.backend, fn)(x._data, axis=ax, correction=correction,
-                                                     keepdims=bool(keepdims)), x._device)
+    be = x._device.backend
+    out = getattr(be, fn)(x._data, axis=ax, correction=correction, keepdims=bool(keepdims))
+    if math.prod(x.shape[a] for a in ax) - correction <= 0:   # the standard: NaN (NumPy: inf)
+        out = be.full(out.shape, math.nan, out.dtype)
+    return Array._new(out, x._device)
 
 
 def std(x, /, *, axis=None, correction=0.0, keepdims=False):

@@ -155,6 +155,19 @@ def test_std_var(device, name, data, seed, sa, keepdims, correction):
     assert_result(res, exp, dtype=dt, loose=True)
 
 
+@pytest.mark.parametrize("name", ["std", "var"])
+@pytest.mark.parametrize("shape, axis, correction", [((0, 3), None, 0), ((0, 3), 0, 1), ((2, 3), 1, 3),
+                                                     ((2, 3), 0, 2), ((), None, 1), ((4,), None, 4.5)])
+def test_std_var_without_degrees_of_freedom(device, name, shape, axis, correction):
+    """N - correction <= 0 gives NaN (the standard; NumPy gives inf where N > 0, and a negative
+    divisor gave -0 or a negative variance on wgpu)."""
+    dt = supported(device, "real floating")[0]
+    a = rand(np.random.default_rng(9), shape, dt)
+    res = getattr(xp, name)(xp.asarray(a, device=device), axis=axis, correction=correction, keepdims=True)
+    want_shape = np.sum(a, axis=axis, keepdims=True).shape
+    assert_result(res, np.full(want_shape, np.nan, dt), dtype=dt)
+
+
 @pytest.mark.parametrize("name", ["cumulative_sum", "cumulative_prod"])
 @given(data=st.data(), seed=seeds, shape=shapes(1, 3, 0, 4), include_initial=st.booleans(), layout=layouts)
 def test_cumulative(device, name, data, seed, shape, include_initial, layout):
