@@ -25,6 +25,7 @@ import struct
 
 from ruda.runtime import ir
 from ruda.runtime.packing import layout as _layout
+from ruda.runtime.render import ExprRender, RenderError, Scope as _Scope
 
 BLOCK = 256
 MAX_BLOCKS = 1 << 20
@@ -38,10 +39,6 @@ ITEMSIZE = {"bool": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "u8": 1, "u16": 2,
 _UNSIGNED_OF = {"i8": "unsigned int", "i16": "unsigned int", "i32": "unsigned int",
                 "u8": "unsigned int", "u16": "unsigned int", "u32": "unsigned int",
                 "i64": "unsigned long long", "u64": "unsigned long long"}
-_INT_MIN = {"i8": -128, "i16": -32768, "i32": -2147483648, "i64": -9223372036854775808,
-            "u8": 0, "u16": 0, "u32": 0, "u64": 0}
-_INT_MAX = {"i8": 127, "i16": 32767, "i32": 2147483647, "i64": 9223372036854775807,
-            "u8": 255, "u16": 65535, "u32": 4294967295, "u64": 18446744073709551615}
 
 _PRELUDE = r"""
 struct __align__(8) rc64 { float x, y; };
@@ -56,16 +53,12 @@ _FLOAT_LIB = {"sqrt", "exp", "expm1", "log", "log1p", "log2", "log10", "sin", "c
               "trunc"}
 
 
-class RenderError(ValueError):
-    pass
-
-
 def literal(value, dtype):
     """A CUDA C expression for a constant of IR type ``dtype``."""
     if dtype == "bool":
         return "true" if value else "false"
     if dtype in ir.INTS:
-        lo, hi = _INT_MIN[dtype], _INT_MAX[dtype]
+        lo, hi = ir.INT_MIN[dtype], ir.INT_MAX[dtype]
         v = (int(value) - lo) % (hi - lo + 1) + lo
         if dtype == "i64":
             return "(-9223372036854775807LL - 1LL)" if v == lo else f"{v}LL"
@@ -129,22 +122,10 @@ class CudaCRenderer:
         return _Render(kernel).program()
 
 
-class _Scope:
-    def __init__(self, parent=None):
-        self.memo = dict(parent.memo) if parent else {}
-        self.lines = []
-
-
-class _Render:
-    def __init__(self, kernel):
-        self.k = kernel
-        self.lay = _layout(kernel)
-        self.helpers = {}
-        self.counter = 0
-
-    def tmp(self):
-        self.counter += 1
-        return f"t{self.counter}"
+class _Render(ExprRender):
+    NAME = "cuda_c"
+    R_INDEX = "(long long)r"              # a reduction's element index, as acci's type
+    literal = staticmethod(literal)
 
     # ---------------------------------------------------------------- metadata
     def w(self, k):
@@ -176,73 +157,41 @@ class _Render:
             return f"rc128{{__longlong_as_double((long long){u64}), __longlong_as_double((long long){hi})}}"
         raise RenderError(f"cuda_c: param dtype {dt!r}")
 
-    # ---------------------------------------------------------------- expressions
-    def expr(self, node, sc):
-        name = sc.memo.get(node)
-        if name is not None:
-            return name
-        if isinstance(node, ir.Const):
-            return literal(node.value, node.dtype)
-        if isinstance(node, ir.Var):
-            return node.name
-        if isinstance(node, ir.Coord):
-            return f"c{node.dim}"
-        if isinstance(node, ir.Size):
-            return f"((int){self.w(self.lay.shape_at + node.dim)})"
-        if isinstance(node, ir.Fold):
-            return self.fold(node, sc)
+    # ---------------------------------------------------------------- expressions (syntax)
+    def const(self, node):
+        return literal(node.value, node.dtype)
+
+    def size(self, dim):
+        return f"((int){self.w(self.lay.shape_at + dim)})"
+
+    def check(self, node):
         if node.dtype == "f16":
             raise RenderError("cuda_c: f16 is not rendered (ruda has no float16 dtype)")
-        if isinstance(node, ir.Param):
-            s = self.param(node.index, node.dtype)
-        elif isinstance(node, ir.Load):
-            s = self.load(node, sc)
-        elif isinstance(node, ir.Op):
-            s = self.op(node, [self.expr(a, sc) for a in node.args])
-        elif isinstance(node, ir.Cast):
-            s = self.cast(self.expr(node.x, sc), node.x.dtype, node.dtype)
-        elif isinstance(node, ir.Bitcast):
-            s = f"rbitcast<{VALUE[node.dtype]}>({self.expr(node.x, sc)})"
-        elif isinstance(node, ir.Select):
-            s = f"(({self.expr(node.cond, sc)}) ? ({self.expr(node.a, sc)}) : ({self.expr(node.b, sc)}))"
-        else:
-            raise RenderError(f"cuda_c: unknown IR node {type(node).__name__}")
-        t = self.tmp()
-        sc.lines.append(f"const {VALUE[node.dtype]} {t} = {s};")
-        sc.memo[node] = t
-        return t
 
-    def fold(self, node, sc):
-        init = self.expr(node.init, sc)
-        start = self.expr(node.start, sc)
-        stop = self.expr(node.stop, sc)
-        acc = self.tmp()
-        sc.lines.append(f"{VALUE[node.dtype]} {acc} = {init};")
-        inner = _Scope(sc)
-        body = self.expr(node.body, inner)
-        comb = self.op(ir.Op(node.op, (node.init, node.body), node.dtype), [acc, body])
-        v = node.var.name
-        sc.lines.append(f"for ({VALUE[node.var.dtype]} {v} = {start}; {v} < {stop}; ++{v}) {{")
-        sc.lines.extend("  " + ln for ln in inner.lines)
-        sc.lines.append(f"  {acc} = {comb};")
-        sc.lines.append("}")
-        sc.memo[node] = acc
-        return acc
+    def bitcast(self, dt, x):
+        return f"rbitcast<{VALUE[dt]}>({x})"
 
-    def index(self, arg, idx, sc):
-        at = self.lay.arg_at[arg]
-        parts = [f"(long long){self.wi(at)}"]
-        if isinstance(idx, ir.Flat):
-            parts.append(f"(long long)({self.expr(idx.expr, sc)})")
-        else:
-            coords = idx.coords
-            if coords is None:
-                coords = [f"c{d}" for d in range(self.k.args[arg].ndim)]
-            else:
-                coords = [self.expr(c, sc) for c in coords]
-            for d, c in enumerate(coords):
-                parts.append(f"(long long)({c}) * {self.wi(at + 1 + d)}")
-        return " + ".join(parts)
+    def select(self, cond, a, b):
+        return f"(({cond}) ? ({a}) : ({b}))"
+
+    def declare(self, name, dt, value, mutable=False):
+        return f"{'' if mutable else 'const '}{VALUE[dt]} {name} = {value};"
+
+    def loop(self, v, dt, start, stop):
+        return f"for ({VALUE[dt]} {v} = {start}; {v} < {stop}; ++{v}) {{"
+
+    def infinity(self, dt, negative):
+        return literal(float("-inf") if negative else float("inf"), dt)
+
+    def isnan_fn(self, dt):
+        return "isnan"
+
+    def bool_as_int(self, x):
+        return f"(int){x}"
+
+    def index_sum(self, base, terms):
+        return " + ".join([f"(long long){base}"] + [f"(long long)({c})" if st is None else
+                                                     f"(long long)({c}) * {st}" for c, st in terms])
 
     def load(self, node, sc):
         a = self.k.args[node.arg]
@@ -370,7 +319,7 @@ class _Render:
         if name == "floordiv":
             body = "if (b == 0) return 0;\n"
             if signed:
-                body += (f"if (a == {literal(_INT_MIN[dt], dt)} && b == -1) return a;\n"
+                body += (f"if (a == {literal(ir.INT_MIN[dt], dt)} && b == -1) return a;\n"
                          f"{T} q = a / b;\nif ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1;\nreturn q;")
             else:
                 body += "return a / b;"
@@ -453,7 +402,6 @@ class _Render:
 
     def cop(self, name, a, dt):
         T = VALUE[dt]
-        R = VALUE[ir.real_of(dt)]
         x = a[0]
         y = a[1] if len(a) > 1 else None
         if name in ("add", "sub"):
@@ -530,50 +478,6 @@ class _Render:
         return fn
 
     # ---------------------------------------------------------------- reductions
-    def identity(self, op, dt):
-        if dt in ir.COMPLEX and op in ("sum", "add", "prod", "mul"):
-            return literal(0 if op in ("sum", "add") else 1, dt)
-        if op in ("sum", "add", "any"):
-            return literal(0, dt) if dt != "bool" else "false"
-        if op in ("prod", "mul", "all"):
-            return literal(1, dt) if dt != "bool" else "true"
-        if op in ("max", "argmax"):
-            if dt in ir.FLOATS:
-                return literal(float("-inf"), dt)
-            return "false" if dt == "bool" else literal(_INT_MIN[dt], dt)
-        if op in ("min", "argmin"):
-            if dt in ir.FLOATS:
-                return literal(float("inf"), dt)
-            return "true" if dt == "bool" else literal(_INT_MAX[dt], dt)
-        raise RenderError(f"cuda_c: no identity for {op!r} of {dt}")
-
-    def combine(self, op, x, y, dt):
-        bop = {"sum": "add", "prod": "mul", "all": "and", "any": "or"}.get(op, op)
-        dummy = ir.Op(bop, (ir.Const(0, dt),) * 2, dt)
-        return self.op(dummy, [x, y])
-
-    def accumulate(self, body, k, sc, v, dt, is_arg):
-        """Body of a reduction loop over ``r``: the element's coordinates, its value ``v``, folded
-        into ``acc`` (and its index into ``acci`` for arg-reductions), indented for the loop."""
-        inner = self.coords_from("o", 0, body.outer_ndim) + self.coords_from("r", body.outer_ndim, k.ndim)
-        inner += sc.lines
-        if is_arg:
-            inner.append(f"if ({self.arg_better(body.op, v, '(long long)r', 'acc', 'acci', dt)}) "
-                         f"{{ acc = {v}; acci = (long long)r; }}")
-        else:
-            inner.append(f"acc = {self.combine(body.op, 'acc', v, dt)};")
-        return ["    " + ln for ln in inner]
-
-    def arg_better(self, op, va, ia, vb, ib, dt):
-        """(va, ia) wins over (vb, ib): NumPy's first-NaN / first-extreme rule."""
-        cmp = ">" if op == "argmax" else "<"
-        if dt in ir.FLOATS:
-            return (f"((isnan({va}) && (!isnan({vb}) || {ia} < {ib})) || (!isnan({vb}) && !isnan({va}) && "
-                    f"({va} {cmp} {vb} || ({va} == {vb} && {ia} < {ib}))))")
-        if dt == "bool":
-            va, vb = f"(int){va}", f"(int){vb}"
-        return f"({va} {cmp} {vb} || ({va} == {vb} && {ia} < {ib}))"
-
     # ---------------------------------------------------------------- program
     def coords_from(self, lin, lo, hi, prefix="c"):
         """Lines decomposing unsigned ``lin`` into int coords lo..hi-1 (row-major)."""
@@ -620,16 +524,6 @@ class _Render:
         lines += ["  " + ln for ln in sc.lines]
         lines.append("}")
         return "\n".join("  " + ln for ln in lines)
-
-    def emit_store(self, st, sc):
-        a = self.k.args[st.arg]
-        v = self.expr(st.value, sc)
-        idx = self.index(st.arg, st.index, sc)
-        line = f"a{st.arg}[{idx}] = {self.store_value(v, a.dtype)};"
-        if st.when is not None:
-            c = self.expr(st.when, sc)
-            line = f"if ({c}) {{ {line} }}"
-        sc.lines.append(line)
 
     def reduce_store(self, body, val, idx, job):
         out = []

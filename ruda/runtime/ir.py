@@ -84,6 +84,8 @@ FLOATS = frozenset({"f16", "f32", "f64"})
 COMPLEX = frozenset({"c64", "c128"})
 BITS = {"bool": 8, "i8": 8, "u8": 8, "i16": 16, "u16": 16, "f16": 16, "i32": 32, "u32": 32,
         "f32": 32, "i64": 64, "u64": 64, "f64": 64, "c64": 64, "c128": 128}
+INT_MIN = {d: -(2 ** (BITS[d] - 1)) if d[0] == "i" else 0 for d in INTS}
+INT_MAX = {d: 2 ** (BITS[d] - 1) - 1 if d[0] == "i" else 2 ** BITS[d] - 1 for d in INTS}
 
 
 def real_of(dtype):

@@ -14,6 +14,7 @@ import math
 
 from ruda.runtime import ir
 from ruda.runtime.packing import layout as _layout
+from ruda.runtime.render import ExprRender, RenderError, Scope as _Scope
 from ruda.runtime.wgsl_math import _GENERIC, HELPERS
 
 WG = 256      # workgroup size of every kernel
@@ -31,19 +32,11 @@ _UNSIGNED = frozenset({"u8", "u16", "u32", "u64"})
 _FLOAT_SUFFIX = {"f16": "h", "f32": "f", "f64": "lf"}
 _BITS_T = {"f32": "u32", "f64": "u64"}
 _INT_MIN = {"i32": "i32(-2147483647 - 1)", "i64": "(-9223372036854775807li - 1li)"}
-_INT_MAX = {"i8": 127, "i16": 32767, "i32": 2147483647, "i64": 9223372036854775807,
-            "u8": 255, "u16": 65535, "u32": 4294967295, "u64": 18446744073709551615}
-_INT_MIN_V = {"i8": -128, "i16": -32768, "i32": -2147483648, "i64": -9223372036854775808,
-              "u8": 0, "u16": 0, "u32": 0, "u64": 0}
 _F32_BUILTIN = {"exp", "log", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
                 "tanh", "asinh", "acosh", "atanh", "log2"}
 _F32_ACCURATE = {"log2"}
 _LIB_F64 = {"exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "asin", "acos",
             "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh"}
-
-
-class RenderError(ValueError):
-    pass
 
 
 def literal(value, dtype):
@@ -53,7 +46,7 @@ def literal(value, dtype):
     if dtype in ir.INTS:
         v = int(value)
         if dtype in _SMALL:
-            lo, hi = _INT_MIN_V[dtype], _INT_MAX[dtype]
+            lo, hi = ir.INT_MIN[dtype], ir.INT_MAX[dtype]
             span = hi - lo + 1
             v = (v - lo) % span + lo
             return f"{v}i" if dtype[0] == "i" else f"{v}u"
@@ -134,19 +127,15 @@ class WGSLRenderer:
 
 
 # ------------------------------------------------------------------------ rendering
-class _Scope:
-    def __init__(self, parent=None):
-        self.memo = dict(parent.memo) if parent else {}
-        self.lines = []
+class _Render(ExprRender):
+    NAME = "wgsl"
+    SELECT_ORDER = ("b", "a", "cond")       # select(b, a, cond)'s own order
+    R_INDEX = "i32(r)"                      # a reduction's element index, as acci's type
+    literal = staticmethod(literal)
 
-
-class _Render:
     def __init__(self, renderer, kernel):
+        super().__init__(kernel)
         self.r = renderer
-        self.k = kernel
-        self.lay = _layout(kernel)
-        self.helpers = {}
-        self.counter = 0
         self.uses_f16 = False
         self.outer_coords = None   # names of coords for Reduce output index
         self.lane = None           # vec4 kernels: (name suffix, load of a vec4 arg's lane) being rendered
@@ -180,10 +169,6 @@ class _Render:
             self.need(d)
         self.helpers[name] = src
         return name
-
-    def tmp(self):
-        self.counter += 1
-        return f"t{self.counter}"
 
     # ---------------------------------------------------------------- metadata
     def w(self, k):
@@ -219,48 +204,15 @@ class _Render:
             return f"vec2<f64>(bitcast<f64>{u64}, bitcast<f64>{hi})"
         raise RenderError(f"wgsl: param dtype {dt!r}")
 
-    # ---------------------------------------------------------------- expressions
-    def expr(self, node, sc):
-        name = sc.memo.get(node)
-        if name is not None:
-            return name
-        if isinstance(node, ir.Const):
-            if node.dtype in ("f32", "f64", "f16"):
-                v = float(node.value)
-                if v != v or v in (float("inf"), float("-inf")):
-                    self.need(("nan_" if v != v else "inf_") + node.dtype)
-            s = literal(node.value, node.dtype)
-            if node.dtype in ("c64", "c128"):
-                self._floatspecials(node.value, ir.real_of(node.dtype))
-            return s
-        if isinstance(node, ir.Var):
-            return node.name
-        if isinstance(node, ir.Coord):
-            return self.cname(node.dim)
-        if isinstance(node, ir.Size):
-            return f"i32({self.w(self.lay.shape_at + node.dim)})"
-        if isinstance(node, ir.Fold):
-            return self.fold(node, sc)
-        if isinstance(node, ir.Param):
-            s = self.param(node.index, node.dtype)
-        elif isinstance(node, ir.Load):
-            s = self.load(node, sc)
-        elif isinstance(node, ir.Op):
-            s = self.op(node, [self.expr(a, sc) for a in node.args])
-        elif isinstance(node, ir.Cast):
-            s = self.cast(self.expr(node.x, sc), node.x.dtype, node.dtype)
-        elif isinstance(node, ir.Bitcast):
-            s = f"bitcast<{VALUE[node.dtype]}>({self.expr(node.x, sc)})"
-        elif isinstance(node, ir.Select):
-            s = f"select({self.expr(node.b, sc)}, {self.expr(node.a, sc)}, {self.expr(node.cond, sc)})"
-        else:
-            raise RenderError(f"wgsl: unknown IR node {type(node).__name__}")
-        if node.dtype == "f16":
-            self.uses_f16 = True
-        t = self.tmp()
-        sc.lines.append(f"let {t}: {VALUE[node.dtype]} = {s};")
-        sc.memo[node] = t
-        return t
+    # ---------------------------------------------------------------- expressions (syntax)
+    def const(self, node):
+        if node.dtype in ("f32", "f64", "f16"):
+            v = float(node.value)
+            if v != v or v in (float("inf"), float("-inf")):
+                self.need(("nan_" if v != v else "inf_") + node.dtype)
+        if node.dtype in ("c64", "c128"):
+            self._floatspecials(node.value, ir.real_of(node.dtype))
+        return literal(node.value, node.dtype)
 
     def _floatspecials(self, v, dt):
         for part in (v.real, v.imag):
@@ -269,37 +221,35 @@ class _Render:
             elif part in (float("inf"), float("-inf")):
                 self.need("inf_" + dt)
 
-    def fold(self, node, sc):
-        init = self.expr(node.init, sc)
-        start = self.expr(node.start, sc)
-        stop = self.expr(node.stop, sc)
-        acc = self.tmp()
-        sc.lines.append(f"var {acc}: {VALUE[node.dtype]} = {init};")
-        inner = _Scope(sc)
-        body = self.expr(node.body, inner)
-        comb = self.op(ir.Op(node.op, (node.init, node.body), node.dtype), [acc, body])
-        v = node.var.name
-        sc.lines.append(f"for (var {v}: {VALUE[node.var.dtype]} = {start}; {v} < {stop}; {v} = {v} + 1) {{")
-        sc.lines.extend("  " + ln for ln in inner.lines)
-        sc.lines.append(f"  {acc} = {comb};")
-        sc.lines.append("}")
-        sc.memo[node] = acc
-        return acc
+    def size(self, dim):
+        return f"i32({self.w(self.lay.shape_at + dim)})"
 
-    def index(self, arg, idx, sc):
-        at = self.lay.arg_at[arg]
-        parts = [self.wi(at)]
-        if isinstance(idx, ir.Flat):
-            parts.append(self.expr(idx.expr, sc))
-        else:
-            coords = idx.coords
-            if coords is None:
-                coords = [self.cname(d) for d in range(self.k.args[arg].ndim)]
-            else:
-                coords = [self.expr(c, sc) for c in coords]
-            for d, c in enumerate(coords):
-                parts.append(f"{c} * {self.wi(at + 1 + d)}")
-        return f"u32({' + '.join(parts)})"
+    def bitcast(self, dt, x):
+        return f"bitcast<{VALUE[dt]}>({x})"
+
+    def select(self, cond, a, b):
+        return f"select({b}, {a}, {cond})"
+
+    def declare(self, name, dt, value, mutable=False):
+        if dt == "f16":
+            self.uses_f16 = True
+        return f"{'var' if mutable else 'let'} {name}: {VALUE[dt]} = {value};"
+
+    def loop(self, v, dt, start, stop):
+        return f"for (var {v}: {VALUE[dt]} = {start}; {v} < {stop}; {v} = {v} + 1) {{"
+
+    def infinity(self, dt, negative):
+        self.need("inf_" + dt)
+        return f"(-inf_{dt}())" if negative else f"inf_{dt}()"
+
+    def isnan_fn(self, dt):
+        return self.need("isnan_" + dt)
+
+    def bool_as_int(self, x):
+        return f"u32({x})"
+
+    def index_sum(self, base, terms):
+        return f"u32({' + '.join([base] + [c if st is None else f'{c} * {st}' for c, st in terms])})"
 
     def cname(self, d):
         return f"c{d}" if self.lane is None else f"c{d}_{self.lane[0]}"
@@ -396,7 +346,6 @@ class _Render:
         return simple[name].format(*a)
 
     def iop(self, name, a, dt):
-        T = VALUE[dt]
         unsigned = dt in _UNSIGNED
         bits = ir.BITS[dt]
         x = a[0]
@@ -577,7 +526,6 @@ class _Render:
     def cop(self, name, a, dt, rdt):
         r = ir.real_of(dt)
         T = VALUE[dt]
-        R = VALUE[r]
         x = a[0]
         y = a[1] if len(a) > 1 else None
         if name in ("add", "sub"):
@@ -611,7 +559,7 @@ class _Render:
 
     def complex_helper(self, name, dt):
         r = ir.real_of(dt)
-        T, R = VALUE[dt], VALUE[r]
+        T = VALUE[dt]
         fn = f"c{name}_{dt}"
         if fn in self.helpers:
             return fn
@@ -813,53 +761,10 @@ class _Render:
         return self.need("atan2_" + r)
 
     # ---------------------------------------------------------------- reductions
-    def identity(self, op, dt):
-        if op in ("sum", "add", "any"):
-            return literal(0, dt) if dt != "bool" else "false"
-        if op in ("prod", "mul", "all"):
-            return literal(1, dt) if dt != "bool" else "true"
-        if op in ("max", "argmax"):
-            if dt in ir.FLOATS:
-                self.need("inf_" + dt)
-                return f"(-inf_{dt}())"
-            return "false" if dt == "bool" else literal(_INT_MIN_V[dt], dt)
-        if op in ("min", "argmin"):
-            if dt in ir.FLOATS:
-                self.need("inf_" + dt)
-                return f"inf_{dt}()"
-            return "true" if dt == "bool" else literal(_INT_MAX[dt], dt)
-        raise RenderError(f"wgsl: no identity for {op!r}")
-
     def combine(self, op, x, y, dt):
-        bop = {"sum": "add", "prod": "mul", "all": "and", "any": "or"}.get(op, op)
-        if dt == "bool" and bop == "and":
-            return f"({x} & {y})"
-        if dt == "bool" and bop == "or":
-            return f"({x} | {y})"
-        dummy = ir.Op(bop, (ir.Const(0, dt),) * 2, dt)
-        return self.op(dummy, [x, y])
-
-    def accumulate(self, body, k, sc, v, dt, is_arg):
-        """Body of a reduction loop over ``r``: the element's coordinates, its value ``v``, folded
-        into ``acc`` (and its index into ``acci`` for arg-reductions), indented for the loop."""
-        inner = self.coords_from("o", 0, body.outer_ndim) + self.coords_from("r", body.outer_ndim, k.ndim)
-        inner += sc.lines
-        if is_arg:
-            inner += [f"if ({self.arg_better(body.op, v, 'i32(r)', 'acc', 'acci', dt)}) {{ acc = {v}; acci = i32(r); }}"]
-        else:
-            inner += [f"acc = {self.combine(body.op, 'acc', v, dt)};"]
-        return ["    " + ln for ln in inner]
-
-    def arg_better(self, op, va, ia, vb, ib, dt):
-        """WGSL bool: (va, ia) wins over (vb, ib) -- NumPy's first-NaN / first-extreme rule."""
-        cmp = ">" if op == "argmax" else "<"
-        if dt in ir.FLOATS:
-            n = self.need("isnan_" + dt)
-            return (f"(({n}({va}) && (!{n}({vb}) || {ia} < {ib})) || (!{n}({vb}) && !{n}({va}) && "
-                    f"({va} {cmp} {vb} || ({va} == {vb} && {ia} < {ib}))))")
-        if dt == "bool":
-            va, vb = f"u32({va})", f"u32({vb})"
-        return f"({va} {cmp} {vb} || ({va} == {vb} && {ia} < {ib}))"
+        if dt == "bool" and op in ("all", "and", "any", "or"):
+            return f"({x} {'&' if op in ('all', 'and') else '|'} {y})"
+        return super().combine(op, x, y, dt)
 
     # ---------------------------------------------------------------- program
     def coords_from(self, lin, lo, hi, prefix="c"):
@@ -1102,16 +1007,6 @@ class _Render:
         lines += ["  " + ln for ln in sc.lines]
         lines.append("}")
         return self._fn(lines)
-
-    def emit_store(self, st, sc):
-        a = self.k.args[st.arg]
-        v = self.expr(st.value, sc)
-        idx = self.index(st.arg, st.index, sc)
-        line = f"a{st.arg}[{idx}] = {self.store_value(v, a.dtype)};"
-        if st.when is not None:
-            c = self.expr(st.when, sc)
-            line = f"if ({c}) {{ {line} }}"
-        sc.lines.append(line)
 
     def _acc_type(self, op, dt):
         return VALUE[dt]
