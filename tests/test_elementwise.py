@@ -6,6 +6,7 @@ computed in float64/complex128 for floating inputs, compared with dtype-appropri
 the result dtype is checked exactly.
 """
 import math
+import types
 
 import numpy as np
 import pytest
@@ -394,6 +395,45 @@ def test_complex_tanh_tan_near_poles(device, name):
         assert got.dtype == dt
         err = np.abs(got - want) / np.abs(want)
         assert err.max() < 16 * np.finfo(dt).eps, (np.dtype(dt).name, z[np.argmax(err)], err.max())
+
+
+def _near_unit_circle(dt):
+    """Complex values with |z| within 1% of 1, and log z from exact decimal arithmetic."""
+    from decimal import Decimal, localcontext
+    rng = np.random.default_rng(23)
+    delta, theta = rng.uniform(-1e-2, 1e-2, 200), rng.uniform(-5e-2, 5e-2, 200)
+    z = ((1 + delta) * np.exp(1j * theta)).astype(dt)
+    with localcontext() as ctx:
+        ctx.prec = 40
+        re = [float((Decimal(float(v.real)) ** 2 + Decimal(float(v.imag)) ** 2).ln() / 2) for v in z]
+    return z, np.asarray(re) + 1j * np.arctan2(z.imag.astype(np.longdouble), z.real.astype(np.longdouble))
+
+
+def _assert_near(got, want, dt):
+    assert got.dtype == dt
+    err = np.abs(got.astype(np.clongdouble) - want) / np.abs(want)
+    assert err.max() < 8 * np.finfo(dt).eps, (np.dtype(dt).name, np.argmax(err), err.max())
+
+
+def test_complex_log_near_the_unit_circle(device):
+    """log z for |z| near 1, where log|z| = log(hypot) loses the digits of a small real part:
+    to a few ulp of |result|."""
+    for dt in supported(device, "complex floating"):
+        z, want = _near_unit_circle(dt)
+        _assert_near(to_numpy(xp.log(xp.asarray(z, device=device))), want, dt)
+
+
+def test_complex_log_mends_a_module_taking_log_hypot():
+    """cuda's complex log (_numpylike.complex_log) on a stand-in module whose log is
+    log(hypot) + i atan2, as CuPy's may be: the digits come back."""
+    from ruda.backends._numpylike import complex_log
+    naive = types.SimpleNamespace(**{n: getattr(np, n) for n in ("maximum", "minimum", "hypot", "log1p", "where")})
+    naive.log = lambda x: (np.log(np.hypot(x.real, x.imag)) + 1j * np.arctan2(x.imag, x.real)).astype(x.dtype)
+    for dt in (np.complex64, np.complex128):
+        z, want = _near_unit_circle(dt)
+        with pytest.raises(AssertionError):
+            _assert_near(naive.log(z), want, dt)
+        _assert_near(complex_log(naive)(z), want, dt)
 
 
 @pytest.mark.parametrize("name", ["log1p", "expm1"])

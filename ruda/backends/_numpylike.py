@@ -97,6 +97,23 @@ def ops_for(mod):
                                      matmul)}
 
 
+def complex_log(mod):
+    """``log`` of ``mod`` whose complex real part keeps its digits near |z| = 1, for a module that
+    takes log(hypot(x, y)) there (CuPy's thrust kernels; NumPy's C99 clog needs none):
+    log1p((u - 1)(u + 1) + v^2) / 2 with u, v the larger and smaller of |x|, |y|."""
+    def log(x):
+        out = mod.log(x)
+        if x.dtype.kind != "c":
+            return out
+        a, b = abs(x.real), abs(x.imag)
+        u, v = mod.maximum(a, b), mod.minimum(a, b)
+        m = mod.hypot(a, b)
+        near = (m > 0.7) & (m < 1.4)                  # NaN and inf parts are not near
+        acc = 0.5 * mod.log1p((u - 1) * (u + 1) + v * v) + 1j * out.imag
+        return mod.where(near, acc, out).astype(x.dtype, copy=False)
+    return log
+
+
 def c99_complex(mod, ops=None):
     """``log``, ``log1p``, ``tanh`` and ``acosh`` of ``mod`` with C99's special values for complex input
     (each wraps ``ops[name]`` where given, else ``mod``'s).

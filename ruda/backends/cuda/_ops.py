@@ -10,10 +10,10 @@ import cupy as cp
 import numpy as np
 
 from ruda import _dtypes
-from ruda.backends._numpylike import c99_complex, ops_for
+from ruda.backends._numpylike import c99_complex, complex_log, ops_for
 from ruda.backends.cuda import _numba
 
-_SHARED = ops_for(cp)
+_SHARED = dict(ops_for(cp), log=complex_log(cp))
 globals().update(_SHARED)
 globals().update(c99_complex(cp, _SHARED))   # complex log, log1p, tanh, acosh: C99's special values
 
