@@ -186,6 +186,34 @@ def test_no_f64_adapter_drops_float64():
         b._check_dtype("astype", np.dtype(np.float64))
 
 
+def test_withheld_f64_and_int64_on_a_real_adapter(dev):
+    """RUDA_WGPU_WITHOUT makes a capable adapter stand in for a browser's (no shader-f64, no
+    shader-int64): float32/int32 defaults, float64 refused with the reason, and work still runs."""
+    import os
+    import subprocess
+    import sys
+    code = (
+        "import numpy as np, ruda as xp\n"
+        "info = xp.__array_namespace_info__()\n"
+        "print(sorted(info.dtypes(device='wgpu')), info.default_dtypes(device='wgpu')['real floating'],"
+        " info.default_dtypes(device='wgpu')['indexing'])\n"
+        "x = xp.linspace(0, 1, 9, device='wgpu')\n"
+        "print(x.dtype, float(xp.sum(x)), int(xp.argmax(x)), xp.nonzero(x > 0.5)[0].dtype)\n"
+        "try:\n"
+        "    xp.asarray([1.0], dtype=xp.float64, device='wgpu')\n"
+        "except TypeError as e:\n"
+        "    print('refused:', e)\n")
+    env = dict(os.environ, RUDA_WGPU_WITHOUT="shader-f64, shader-int64", RUDA_DEVICE="cpu")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    names, rest = p.stdout.splitlines()[0].split("]", 1)
+    assert "float64" not in names and "int64" not in names and "complex128" not in names
+    assert "float32" in names and "complex64" in names
+    assert rest.split() == ["float32", "int32"]
+    assert p.stdout.splitlines()[1].split() == ["float32", "4.5", "8", "int32"]
+    assert "refused:" in p.stdout and "shader-f64" in p.stdout
+
+
 def test_fallback_table_lists_only_linalg():
     from ruda.backends.wgpu import WgpuBackend
     assert WgpuBackend.fallbacks

@@ -150,6 +150,12 @@ class Storage:
             pass
 
 
+def _withheld():
+    """Features not to request (``RUDA_WGPU_WITHOUT=shader-f64,shader-int64``): a capable
+    adapter then stands in for a browser's or OpenGL's, so those paths can be tested."""
+    return {f.strip() for f in os.environ.get("RUDA_WGPU_WITHOUT", "").split(",") if f.strip()}
+
+
 class Context:
     """Everything that belongs to one wgpu device."""
 
@@ -157,7 +163,7 @@ class Context:
         wgpu = _wgpu()
         self.wgpu = wgpu
         self.adapter = adapter
-        have = set(adapter.features)
+        have = set(adapter.features) - _withheld()
         self.features = frozenset(f for f in WANTED_FEATURES if f in have)
         lim = adapter.limits
         want_limits = {k: lim[k] for k in ("max-storage-buffer-binding-size", "max-buffer-size",
