@@ -59,7 +59,8 @@ def dtype(fn, dt, dev, arg="dtype"):
     dt = np.dtype(dt)
     if not dev.backend.supports(dt):
         raise TypeError(f"ruda.{fn}: {arg}={_dtypes.name(dt)} is not supported on device "
-                        f"'{dev}' (supported: {', '.join(_dtypes.name(d) for d in dev.backend.dtypes())})")
+                        f"'{dev}'{dev.backend.unsupported_reason(dt)} "
+                        f"(supported: {', '.join(_dtypes.name(d) for d in dev.backend.dtypes())})")
     return dt
 
 

@@ -125,6 +125,10 @@ class Backend:
     def supports(self, dtype):
         return dtype in self._dtype_set
 
+    def unsupported_reason(self, dtype):
+        """Why ``dtype`` is missing on this device (" (the adapter lacks ...)"), or ""."""
+        return ""
+
     @property
     def _dtype_set(self):
         s = self.__dict__.get("_dtype_set_cache")

@@ -112,15 +112,17 @@ class WgpuBackend(FftOps, MatmulOps, Ops, Backend):
     def is_native(self, obj):
         return obj.__class__ is WArray
 
+    def unsupported_reason(self, dt):
+        if dt in (_dtypes.float64, _dtypes.complex128) and not self.has_f64:
+            return " (the adapter lacks the shader-f64 feature)"
+        if dt in (_dtypes.int64, _dtypes.uint64) and not self.has_i64:
+            return " (the adapter lacks the shader-int64 feature)"
+        return ""
+
     def _check_dtype(self, fn, dt):
         if dt not in self._dtype_set:
-            why = ""
-            if dt in (_dtypes.float64, _dtypes.complex128):
-                why = " (the adapter lacks the shader-f64 feature)"
-            elif dt in (_dtypes.int64, _dtypes.uint64):
-                why = " (the adapter lacks the shader-int64 feature)"
             raise TypeError(f"ruda wgpu.{fn}: dtype {_dtypes.name(dt)} is not supported on "
-                            f"'wgpu:{self.index}'{why}")
+                            f"'wgpu:{self.index}'{self.unsupported_reason(dt)}")
 
     def from_host(self, a):
         a = np.asarray(a)
