@@ -279,10 +279,13 @@ class _Render(ExprRender):
             return x
         T = VALUE[dst]
         if dst == "bool":
-            if src in ir.COMPLEX:       # NaN is true, as in NumPy (!(x == 0): see fop's "ne")
-                z = literal(0, ir.real_of(src))
-                return f"(!(({x}).x == {z} && ({x}).y == {z}))"
-            return f"(!({x} == {literal(0, src)}))" if src in ir.FLOATS else f"({x} != {literal(0, src)})"
+            if src in ir.COMPLEX:       # NaN is true, as in NumPy
+                r = ir.real_of(src)
+                z = literal(0, r)
+                return self.unordered(r, [f"({x}).x", f"({x}).y"], f"(({x}).x != {z} || ({x}).y != {z})")
+            if src in ir.FLOATS:
+                return self.unordered(src, [x], f"{x} != {literal(0, src)}")
+            return f"({x} != {literal(0, src)})"
         if src == "bool":
             if dst in ir.COMPLEX:
                 r = ir.real_of(dst)
@@ -311,6 +314,14 @@ class _Render(ExprRender):
             # (i64(0xffffffffu) was -1, u64(-1i) 0xffffffff)
             return f"{T}({VALUE[src][0]}64({x}))"
         return f"{T}({x})"
+
+    def unordered(self, dt, values, test):
+        """``test``, or true when any of ``values`` is NaN (by bit pattern): naga renders float
+        != as SPIR-V's *ordered* not-equal (false for NaN), and WGSL lets drivers assume no NaN."""
+        if dt == "f16":
+            values, dt = [f"f32({v})" for v in values], "f32"
+        n = self.need("isnan_" + dt)
+        return "(" + " || ".join([f"{n}({v})" for v in values] + [test]) + ")"
 
     def wrap(self, x, dt):
         bits = _SMALL.get(dt)
@@ -471,8 +482,8 @@ class _Render(ExprRender):
             return x
         if name == "imag":
             return zero
-        if name == "ne":        # naga renders != as an ordered compare (NaN != NaN is false)
-            return f"(!({x} == {y}))"
+        if name == "ne":
+            return self.unordered(dt, [x, y], f"{x} != {y}")
         if name in ("eq", "lt", "le", "gt", "ge"):
             opn = {"eq": "==", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}[name]
             return f"({x} {opn} {y})"
@@ -541,7 +552,8 @@ class _Render(ExprRender):
         if name == "eq":
             return f"({x}.x == {y}.x && {x}.y == {y}.y)"
         if name == "ne":
-            return f"(!({x}.x == {y}.x && {x}.y == {y}.y))"
+            return self.unordered(ir.real_of(dt), [f"{x}.x", f"{x}.y", f"{y}.x", f"{y}.y"],
+                                  f"({x}.x != {y}.x || {x}.y != {y}.y)")
         if name in ("isnan", "isinf"):
             h = self.need(f"{name}_{r}")
             return f"({h}({x}.x) || {h}({x}.y))"
