@@ -372,6 +372,22 @@ def test_complex_special_values(device, name):
                       dtype=expected_dtype(device, name, oracle, a))
 
 
+@pytest.mark.parametrize("name", ["log", "log2", "log10", "log1p"])
+def test_float32_logs_near_one(device, name):
+    """float32 logs where the result is small (x near 1; log1p over (-0.6, 2)): a few ulp, not the
+    absolute error bound of a driver's builtin (wgpu's log2 builtin was 1049 ulp off at 0.999)."""
+    rng = np.random.default_rng(24)
+    x = np.concatenate([rng.uniform(0.5, 2.0, 4000), 1 + rng.uniform(-1e-3, 1e-3, 1000)]).astype(np.float32)
+    if name == "log1p":
+        x = (x - 1).astype(np.float32)
+    want = getattr(np, name)(x.astype(np.float64))
+    keep = want != 0
+    got = to_numpy(getattr(xp, name)(xp.asarray(x, device=device)))
+    assert got.dtype == np.float32
+    ulps = np.abs(got[keep] - want[keep]) / np.spacing(np.abs(want[keep]).astype(np.float32))
+    assert ulps.max() < 4, (x[keep][np.argmax(ulps)], ulps.max())
+
+
 def test_logaddexp_small_results(device):
     """logaddexp(-d, 0) = log1p(exp(-d)) is small for large d: accurate to a few ulp, not to the
     absolute error of a float32 log near 1 (which a WGSL builtin may have)."""

@@ -186,13 +186,21 @@ def test_no_f64_adapter_drops_float64():
         b._check_dtype("astype", np.dtype(np.float64))
 
 
-def test_withheld_f64_and_int64_on_a_real_adapter(dev):
-    """RUDA_WGPU_WITHOUT makes a capable adapter stand in for a browser's (no shader-f64, no
-    shader-int64): float32/int32 defaults, float64 refused with the reason, and work still runs."""
+def _run_without(features, code):
+    """stdout lines of ``code`` run in a fresh process with the adapter's ``features`` withheld."""
     import os
     import subprocess
     import sys
-    code = (
+    env = dict(os.environ, RUDA_WGPU_WITHOUT=features, RUDA_DEVICE="cpu")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return p.stdout.splitlines()
+
+
+def test_withheld_f64_and_int64_on_a_real_adapter(dev):
+    """RUDA_WGPU_WITHOUT makes a capable adapter stand in for a browser's (no shader-f64, no
+    shader-int64): float32/int32 defaults, float64 refused with the reason, and work still runs."""
+    lines = _run_without("shader-f64, shader-int64", (
         "import numpy as np, ruda as xp\n"
         "info = xp.__array_namespace_info__()\n"
         "print(sorted(info.dtypes(device='wgpu')), info.default_dtypes(device='wgpu')['real floating'],"
@@ -202,16 +210,34 @@ def test_withheld_f64_and_int64_on_a_real_adapter(dev):
         "try:\n"
         "    xp.asarray([1.0], dtype=xp.float64, device='wgpu')\n"
         "except TypeError as e:\n"
-        "    print('refused:', e)\n")
-    env = dict(os.environ, RUDA_WGPU_WITHOUT="shader-f64, shader-int64", RUDA_DEVICE="cpu")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
-    assert p.returncode == 0, p.stderr[-2000:]
-    names, rest = p.stdout.splitlines()[0].split("]", 1)
+        "    print('refused:', e)\n"))
+    names, rest = lines[0].split("]", 1)
     assert "float64" not in names and "int64" not in names and "complex128" not in names
     assert "float32" in names and "complex64" in names
     assert rest.split() == ["float32", "int32"]
-    assert p.stdout.splitlines()[1].split() == ["float32", "4.5", "8", "int32"]
-    assert "refused:" in p.stdout and "shader-f64" in p.stdout
+    assert lines[1].split() == ["float32", "4.5", "8", "int32"]
+    assert lines[2].startswith("refused:") and "shader-f64" in lines[2]
+
+
+def test_float32_math_without_f64_keeps_special_values_and_digits(dev):
+    """Without shader-f64 (withheld here), float32 math cannot go through the f64 library: the
+    inverse trig and hyperbolic functions are the f64 code's f32 twins and the logs use a series
+    near 1, so NaN, -0, tiny and huge arguments come out as NumPy's (lavapipe's builtins gave
+    atan(NaN) = 0, sinh(1e-30) = 3e-8, acosh(1e30) = inf, log2(0.999) 1049 ulp off)."""
+    lines = _run_without("shader-f64", (
+        "import math, warnings, numpy as np, ruda as xp\n"
+        "warnings.filterwarnings('ignore')\n"
+        "S = np.array([math.nan, math.inf, -math.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.5,"
+        " 1e-30, 1e30, 0.999, 3.7, 20.0, -0.9999], np.float32)\n"
+        "for n in ['asin', 'acos', 'atan', 'asinh', 'acosh', 'atanh', 'sinh', 'cosh', 'tanh', 'expm1',"
+        " 'log', 'log1p', 'log2', 'log10']:\n"
+        "    g = np.asarray(getattr(xp, n)(xp.asarray(S, device='wgpu')).to_device('cpu'))\n"
+        "    w = getattr(np, n)(S.astype(np.float64)).astype(np.float32)\n"
+        "    ok = (np.isclose(g, w, rtol=5e-6, atol=0) & (np.signbit(g) == np.signbit(w))) | (np.isnan(g) & np.isnan(w))\n"
+        "    print(n, [(float(S[i]), float(g[i]), float(w[i])) for i in np.nonzero(~ok)[0]])\n"))
+    assert len(lines) == 14
+    bad = [ln for ln in lines if not ln.endswith(" []")]
+    assert not bad, bad
 
 
 def test_fallback_table_lists_only_linalg():

@@ -34,7 +34,6 @@ _BITS_T = {"f32": "u32", "f64": "u64"}
 _INT_MIN = {"i32": "i32(-2147483647 - 1)", "i64": "(-9223372036854775807li - 1li)"}
 _F32_BUILTIN = {"exp", "log", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
                 "tanh", "asinh", "acosh", "atanh", "log2"}
-_F32_ACCURATE = {"log2"}
 _LIB_F64 = {"exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "asin", "acos",
             "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh"}
 
@@ -160,8 +159,6 @@ class _Render(ExprRender):
                 deps = tuple(f"{d}_{s}" for d in deps)
             elif s == "f32" and base in _F32_BUILTIN:
                 deps, src = (), f"fn {name}(x: f32) -> f32 {{ return {base}(x); }}"
-            elif s == "f32" and base == "log10":
-                deps, src = (), "fn log10_f32(x: f32) -> f32 { return log2(x) * 0.30102999566398119521f; }"
             else:
                 raise RenderError(f"wgsl: unknown helper {name!r}")
         self.helpers[name] = None
@@ -525,13 +522,9 @@ class _Render(ExprRender):
         if name in ("exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "asin",
                     "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh"):
             if S == "f32":
-                if name in _F32_ACCURATE:
-                    return f"{name}({x})"
                 if self.r.f64:   # accurate f32 through the f64 library
                     return f"f32({self.need(name + '_f64')}(f64({x})))"
-                if name in _F32_BUILTIN:
-                    return f"{name}({x})"
-            return f"{self.need(name + '_' + S)}({x})"
+            return f"{self.need(name + '_' + S)}({x})"     # f32: the f64 code's twin, or the builtin
         raise RenderError(f"wgsl: op {name!r} is not defined for {dt}")
 
     def cop(self, name, a, dt, rdt):
@@ -764,7 +757,7 @@ class _Render(ExprRender):
                 self.need(f"{n}_f64")
                 self.helpers[name] = f"fn {name}(x: f32) -> f32 {{ return f32({n}_f64(f64(x))); }}"
             return name
-        return n if n in _F32_BUILTIN else self.need(f"{n}_f32")
+        return self.need(f"{n}_f32")
 
     def _atan2(self, r):
         """atan2 with the standard's special values (WGSL's builtin leaves zeros and NaN open)."""

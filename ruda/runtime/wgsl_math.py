@@ -14,6 +14,8 @@ one operation it keeps; each step is exact or rounds once, as the two-constant f
 Each helper is ``name -> (dependencies, source)``; ``{T}`` is the float type and ``{S}``
 the type suffix (``f32``/``f64``), ``{U}`` the same-width unsigned type.
 """
+import re
+
 
 _F64_CONSTS = {
     "LN2_HI": "6.93147180369123816490e-01", "LN2_LO": "1.90821492927058770002e-10",
@@ -256,7 +258,6 @@ fn rem_pio2_big(x: f64) -> vec2<f64> {{
   if (x < 0.0lf) { if (y >= 0.0lf) { r = r + pi; } else { r = r - pi; } }
   return r;
 }"""),
-    "atan2_core_f32": ((), "fn atan2_core_f32(y: f32, x: f32) -> f32 { return atan2(y, x); }"),
     # f32 through f64 where the adapter has it (the f32 builtin is a few ULP off on some drivers)
     "atan2_via64_f32": (("atan2_f64",), "fn atan2_via64_f32(y: f32, x: f32) -> f32 { return f32(atan2_f64(f64(y), f64(x))); }"),
     "asin_f64": (("atan2_f64",), "fn asin_f64(x: f64) -> f64 { if (abs(x) > 1.0lf) { return (x - x) / (x - x); } return atan2_f64(x, sqrt((1.0lf - x) * (1.0lf + x))); }"),
@@ -320,9 +321,9 @@ fn rem_pio2_big(x: f64) -> vec2<f64> {{
   if (x < 0.0lf) { return -r; }
   return r;
 }"""),
-    # ---------------------------------------------------------------- f32 extras (builtins are f32-accurate enough)
+    # ---------------------------------------------------------------- f32 helpers (adapters without f64)
     "expm1_f32": ((), """fn expm1_f32(x: f32) -> f32 {
-  if (abs(x) < 1e-5f) { return x + 0.5f * x * x; }
+  if (abs(x) < 1e-5f) { return x * (1.0f + 0.5f * x); }   // keeps -0
   let u = exp(x);
   if (u == 1.0f) { return x; }
   let um = u - 1.0f;
@@ -330,14 +331,51 @@ fn rem_pio2_big(x: f64) -> vec2<f64> {{
   if (abs(x) > 0.5f) { return um; }
   return um * x / log(u);
 }"""),
-    "log1p_f32": ((), """fn log1p_f32(x: f32) -> f32 {
+    # f32 logs: near 1 the builtins have only an absolute error bound (lavapipe's log2(0.999) was
+    # 1049 ulp off), so there 2 atanh(s), s = (x - 1) / (x + 1), from its series
+    "logser_f32": ((), f"""fn logser_f32(s: f32) -> f32 {{
+  let z = s * s;
+  return 2.0f * s + s * z * {_LOG_R.replace("lf", "f")};
+}}"""),
+    "log_f32": (("logser_f32",), """fn log_f32(x: f32) -> f32 {
+  if (x > 0.5f && x < 2.0f) { return logser_f32((x - 1.0f) / (x + 1.0f)); }
+  return log(x);
+}"""),
+    "log2_f32": (("logser_f32",), """fn log2_f32(x: f32) -> f32 {
+  if (x > 0.5f && x < 2.0f) { return logser_f32((x - 1.0f) / (x + 1.0f)) * 1.44269504088896340736f; }
+  return log2(x);
+}"""),
+    "log10_f32": (("log_f32",), "fn log10_f32(x: f32) -> f32 { return log_f32(x) * 0.434294481903251827651f; }"),
+    "log1p_f32": (("logser_f32", "inf_f32", "nan_f32"), """fn log1p_f32(x: f32) -> f32 {
+  if (abs(x) < 0.41f) { return logser_f32(x / (2.0f + x)); }
   let u = 1.0f + x;
-  if (u == 1.0f) { return x; }
-  let l = log(u);
-  if (abs(x) > 0.5f) { return l; }
-  return l * x / (u - 1.0f);
+  if (u > 0.0f && u < 3.4e38f) { return log(u) + (x - (u - 1.0f)) / u; }
+  if (u == 0.0f) { return -inf_f32(); }
+  if (u > 0.0f) { return u; }
+  return nan_f32();
 }"""),
 }
+
+
+def _f32_twin(name):
+    """The f64 helper ``name`` rewritten for f32: for adapters without shader-f64, whose drivers'
+    f32 builtins miss special values and digits (lavapipe: atan(NaN) = 0, sinh(1e-30) = 3e-8,
+    acosh(1e30) = inf, asin(0.5) 60 ulp off).  Only helpers of plain arithmetic over exp, expm1,
+    log, log1p, sqrt and atan qualify (no f64 bit tricks); their f32 deps are the builtins'
+    wrappers or the twins."""
+    deps, src = HELPERS[name + "_f64"]
+    src = re.sub(r"(\d)lf\b", r"\1f", src).replace("f64", "f32")
+    return tuple(d.replace("_f64", "_f32") for d in deps), src
+
+
+for _n in ("atan", "atan2_core", "asin", "acos", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh"):
+    HELPERS[_n + "_f32"] = _f32_twin(_n)
+# trig keeps the builtins (no f32 Payne-Hanek), with the standard's special values around them
+HELPERS.update({
+    "sin_f32": (("isfin_f32", "nan_f32"), "fn sin_f32(x: f32) -> f32 { if (!isfin_f32(x)) { return nan_f32(); } if (x == 0.0f) { return x; } return sin(x); }"),
+    "tan_f32": (("isfin_f32", "nan_f32"), "fn tan_f32(x: f32) -> f32 { if (!isfin_f32(x)) { return nan_f32(); } if (x == 0.0f) { return x; } return tan(x); }"),
+    "cos_f32": (("isfin_f32", "nan_f32"), "fn cos_f32(x: f32) -> f32 { if (!isfin_f32(x)) { return nan_f32(); } return cos(x); }"),
+})
 
 # Generic per-float-type helpers; instantiate with T/S/Z ("f32", "f", "0.0f") via ``generic``.
 _GENERIC = {
