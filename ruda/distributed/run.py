@@ -5,8 +5,9 @@ through the installed ``mpiexec``, with the environment passed through.
 ``--hosts a,b`` and ``--hostfile FILE`` go to mpiexec, so the same command
 spans machines.  The exit status is mpiexec's, or 1 when a rank that called
 ``ruda.distributed.init`` vanished without a normal exit (mpiexec may tear the job
-down with status 0 then); such ranks are named on stderr whatever the status.  mpiexec is, in order: ``$RUDA_MPIEXEC``, the one next to this
-Python (the ``mpich`` wheel installs it there), the first on ``PATH``.
+down with status 0 then); such ranks are named on stderr whatever the status.
+mpiexec is, in order: ``$RUDA_MPIEXEC``, the one next to this Python (the ``mpich``
+wheel installs it there), the first on ``PATH``.
 """
 import argparse
 import os

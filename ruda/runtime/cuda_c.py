@@ -158,9 +158,6 @@ class _Render(ExprRender):
         raise RenderError(f"cuda_c: param dtype {dt!r}")
 
     # ---------------------------------------------------------------- expressions (syntax)
-    def const(self, node):
-        return literal(node.value, node.dtype)
-
     def size(self, dim):
         return f"((int){self.w(self.lay.shape_at + dim)})"
 

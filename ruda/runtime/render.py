@@ -2,9 +2,9 @@
 expression DAG into memoized temporaries, folds (loops carrying an accumulator) and strided
 index sums.
 
-A renderer subclasses ``ExprRender`` and gives its syntax: ``const``, ``size``, ``param``,
+A renderer subclasses ``ExprRender`` and gives its syntax: ``literal``, ``size``, ``param``,
 ``load``, ``op``, ``cast``, ``bitcast``, ``select``, ``declare``, ``loop``, ``index_sum``, and for
-reductions ``literal``, ``infinity``, ``isnan_fn``, ``bool_as_int`` and ``R_INDEX``.
+reductions ``infinity``, ``isnan_fn``, ``bool_as_int`` and ``R_INDEX``.
 """
 from ruda.runtime import ir
 from ruda.runtime.packing import layout
@@ -38,6 +38,9 @@ class ExprRender:
 
     def cname(self, d):
         return f"c{d}"
+
+    def const(self, node):
+        return self.literal(node.value, node.dtype)
 
     def check(self, node):
         """Refuse a node before it is rendered (a dtype the target lacks)."""

@@ -341,8 +341,8 @@ fn rem_pio2_big(x: f64) -> vec2<f64> {{
   if (x > 0.5f && x < 2.0f) { return logser_f32((x - 1.0f) / (x + 1.0f)); }
   return log(x);
 }"""),
-    "log2_f32": (("logser_f32",), """fn log2_f32(x: f32) -> f32 {
-  if (x > 0.5f && x < 2.0f) { return logser_f32((x - 1.0f) / (x + 1.0f)) * 1.44269504088896340736f; }
+    "log2_f32": (("log_f32",), """fn log2_f32(x: f32) -> f32 {
+  if (x > 0.5f && x < 2.0f) { return log_f32(x) * 1.44269504088896340736f; }
   return log2(x);
 }"""),
     "log10_f32": (("log_f32",), "fn log10_f32(x: f32) -> f32 { return log_f32(x) * 0.434294481903251827651f; }"),
