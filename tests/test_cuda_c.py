@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from ruda._devices import unavailable
+from ruda.backends.host._ops import floor_divide as standard_floor_divide
 from ruda.runtime import cuda_c, ir
 
 CUDA_REASON = unavailable("cuda")
@@ -128,8 +129,9 @@ FLOAT_UNARY = {"neg": np.negative, "abs": np.abs, "square": np.square, "reciproc
                "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh,
                "tanh": np.tanh, "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
                "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite, "signbit": np.signbit}
+# floordiv: NumPy's, with the standard's results for one infinite operand (the host's, as every device)
 FLOAT_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-                "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power, "max": np.maximum,
+                "floordiv": standard_floor_divide, "mod": np.remainder, "pow": np.power, "max": np.maximum,
                 "min": np.minimum, "atan2": np.arctan2, "hypot": np.hypot, "copysign": np.copysign,
                 "nextafter": np.nextafter, "logaddexp": np.logaddexp, "eq": np.equal, "ne": np.not_equal,
                 "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal}

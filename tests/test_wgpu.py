@@ -116,6 +116,54 @@ def test_readback_is_chunked_and_exact(dev, monkeypatch):
     np.testing.assert_array_equal(np.asarray(x[7:40_007:3].to_device("cpu")), a[7:40_007:3])
 
 
+@pytest.mark.parametrize("wait", ["spin", "block", "public"])
+def test_waits_and_maps(dev, monkeypatch, wait):
+    """Synchronize and chunked readback through the native spin / blocking waits and maps, and
+    through wgpu-py's public API, after work still running when the host asks."""
+    from ruda.backends.wgpu import _device
+    ctx = dev.backend.ctx
+    ctx.synchronize()
+    if wait == "public":
+        monkeypatch.setattr(ctx, "nat", None)
+    elif ctx.nat is None:
+        pytest.skip("this wgpu-py has no native entry points")
+    else:
+        monkeypatch.setattr(ctx.nat, "spin", wait == "spin")
+    monkeypatch.setattr(_device, "READ_CHUNK", 1 << 16)
+    a = np.random.default_rng(6).standard_normal(300_001).astype(np.float32)
+    x = xp.asarray(a, device=dev)
+    y, ref = x, a
+    for _ in range(30):
+        y = y * 0.75 + x
+        ref = ref * np.float32(0.75) + a
+    s0 = ctx.stats["submits"]
+    dev.backend.synchronize()
+    dev.backend.synchronize()                         # nothing recorded: no empty submit
+    assert ctx.stats["submits"] - s0 == 1
+    z = xp.cumulative_sum(y)                          # still running when the readback waits
+    np.testing.assert_array_equal(np.asarray(y.to_device("cpu")), ref)
+    np.testing.assert_allclose(np.asarray(z.to_device("cpu")), np.cumsum(ref, dtype=np.float64),
+                               rtol=1e-4, atol=1e-2)
+    assert float(xp.sum(x)) == pytest.approx(float(np.sum(a, dtype=np.float64)), rel=1e-5)
+
+
+def test_large_launches_are_submitted_at_once(dev, monkeypatch):
+    """A launch over EAGER_ELEMS elements is submitted as soon as it is recorded; the results
+    and the work recorded after it are unchanged."""
+    from ruda.backends.wgpu import _device
+    ctx = dev.backend.ctx
+    monkeypatch.setattr(_device, "EAGER_ELEMS", 3000)
+    a = np.random.default_rng(7).standard_normal(3001).astype(np.float32)
+    x = xp.asarray(a, device=dev)
+    ctx.synchronize()
+    s0 = ctx.stats["submits"]
+    y = x * 3.0 + 2.0                                  # two eager launches
+    assert ctx.stats["submits"] - s0 == 2
+    s = xp.sum(y[:-1])                                 # 3000 elements: eager first pass
+    np.testing.assert_array_equal(np.asarray(y.to_device("cpu")), a * np.float32(3) + np.float32(2))
+    assert float(s) == pytest.approx(float(np.sum((a * 3 + 2)[:-1], dtype=np.float64)), rel=1e-5)
+
+
 def test_dispatches_are_batched(dev):
     ctx = dev.backend.ctx
     rng = np.random.default_rng(5)

@@ -381,8 +381,9 @@ class _Render(ExprRender):
         fn = f"r{name}_{dt}"
         if fn in self.helpers:
             return fn
-        if name == "floordiv":      # npy_floor_divide
-            body = (f"if (b == 0) return a / b;\n{T} mod = fmod(a, b);\n{T} div = (a - mod) / b;\n"
+        if name == "floordiv":      # npy_floor_divide; the standard's results for one infinite operand
+            body = ("if (b == 0 || (isinf(a) && isfinite(b)) || (isfinite(a) && isinf(b))) return a / b;\n"
+                    f"{T} mod = fmod(a, b);\n{T} div = (a - mod) / b;\n"
                     "if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;\n"
                     f"if (div != 0) {{ {T} fd = floor(div); if (div - fd > ({T})0.5) fd += 1; return fd; }}\n"
                     f"return copysign(({T})0, a / b);")

@@ -158,6 +158,13 @@ class _Render(ExprRender):
                     .replace("{LN2}", lit(0.6931471805599453)).replace("{PI}", lit(3.141592653589793)) \
                     .replace("{BIG}", lit(9007199254740992.0 if s == "f64" else 16777216.0))
                 deps = tuple(f"{d}_{s}" for d in deps)
+            elif base in ("fdiv", "freciprocal", "fsqrt"):     # f32 through f64 where it exists
+                wide = s == "f32" and self.r.f64
+                a, b = ("f64(a)", "f64(b)") if wide else ("a", "b")
+                e = {"fdiv": f"{a} / {b}", "freciprocal": f"{literal(1.0, 'f64' if wide else s)} / {a}",
+                     "fsqrt": f"sqrt({a})"}[base]
+                sig = f"a: {s}, b: {s}" if base == "fdiv" else f"a: {s}"
+                deps, src = (), f"fn {name}({sig}) -> {s} {{ return {f'f32({e})' if wide else e}; }}"
             elif s == "f32" and base in _F32_BUILTIN:
                 deps, src = (), f"fn {name}(x: f32) -> f32 {{ return {base}(x); }}"
             else:
@@ -466,6 +473,10 @@ class _Render(ExprRender):
         sfx = _FLOAT_SUFFIX[dt]
         one = f"1.0{sfx}"
         zero = f"0.0{sfx}"
+        if dt == "f32" and self.r.f64 and name in ("div", "reciprocal", "sqrt"):
+            # correctly rounded through f64 (53 >= 2 * 24 + 2 bits: the second rounding is
+            # harmless); NVIDIA's Vulkan driver divides f32 approximately (1 ulp off, measured)
+            return f"{self.need('f' + name + '_f32')}({x}{', ' + y if y else ''})"
         if name in ("add", "sub", "mul", "div"):
             return f"({x} {'+-*/'[('add', 'sub', 'mul', 'div').index(name)]} {y})"
         if name == "neg":

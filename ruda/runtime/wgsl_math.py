@@ -395,14 +395,14 @@ _GENERIC = {
   }
   return copysign_{S}(r, a);
 }"""),
-    "divmod": (("fmod", "copysign", "isnan", "isinf"), """fn divmod_{S}(a: {T}, b: {T}) -> vec2<{T}> {
+    "divmod": (("fmod", "fdiv", "copysign", "isnan", "isinf"), """fn divmod_{S}(a: {T}, b: {T}) -> vec2<{T}> {
   // NumPy's npy_divmod: (floor_divide, remainder)
   var md = fmod_{S}(a, b);
   if (b == {Z}) { return vec2<{T}>(a / b, md); }
   // the standard's special case (NumPy differs): one infinite operand gives a / b
   let one_inf = (isinf_{S}(a) != isinf_{S}(b)) && !isnan_{S}(a) && !isnan_{S}(b);
   if (isnan_{S}(md)) { return vec2<{T}>(select(md, a / b, one_inf), md); }
-  var div = (a - md) / b;
+  var div = fdiv_{S}(a - md, b);
   if (md != {Z}) {
     if ((b < {Z}) != (md < {Z})) { md = md + b; div = div - {O}; }
   } else { md = copysign_{S}({Z}, b); }

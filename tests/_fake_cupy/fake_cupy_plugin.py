@@ -2,7 +2,8 @@
 
 Replaced on the backend: host<->device copies and scalars (NumPy copies), the bfloat16 kernels
 (``_bf16.SOURCE`` compiled with g++ by tests/test_cuda_bf16.py), device pointers (host
-addresses), and ruda's own float32 fast kernels (off).  A harness that cannot start prints
+addresses), ruda's own float32 fast kernels (off), and the float floor_divide/remainder IR
+kernels (the host's).  A harness that cannot start prints
 FAKE-CUPY-UNUSABLE and exits, so the calling test skips instead of failing.
 """
 import pathlib
@@ -21,7 +22,8 @@ def pytest_configure(config):
 
 def _install():
     import ruda.backends.cuda as C
-    from ruda.backends.cuda import _bf16, _fast
+    from ruda.backends.cuda import _bf16, _fast, _ops
+    from ruda.backends.host import _ops as host
     import test_cuda_bf16 as T
     B = _bf16.BF16
     dll = T.build_host_kernels(pathlib.Path(tempfile.mkdtemp(prefix="ruda-fake-cupy-")))
@@ -47,6 +49,11 @@ def _install():
         return np.array(a, copy=True)
 
     _fast._FORCE_FALLBACK = True
+
+    def divmod_f(op, x1, x2):       # the IR kernels need NVRTC: the host's float floor_divide/remainder
+        with np.errstate(all="ignore"):
+            return host.floor_divide(x1, x2) if op == "floordiv" else np.remainder(x1, x2)
+    _ops._divmod_f = divmod_f
     _bf16._launch = launch
     _bf16._map = map_
     _bf16._ptr = lambda a: a.ctypes.data

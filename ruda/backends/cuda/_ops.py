@@ -3,6 +3,7 @@
 Imported only once CuPy imports.  Every function receives validated native
 (``cupy.ndarray``) arrays and plain Python parameters (see ruda/backends/__init__.py).
 """
+import functools
 import math
 
 import array_api_compat.cupy as _ccp
@@ -11,7 +12,8 @@ import numpy as np
 
 from ruda import _dtypes
 from ruda.backends._numpylike import c99_complex, complex_log, ops_for
-from ruda.backends.cuda import _numba
+from ruda.backends.cuda import _ir, _numba
+from ruda.runtime import ir
 
 _SHARED = dict(ops_for(cp), log=complex_log(cp))
 globals().update(_SHARED)
@@ -61,44 +63,34 @@ def linspace(start, stop, num, dtype, endpoint):
     return out
 
 
-# NumPy's float floor_divide and remainder (npy_divmod), with the standard's results where exactly one
-# operand of floor_divide is infinite (inf // finite = signed inf, finite // inf = signed zero).
-_floor_divide_f = cp.ElementwiseKernel("T a, T b", "T out", """
-    if (b == 0) { out = a / b; }
-    else if ((isinf(a) && isfinite(b)) || (isfinite(a) && isinf(b))) { out = a / b; }
-    else {
-        T mod = fmod(a, b);
-        T div = (a - mod) / b;
-        if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
-        if (div != 0) {
-            T fd = floor(div);
-            if (div - fd > (T)0.5) fd += 1;
-            out = fd;
-        } else {
-            out = copysign((T)0, a / b);
-        }
-    }
-""", "ruda_floor_divide_f")
+# Float floor_divide and remainder: NumPy's npy_divmod with the standard's results where exactly
+# one operand of floor_divide is infinite, as IR kernels (ruda.runtime.cuda_c) compiled with IEEE
+# subnormals: CuPy compiles its kernels with -ftz=true, which made float32 3.4e38 % 4e-45 NaN.
+@functools.lru_cache(maxsize=None)
+def _divmod_kernel(op, dt, ndim):
+    args = (ir.Arg("x0", dt, ndim), ir.Arg("x1", dt, ndim), ir.Arg("out", dt, ndim, True))
+    value = ir.op(op, ir.load(0, dt), ir.load(1, dt))
+    return ir.Kernel(f"ruda_{op}", args, (), ndim, ir.Map((ir.Store(2, ir.Strided(), value),)))
 
-_remainder_f = cp.ElementwiseKernel("T a, T b", "T out", """
-    T mod = fmod(a, b);
-    if (b == 0) { out = mod; }
-    else if (mod != 0) {
-        if ((b < 0) != (mod < 0)) mod += b;
-        out = mod;
-    } else { out = copysign((T)0, b); }
-""", "ruda_remainder_f")
+
+def _divmod_f(op, x1, x2):
+    x1, x2 = cp.broadcast_arrays(x1, x2)
+    out = cp.empty(x1.shape, x1.dtype)
+    if out.size:
+        flat = [a.reshape(1) if a.ndim == 0 else a for a in (x1, x2, out)]
+        _ir.launch(_divmod_kernel(op, _ir.IR_DTYPE[out.dtype], flat[2].ndim), flat[2].shape, flat)
+    return out
 
 
 def floor_divide(x1, x2):
     if x1.dtype.kind == "f":
-        return _floor_divide_f(x1, x2)
+        return _divmod_f("floordiv", x1, x2)
     return cp.floor_divide(x1, x2)
 
 
 def remainder(x1, x2):
     if x1.dtype.kind == "f":
-        return _remainder_f(x1, x2)
+        return _divmod_f("mod", x1, x2)
     return cp.remainder(x1, x2)
 
 

@@ -3,7 +3,8 @@ metadata arena, upload and readback.
 
 Batching: dispatches are recorded into one open command encoder (one compute pass) and
 submitted only when the host needs a result (readback, ``synchronize``), when the
-metadata arena is full, or after ``FLUSH_EVERY`` dispatches.  The arena is content-addressed
+metadata arena is full, after ``FLUSH_EVERY`` dispatches, or at once for a launch over
+``EAGER_ELEMS`` elements.  After a submit the next encoder is opened while the device works.  The arena is content-addressed
 and outlives submits: a dispatch whose metadata words were seen before binds their slot, so a
 loop of same-shaped ops writes no metadata at all (each ``queue.write_buffer`` costs wgpu a
 staging buffer: ~0.1 ms per submit on an H200).  Freed buffers return to the
@@ -19,6 +20,7 @@ import weakref
 import numpy as np
 
 from ruda.backends import _hostcopy
+from ruda.backends.wgpu._native import native
 from ruda.runtime import packing
 from ruda.runtime.cache import ProgramCache
 from ruda.runtime.wgsl import WGSLRenderer
@@ -26,6 +28,8 @@ from ruda.runtime.wgsl import WGSLRenderer
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")   # silences Mesa's warning on headless hosts
 
 FLUSH_EVERY = 256
+EAGER_ELEMS = 1 << 26   # a launch over this many elements is submitted at once (the device starts it
+                        # while the host records on; a submit's ~50 us is small beside its run)
 ARENA_BYTES = 1 << 20
 READ_CHUNK = 64 << 20
 HOST_COPY_MAX = 64 << 10   # storages up to this size are read whole, the copy kept (read_through)
@@ -87,22 +91,6 @@ _epochs = itertools.count(1)     # arena generations, unique across contexts
 _buffer_of = operator.attrgetter("buffer")
 
 
-def _native_pass_calls():
-    """wgpu-native's compute-pass entry points, called without wgpu-py's per-call wrappers.
-
-    Errors inside a pass are reported by wgpu-native when the pass ends and the encoder
-    finishes (both still go through wgpu-py), so nothing is lost.  None where this wgpu-py
-    lacks the internals (another version): the public API is used instead.
-    """
-    try:
-        from wgpu.backends.wgpu_native import _api
-        lib = _api.lib
-        return (lib.wgpuComputePassEncoderSetPipeline, lib.wgpuComputePassEncoderSetBindGroup,
-                lib.wgpuComputePassEncoderDispatchWorkgroups, _api.ffi.new("uint32_t[1]"))
-    except Exception:  # noqa: BLE001 - any other wgpu-py layout
-        return None
-
-
 class Launch:
     """One prepared dispatch: pipeline, metadata words and workgroups, replayable as is.
 
@@ -110,15 +98,16 @@ class Launch:
     that generation (same epoch) a replay binds that slot again without looking it up.
     """
 
-    __slots__ = ("pipe", "bgl", "words", "need", "groups", "outs", "bg_key", "epoch", "at")
+    __slots__ = ("pipe", "bgl", "words", "need", "groups", "outs", "eager", "bg_key", "epoch", "at")
 
-    def __init__(self, pipe, bgl, words, need, groups, outs):
+    def __init__(self, pipe, bgl, words, need, groups, outs, eager=False):
         self.pipe = pipe
         self.bgl = bgl
         self.words = words
         self.need = need
         self.groups = groups
         self.outs = outs            # indices of the storages it writes
+        self.eager = eager          # submitted as soon as recorded (EAGER_ELEMS)
         self.bg_key = (id(bgl), need)
         self.epoch = 0
         self.at = 0
@@ -207,8 +196,10 @@ class Context:
         self.capture = None      # a list while the ops layer records launches (see _ops plans)
         self.plans = {}          # the ops layer's replayable launches, keyed by op and operand views
         self._sizes = {}
-        self._native = _native_pass_calls() if hasattr(self.arena_buf, "_internal") else None
+        self.nat = native(self.device, adapter.info.get("adapter_type", ""))
+        self._native = (*self.nat.calls, self.nat.offsets) if self.nat is not None else None
         self._cp_h = None
+        self.recorded = False    # work recorded since the last submit
         self.stats = {"dispatches": 0, "submits": 0, "uploads": 0, "readbacks": 0, "copies": 0}
         self.serials = itertools.count()
         self.writes = 0          # writes to unnamed storages so far: host copies older are void
@@ -303,10 +294,7 @@ class Context:
             self.enc = self.device.create_command_encoder()
         if self.cpass is None:
             self.cpass = self.enc.begin_compute_pass()
-            if self._native is not None:
-                self._cp_h = getattr(self.cpass, "_internal", None)
-                if self._cp_h is None:          # no native handle after all: the public API
-                    self._native = None
+            self._cp_h = getattr(self.cpass, "_internal", None)     # None: the public API
         return self.cpass
 
     def _end_pass(self):
@@ -341,7 +329,8 @@ class Context:
         prog, (pipe, bgl) = self.cache.get(kernel)
         lay = prog.layout
         words = packing.pack(kernel, shape, views, params, extras, lay=lay)
-        return Launch(pipe, bgl, words, -(-lay.words // 4) * 4, prog.grid(words), prog.outs)
+        return Launch(pipe, bgl, words, -(-lay.words // 4) * 4, prog.grid(words), prog.outs,
+                      math.prod(shape) >= EAGER_ELEMS)
 
     def launch(self, kernel, storages, views, shape, params=(), extras=None):
         """Record one dispatch of ``kernel`` over ``shape`` with buffers ``storages``."""
@@ -366,6 +355,8 @@ class Context:
         if bg is None:
             bg = self._bind_group(key, lau.bgl, lau.need, storages)
         self._dispatch(lau.pipe, bg, lau.at, lau.groups)
+        if lau.eager:
+            self.flush()
 
     def _bind_group(self, key, bgl, need, storages):
         entries = [{"binding": 0, "resource": {"buffer": self.arena_buf, "offset": 0, "size": need * 4}}]
@@ -392,9 +383,8 @@ class Context:
         cp = self.cpass
         if cp is None:
             cp = self._pass()
-        nat = self._native
-        if nat is not None:
-            h = self._cp_h
+        nat, h = self._native, self._cp_h
+        if nat is not None and h is not None:
             if pipe is not self.last_pipe:
                 nat[0](h, pipe._internal)
                 self.last_pipe, self.last_bind = pipe, None
@@ -412,6 +402,7 @@ class Context:
                 cp.set_bind_group(0, bg, [at * 4])
                 self.last_bind, self.last_at = bg, at
             cp.dispatch_workgroups(gx, gy, gz)
+        self.recorded = True
         self.ndispatch += 1
         self.stats["dispatches"] += 1
         if self.ndispatch >= FLUSH_EVERY:
@@ -426,16 +417,19 @@ class Context:
             self.enc = self.device.create_command_encoder()
         self._end_pass()
         self.enc.copy_buffer_to_buffer(src, src_off, dst, dst_off, nbytes)
+        self.recorded = True
         self.writes += not staging
         self.stats["copies"] += 1
 
     def flush(self):
-        """Submit recorded work (metadata first)."""
-        if self.enc is None:
+        """Submit recorded work (metadata first), then open the next encoder and pass while the
+        device runs it (their ~30 us on an H200 host leave the next call's critical path)."""
+        if not self.recorded:
             self._recycle()
             return
         enc, lo, hi = self.enc, self.arena_written, self.arena_used
         self.enc = None                     # a failed submit must not leave a finished encoder open
+        self.recorded = False
         self.ndispatch = 0
         self.arena_written = hi
         try:
@@ -446,10 +440,20 @@ class Context:
             self.stats["submits"] += 1
         finally:
             self._recycle()
+        self._pass()
+
+    def wait(self):
+        """Return when all submitted work is done."""
+        if self.nat is not None:
+            self.nat.wait()
+        elif hasattr(self.device, "_poll_wait"):     # wgpu-py 0.32's on_submitted_work_done
+            self.device._poll_wait()                # declares the callback wrongly
+        else:
+            self.queue.on_submitted_work_done_sync()
 
     def synchronize(self):
         self.flush()
-        self.device._poll_wait() if hasattr(self.device, "_poll_wait") else self.queue.on_submitted_work_done_sync()
+        self.wait()
 
     # ------------------------------------------------------------------ readback
     def _staging(self, size, slot):
@@ -475,6 +479,24 @@ class Context:
             st.host = held = (self.writes, whole)
         out[:] = held[1][byte_off:byte_off + nbytes]
 
+    def _map(self, sb, n4):
+        """The first ``n4`` bytes of staging buffer ``sb``, mapped once the device is done."""
+        if self.nat is not None:
+            self.nat.wait()
+            return self.nat.map_read(sb, n4)
+        sb.map_sync(self.wgpu.MapMode.READ, 0, n4)
+        try:
+            return sb.read_mapped(0, n4, copy=False)
+        except BaseException:
+            sb.unmap()
+            raise
+
+    def _unmap(self, sb):
+        if self.nat is not None:
+            self.nat.unmap(sb)
+        else:
+            sb.unmap()
+
     def read(self, st, byte_off, nbytes, out):
         """Copy ``nbytes`` from ``st`` at ``byte_off`` into the uint8 view ``out``.
 
@@ -487,7 +509,6 @@ class Context:
         if nbytes == 0:
             self.flush()
             return
-        mode = self.wgpu.MapMode.READ
         chunk = min(READ_CHUNK, -(-nbytes // 4) * 4)
         nchunks = -(-nbytes // chunk)
         size = _size_class(chunk)
@@ -499,12 +520,7 @@ class Context:
             sb = self._staging(size, i % 2)
             self.copy(st.buffer, byte_off + lo, sb, 0, n4, staging=True)
             self.flush()
-            sb.map_sync(mode, 0, n4)
-            try:
-                return sb, lo, n, np.frombuffer(sb.read_mapped(0, n4, copy=False), np.uint8, n)
-            except BaseException:
-                sb.unmap()
-                raise
+            return sb, lo, n, np.frombuffer(self._map(sb, n4), np.uint8, n)
 
         cur = issue(0)
         for i in range(nchunks):
@@ -515,6 +531,6 @@ class Context:
                 cur = issue(i + 1) if i + 1 < nchunks else None
             finally:
                 _hostcopy.join(jobs)        # no thread may still read the mapping when it goes
-                sb.unmap()
+                self._unmap(sb)
             for j in jobs:
                 j.result()                  # a copy's error, if any

@@ -1,0 +1,99 @@
+"""wgpu-native entry points called without wgpu-py's per-call wrappers: compute-pass calls, the
+wait for submitted work, and the mapping of staging buffers.
+
+wgpu-py waits for a map or for submitted work on a threading.Event that its polling thread sets:
+two thread wake-ups per wait (measured ~0.1 ms per readback on an H200).  Here the calling thread
+polls the device itself: on a GPU it spins on non-blocking polls for up to SPIN_S (the way CUDA's
+default synchronization spins), then blocks; on a CPU adapter (lavapipe), where a spinning
+thread takes a core from the "GPU", it blocks at once.
+
+``native(ctx)`` is None where this wgpu-py lacks the internals (another version): the caller
+uses the public API then.  Errors inside a pass are reported by wgpu-native when the pass ends
+and the encoder finishes (both still go through wgpu-py), so nothing is lost.
+"""
+import os
+import time
+
+SPIN_S = 2e-3
+
+
+class Native:
+    __slots__ = ("lib", "ffi", "dev", "queue", "spin", "calls", "offsets", "done", "status",
+                 "_work", "_map", "_keep")
+
+    def __init__(self, api, device, spin):
+        lib, ffi = api.lib, api.ffi
+        self.lib, self.ffi = lib, ffi
+        self.dev = device._internal
+        self.queue = device.queue._internal
+        self.spin = spin
+        self.calls = (lib.wgpuComputePassEncoderSetPipeline, lib.wgpuComputePassEncoderSetBindGroup,
+                      lib.wgpuComputePassEncoderDispatchWorkgroups)
+        self.offsets = ffi.new("uint32_t[1]")
+        self.done = 0                 # work-done and map callbacks fired so far
+        self.status = None            # the last callback's status when it was not success
+        self._work = ffi.new("WGPUQueueWorkDoneCallbackInfo *")
+        self._map = ffi.new("WGPUBufferMapCallbackInfo *")
+
+        def on(ok):
+            def fired(status, *_):
+                self.status = None if status == ok else status
+                self.done += 1
+            return fired
+        self._keep = []               # the cdata callbacks must outlive every call
+        for info, ok in ((self._work, lib.WGPUQueueWorkDoneStatus_Success),
+                         (self._map, lib.WGPUMapAsyncStatus_Success)):
+            cb = ffi.callback(ffi.typeof(info.callback), on(ok))
+            self._keep.append(cb)
+            info.mode = lib.WGPUCallbackMode_AllowProcessEvents
+            info.callback = cb
+
+    def _until(self, want, what):
+        """Poll until ``want`` callbacks have fired; raise if the last one failed."""
+        poll, dev, ffi = self.lib.wgpuDevicePoll, self.dev, self.ffi
+        if self.spin:
+            end = time.perf_counter() + SPIN_S
+            while self.done < want and time.perf_counter() < end:
+                poll(dev, False, ffi.NULL)
+        for _ in range(1000):
+            if self.done >= want:
+                break
+            poll(dev, True, ffi.NULL)
+        else:
+            raise RuntimeError(f"ruda wgpu: {what} never completed (device lost?)")
+        if self.status is not None:
+            raise RuntimeError(f"ruda wgpu: {what} failed with status {self.status}")
+
+    def wait(self):
+        """Return when all submitted work is done."""
+        want = self.done + 1
+        self.lib.wgpuQueueOnSubmittedWorkDone(self.queue, self._work[0])
+        self._until(want, "the queue's submitted work")
+
+    def map_read(self, buffer, size):
+        """Map ``size`` bytes of the MAP_READ ``buffer`` (its work already waited for): a buffer
+        object over the mapping, valid until ``unmap``."""
+        h = buffer._internal
+        want = self.done + 1
+        self.lib.wgpuBufferMapAsync(h, self.lib.WGPUMapMode_Read, 0, size, self._map[0])
+        self._until(want, "mapping a staging buffer")
+        ptr = self.lib.wgpuBufferGetConstMappedRange(h, 0, size)
+        if ptr == self.ffi.NULL:
+            raise RuntimeError("ruda wgpu: a mapped staging buffer gave no range")
+        return self.ffi.buffer(ptr, size)
+
+    def unmap(self, buffer):
+        self.lib.wgpuBufferUnmap(buffer._internal)
+
+
+def native(device, adapter_type):
+    """A :class:`Native` for ``device``, or None where this wgpu-py's internals differ."""
+    if not hasattr(device, "_internal"):
+        return None
+    mode = os.environ.get("RUDA_WGPU_WAIT", "")
+    spin = mode == "spin" or (mode != "block" and adapter_type != "CPU")
+    try:
+        from wgpu.backends.wgpu_native import _api
+        return Native(_api, device, spin)
+    except Exception:  # noqa: BLE001 - any other wgpu-py layout
+        return None
