@@ -168,6 +168,21 @@ def test_complex_special_cases(device, name, re, im):
         _same(got, want, f"{name}({re}{im:+}j) {np.dtype(dt).name}", loose_imag_sign=(name, re, im) in LOOSE_IMAG)
 
 
+def test_tanh_at_infinity_keeps_the_sign_of_y(device):
+    """The standard: tanh(+-inf + yj) = +-1 + 0j with y's sign for finite y, where C99 (NumPy,
+    CuPy) gives the zero the sign of sin 2y (tanh(inf + 2j) = 1 - 0j there)."""
+    dts = supported(device, "complex floating")
+    if not dts:
+        pytest.skip(f"no complex dtype on {device}")
+    ys = [2.0, 3.0, 1.0, -2.0, -1.0, 0.0, -0.0, 1.5567644732e38]
+    cases = [(re, y) for re in (INF, -INF) for y in ys]
+    for dt in dts:
+        got = to_numpy(xp.tanh(xp.asarray(_complex_input(cases, dt), device=device)))
+        for (re, y), g in zip(cases, got):
+            assert g.real == np.copysign(1.0, re) and g.imag == 0, (dt, re, y, g)
+            assert np.signbit(g.imag) == np.signbit(y), (dt, re, y, g)
+
+
 def test_c99_complex_patches_nan_results():
     """The patch itself, on a stand-in module whose kernels answer NaN + NaN j wherever the input
     has an infinite or NaN part (as CuPy's do for the cases patched), checked against NumPy."""

@@ -88,6 +88,15 @@ def ops_for(mod):
             near = (abs(re) < 0.5) & (abs(im) < 0.5)            # NaN parts are not near
             return mod.where(near, acc, mod.log1p(x)).astype(x.dtype, copy=False)
 
+    def tanh(x):
+        out = mod.tanh(x)
+        if x.dtype.kind == "c":
+            # the standard: tanh(+-inf + yj) is +-1 + 0j with y's sign for finite y (C99's, NumPy's and
+            # CuPy's imaginary zero takes the sign of sin 2y)
+            at_inf = mod.isinf(x.real) & mod.isfinite(x.imag)
+            mod.copyto(out.imag, mod.copysign(mod.zeros_like(x.imag), x.imag), where=at_inf)
+        return out
+
     def permute_dims(x, axes):
         return x.transpose(axes)
 
@@ -95,8 +104,8 @@ def ops_for(mod):
         return mod.matmul(x1, x2)
 
     return {f.__name__: f for f in (getitem, setitem, astype, arange, empty, eye, linspace, tril,
-                                     triu, isin, sum, prod, max, min, sort, expm1, log1p, permute_dims,
-                                     matmul)}
+                                     triu, isin, sum, prod, max, min, sort, expm1, log1p, tanh,
+                                     permute_dims, matmul)}
 
 
 def complex_log(mod):
