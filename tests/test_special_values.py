@@ -181,6 +181,9 @@ def test_tanh_at_infinity_keeps_the_sign_of_y(device):
         for (re, y), g in zip(cases, got):
             assert g.real == np.copysign(1.0, re) and g.imag == 0, (dt, re, y, g)
             assert np.signbit(g.imag) == np.signbit(y), (dt, re, y, g)
+        x0 = xp.asarray(_complex_input(cases[:1], dt), device=device)[0]       # 0-d
+        g0 = complex(to_numpy(xp.tanh(x0)))
+        assert g0 == 1 and not np.signbit(g0.imag), (dt, g0)
 
 
 def test_c99_complex_patches_nan_results():

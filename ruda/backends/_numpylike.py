@@ -91,6 +91,7 @@ def ops_for(mod):
     def tanh(x):
         out = mod.tanh(x)
         if x.dtype.kind == "c":
+            out = mod.asarray(out)                    # NumPy's 0-d result is a scalar
             # the standard: tanh(+-inf + yj) is +-1 + 0j with y's sign for finite y (C99's, NumPy's and
             # CuPy's imaginary zero takes the sign of sin 2y)
             at_inf = mod.isinf(x.real) & mod.isfinite(x.imag)
