@@ -147,6 +147,26 @@ def test_waits_and_maps(dev, monkeypatch, wait):
     assert float(xp.sum(x)) == pytest.approx(float(np.sum(a, dtype=np.float64)), rel=1e-5)
 
 
+@pytest.mark.parametrize("path", ["native", "public"])
+def test_a_refused_dispatch_raises_at_the_submit(dev, monkeypatch, path):
+    """A dispatch the device refuses (more workgroups than its limit) raises wgpu's validation
+    error when its encoder is finished and submitted, natively or through wgpu-py, and the
+    context records and computes on afterwards."""
+    import wgpu
+    ctx = dev.backend.ctx
+    if path == "public":
+        monkeypatch.setattr(ctx, "nat", None)
+    elif ctx.nat is None:
+        pytest.skip("this wgpu-py has no native entry points")
+    a = np.random.default_rng(8).standard_normal(1000).astype(np.float32)
+    x = xp.asarray(a, device=dev)
+    x + x
+    ctx.record(ctx.last_pipe, ctx.last_bind, ctx.last_at, 1 << 20)
+    with pytest.raises(wgpu.GPUValidationError):
+        dev.backend.synchronize()
+    np.testing.assert_array_equal(np.asarray((x * 2.0).to_device("cpu")), a * np.float32(2))
+
+
 def test_large_launches_are_submitted_at_once(dev, monkeypatch):
     """A launch over EAGER_ELEMS elements is submitted as soon as it is recorded; the results
     and the work recorded after it are unchanged."""

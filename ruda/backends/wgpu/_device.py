@@ -436,7 +436,10 @@ class Context:
             self._end_pass()
             if hi > lo:                     # only the slots added since the last submit
                 self.queue.write_buffer(self.arena_buf, lo * 4, self.arena[lo:hi])
-            self.queue.submit([enc.finish()])
+            if self.nat is not None:
+                self.nat.submit(enc)
+            else:
+                self.queue.submit([enc.finish()])
             self.stats["submits"] += 1
         finally:
             self._recycle()

@@ -1,5 +1,5 @@
 """wgpu-native entry points called without wgpu-py's per-call wrappers: compute-pass calls, the
-wait for submitted work, and the mapping of staging buffers.
+finish and submit of an encoder, the wait for submitted work, and the mapping of staging buffers.
 
 wgpu-py waits for a map or for submitted work on a threading.Event that its polling thread sets:
 two thread wake-ups per wait (measured ~0.1 ms per readback on an H200).  Here the calling thread
@@ -9,7 +9,8 @@ thread takes a core from the "GPU", it blocks at once.
 
 ``native(ctx)`` is None where this wgpu-py lacks the internals (another version): the caller
 uses the public API then.  Errors inside a pass are reported by wgpu-native when the pass ends
-and the encoder finishes (both still go through wgpu-py), so nothing is lost.
+and the encoder finishes (both still go through wgpu-py's error-raising proxies), so nothing is
+lost.
 """
 import os
 import time
@@ -19,7 +20,7 @@ SPIN_S = 2e-3
 
 class Native:
     __slots__ = ("lib", "ffi", "dev", "queue", "spin", "calls", "offsets", "done", "status",
-                 "_work", "_map", "_keep")
+                 "_work", "_map", "_keep", "_finish", "_submit", "_cb_desc", "_cbs")
 
     def __init__(self, api, device, spin):
         lib, ffi = api.lib, api.ffi
@@ -30,6 +31,10 @@ class Native:
         self.calls = (lib.wgpuComputePassEncoderSetPipeline, lib.wgpuComputePassEncoderSetBindGroup,
                       lib.wgpuComputePassEncoderDispatchWorkgroups)
         self.offsets = ffi.new("uint32_t[1]")
+        # finish and submit through wgpu-py's error-raising proxies, without its wrapper objects
+        self._finish, self._submit = api.libf.wgpuCommandEncoderFinish, api.libf.wgpuQueueSubmit
+        self._cb_desc = ffi.new("WGPUCommandBufferDescriptor *")
+        self._cbs = ffi.new("WGPUCommandBuffer[1]")
         self.done = 0                 # work-done and map callbacks fired so far
         self.status = None            # the last callback's status when it was not success
         self._work = ffi.new("WGPUQueueWorkDoneCallbackInfo *")
@@ -63,6 +68,15 @@ class Native:
             raise RuntimeError(f"ruda wgpu: {what} never completed (device lost?)")
         if self.status is not None:
             raise RuntimeError(f"ruda wgpu: {what} failed with status {self.status}")
+
+    def submit(self, encoder):
+        """Finish ``encoder`` (its pass ended) and submit its command buffer."""
+        cb = self._finish(encoder._internal, self._cb_desc)
+        try:
+            self._cbs[0] = cb
+            self._submit(self.queue, 1, self._cbs)
+        finally:
+            self.lib.wgpuCommandBufferRelease(cb)
 
     def wait(self):
         """Return when all submitted work is done."""
