@@ -1,6 +1,7 @@
 """wgpu device benchmark: one command, a table of ratios/throughputs, JSON to a path.
 
     python bench/bench_wgpu.py [out.json] [--size-mib 1024] [--device wgpu:0] [--repeat 10]
+                               [--cases add,sum]
 
 Cases (issue 3 targets on an NVIDIA H200 through Vulkan):
   add      f32 elementwise add of SIZE bytes per operand; GB/s counts 2 reads + 1 write
@@ -11,6 +12,8 @@ Anchors in the same run, when importable: PyTorch (CUDA) and CuPy for add/sum/sm
 Diagnostics (no target): add/sum with BATCH ops queued before one sync, so the figure is the
 kernels' throughput without the per-sync round trip (which the single-op cases include).
 Sizes above the adapter's max-storage-buffer-binding-size are clamped to it (printed).
+--cases runs only those of add, sum, small, readback (diagnostics with add and sum), every
+contestant alike.
 Never a test: it prints measurements, it asserts nothing.
 """
 import argparse
@@ -44,6 +47,7 @@ def _best(fn, repeat, sync):
 
 
 BATCH = 10
+CASES = ("add", "sum", "small", "readback")
 
 
 def _batched(fn, repeat, sync):
@@ -54,45 +58,54 @@ def _batched(fn, repeat, sync):
     return _best(many, max(2, repeat // 3), sync) / BATCH
 
 
-def _diagnostics(out, add, total, nbytes, repeat, sync):
-    out["add_batched_GBps"] = 3 * nbytes / _batched(add, repeat, sync) / 1e9
-    out["sum_batched_GBps"] = nbytes / _batched(total, repeat, sync) / 1e9
+def _measure(ops, nbytes, repeat, cases):
+    """The figures of ``cases`` for one contestant: ``ops`` holds its add, sum, small (a loop
+    of 1,000 small ops), readback callables and its sync."""
+    add, total, small, readback, sync = (ops[k] for k in ("add", "sum", "small", "readback", "sync"))
+    few = max(2, repeat // 3)
+    out = {}
+    if "add" in cases:
+        out["add_GBps"] = 3 * nbytes / _best(add, repeat, sync) / 1e9
+    if "sum" in cases:
+        out["sum_GBps"] = nbytes / _best(total, repeat, sync) / 1e9
+    if "small" in cases:
+        out["small_op_us"] = _best(small, few, sync) / 1000 * 1e6
+    if "readback" in cases:
+        out["readback_GBps"] = nbytes / _best(readback, few, sync) / 1e9
+    if "add" in cases:
+        out["add_batched_GBps"] = 3 * nbytes / _batched(add, repeat, sync) / 1e9
+    if "sum" in cases:
+        out["sum_batched_GBps"] = nbytes / _batched(total, repeat, sync) / 1e9
+    return out
 
 
-def bench_ruda(dev, nbytes, repeat):
+def _small_loop(s):
+    def small():
+        z = s
+        for _ in range(1000):
+            z = z * 1.0001
+        return z
+    return small
+
+
+def bench_ruda(dev, nbytes, repeat, cases=CASES):
     b = dev.backend
     n = nbytes // 4
     rng = np.random.default_rng(0)
     host = rng.standard_normal(n, dtype=np.float32)
     x = xp.asarray(host, device=dev)
     y = xp.asarray(host[::-1].copy(), device=dev)
-    sync = b.synchronize
-    out = {}
-    t = _best(lambda: x + y, repeat, sync)
-    out["add_GBps"] = 3 * nbytes / t / 1e9
-    t = _best(lambda: xp.sum(x), repeat, sync)
-    out["sum_GBps"] = nbytes / t / 1e9
-    s = xp.asarray(rng.standard_normal(1000, dtype=np.float32), device=dev)
-
-    def small():
-        z = s
-        for _ in range(1000):
-            z = z * 1.0001
-        return z
-    t = _best(small, max(2, repeat // 3), sync)
-    out["small_op_us"] = t / 1000 * 1e6
     dst = np.empty(n, np.float32)
-
-    def readback():
-        b.ctx.read(x._data.st, 0, nbytes, dst.view(np.uint8))
-    t = _best(readback, max(2, repeat // 3), sync)
-    out["readback_GBps"] = nbytes / t / 1e9
-    assert np.array_equal(dst[:1000], host[:1000])
-    _diagnostics(out, lambda: x + y, lambda: xp.sum(x), nbytes, repeat, sync)
+    s = xp.asarray(rng.standard_normal(1000, dtype=np.float32), device=dev)
+    out = _measure({"add": lambda: x + y, "sum": lambda: xp.sum(x), "small": _small_loop(s),
+                    "readback": lambda: b.ctx.read(x._data.st, 0, nbytes, dst.view(np.uint8)),
+                    "sync": b.synchronize}, nbytes, repeat, cases)
+    if "readback" in cases:
+        assert np.array_equal(dst[:1000], host[:1000])
     return out
 
 
-def bench_torch(nbytes, repeat):
+def bench_torch(nbytes, repeat, cases=CASES):
     try:
         import torch
         if not torch.cuda.is_available():
@@ -102,23 +115,14 @@ def bench_torch(nbytes, repeat):
     n = nbytes // 4
     x = torch.randn(n, device="cuda")
     y = torch.randn(n, device="cuda")
-    sync = torch.cuda.synchronize
-    out = {"add_GBps": 3 * nbytes / _best(lambda: x + y, repeat, sync) / 1e9,
-           "sum_GBps": nbytes / _best(lambda: x.sum(), repeat, sync) / 1e9}
-    s = torch.randn(1000, device="cuda")
-
-    def small():
-        z = s
-        for _ in range(1000):
-            z = z * 1.0001
-    out["small_op_us"] = _best(small, max(2, repeat // 3), sync) / 1000 * 1e6
     dst = torch.empty(n, pin_memory=True)
-    out["readback_GBps"] = nbytes / _best(lambda: dst.copy_(x), max(2, repeat // 3), sync) / 1e9
-    _diagnostics(out, lambda: x + y, lambda: x.sum(), nbytes, repeat, sync)
-    return out
+    return _measure({"add": lambda: x + y, "sum": lambda: x.sum(),
+                     "small": _small_loop(torch.randn(1000, device="cuda")),
+                     "readback": lambda: dst.copy_(x), "sync": torch.cuda.synchronize},
+                    nbytes, repeat, cases)
 
 
-def bench_cupy(nbytes, repeat):
+def bench_cupy(nbytes, repeat, cases=CASES):
     try:
         import cupy as cp
         cp.cuda.runtime.getDeviceCount()
@@ -127,20 +131,11 @@ def bench_cupy(nbytes, repeat):
     n = nbytes // 4
     x = cp.random.standard_normal(n, dtype=cp.float32)
     y = cp.random.standard_normal(n, dtype=cp.float32)
-    sync = cp.cuda.Device().synchronize
-    out = {"add_GBps": 3 * nbytes / _best(lambda: x + y, repeat, sync) / 1e9,
-           "sum_GBps": nbytes / _best(lambda: x.sum(), repeat, sync) / 1e9}
-    s = cp.random.standard_normal(1000, dtype=cp.float32)
-
-    def small():
-        z = s
-        for _ in range(1000):
-            z = z * 1.0001
-    out["small_op_us"] = _best(small, max(2, repeat // 3), sync) / 1000 * 1e6
     dst = np.empty(n, np.float32)
-    out["readback_GBps"] = nbytes / _best(lambda: x.get(out=dst), max(2, repeat // 3), sync) / 1e9
-    _diagnostics(out, lambda: x + y, lambda: x.sum(), nbytes, repeat, sync)
-    return out
+    return _measure({"add": lambda: x + y, "sum": lambda: x.sum(),
+                     "small": _small_loop(cp.random.standard_normal(1000, dtype=cp.float32)),
+                     "readback": lambda: x.get(out=dst), "sync": cp.cuda.Device().synchronize},
+                    nbytes, repeat, cases)
 
 
 TARGETS = {"add_GBps": (">=", 3300), "sum_GBps": (">=", 3500), "small_op_us": ("<=", 15),
@@ -153,7 +148,11 @@ def main(argv=None):
     ap.add_argument("--size-mib", type=int, default=1024)
     ap.add_argument("--device", default="wgpu")
     ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--cases", default=",".join(CASES))
     args = ap.parse_args(argv)
+    cases = tuple(c for c in args.cases.split(",") if c)
+    if not cases or set(cases) - set(CASES):
+        ap.error(f"--cases takes a comma-separated subset of {','.join(CASES)}, not {args.cases!r}")
     dev = xp.device(args.device)
     ctx = dev.backend.ctx
     nbytes = args.size_mib << 20
@@ -161,9 +160,9 @@ def main(argv=None):
         print(f"note: {args.size_mib} MiB exceeds max-storage-buffer-binding-size "
               f"({ctx.max_binding >> 20} MiB); using {ctx.max_binding >> 20} MiB", file=sys.stderr)
         nbytes = ctx.max_binding
-    results = {"ruda-wgpu": bench_ruda(dev, nbytes, args.repeat)}
+    results = {"ruda-wgpu": bench_ruda(dev, nbytes, args.repeat, cases)}
     for name, fn in (("torch", bench_torch), ("cupy", bench_cupy)):
-        r = fn(nbytes, args.repeat)
+        r = fn(nbytes, args.repeat, cases)
         if r is not None:
             results[name] = r
     meta = {"device": dev.backend.describe(), "bytes": nbytes, "python": platform.python_version(),
@@ -177,6 +176,8 @@ def main(argv=None):
     print(f"# {meta['device']}  ({nbytes >> 20} MiB, {meta['date']})")
     print(f"{'case':16s}" + "".join(f"{c:>14s}" for c in cols) + f"{'target':>12s}" + "  ratio to anchors")
     for key, (cmp, tgt) in TARGETS.items():
+        if key not in results["ruda-wgpu"]:
+            continue
         row = f"{key:16s}" + "".join(f"{results[c][key]:14.2f}" for c in cols) + f"{cmp + str(tgt):>12s}"
         mine = results["ruda-wgpu"][key]
         ratios = []
@@ -186,6 +187,8 @@ def main(argv=None):
         ok = mine >= tgt if cmp == ">=" else mine <= tgt
         print(row + "  " + ", ".join(ratios) + ("" if ok else "   (below target)"))
     for key in ("add_batched_GBps", "sum_batched_GBps"):
+        if key not in results["ruda-wgpu"]:
+            continue
         print(f"{key:16s}" + "".join(f"{results[c][key]:14.2f}" for c in cols) + f"{'-':>12s}"
               + f"  {BATCH} ops per sync (diagnostic)")
     if args.out:
