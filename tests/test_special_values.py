@@ -197,7 +197,8 @@ def test_c99_complex_patches_nan_results():
             return out
         return op
 
-    faulty = types.SimpleNamespace(**{n: getattr(np, n) for n in ("isinf", "isnan", "isfinite", "copyto")},
+    own = ("isinf", "isnan", "isfinite", "copyto", "asarray")
+    faulty = types.SimpleNamespace(**{n: getattr(np, n) for n in own},
                                    **{n: nan_at_specials(_np(n)) for n in ("log", "log1p", "tanh", "acosh")})
     fixed = c99_complex(faulty)
     patched = {"log": [(INF, NAN), (-INF, NAN), (NAN, INF), (NAN, -INF)],

@@ -147,6 +147,7 @@ def c99_complex(mod, ops=None):
         def op(x):
             out = base(x)
             if x.dtype.kind == "c":
+                out = mod.asarray(out)                # a 0-d result may be a scalar (NumPy's)
                 mask = special(x)
                 mod.copyto(out.real, x.real if real is None else real, where=mask)
                 mod.copyto(out.imag, imag, where=mask)
