@@ -23,12 +23,13 @@ def basic_keys(draw, shape):
             parts.append(slice(start, stop, step))
         else:
             parts.append(slice(None))
-    # only a prefix need be given
-    parts = parts[:draw(st.integers(0, len(parts)))] if draw(st.booleans()) else parts
     if draw(st.booleans()):
+        # ... stands for a run of dimensions: the parts after it index the last ones
         k = draw(st.integers(0, len(parts)))
         c = draw(st.integers(0, len(parts) - k))
         parts = parts[:k] + [Ellipsis] + parts[k + c:]
+    elif draw(st.booleans()):
+        parts = parts[:draw(st.integers(0, len(parts)))]       # only a prefix need be given
     for _ in range(draw(st.integers(0, 2))):
         parts.insert(draw(st.integers(0, len(parts))), None)
     if len(parts) == 1 and draw(st.booleans()):
