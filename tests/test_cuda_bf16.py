@@ -598,3 +598,35 @@ def test_dlpack_with_torch():
     normal = slice(0x0080, 0x7F00)                # positive normal values whose double is finite
     assert_close_bf16(host(y)[normal], (b.view(BF16).astype(np.float32) * 2).astype(BF16)[normal])
     np.testing.assert_array_equal(host(y * 0.5).view(np.uint16)[normal], b[normal])
+
+
+def test_host_orders_bfloat16_like_its_float_values():
+    """sort, argsort, unique_* and searchsorted of host bfloat16 arrays order as the values do
+    (NaN last, -0 == 0, stable), against NumPy on float64 copies: the H200 machine's NumPy 2.3.5
+    and ml_dtypes sorted bfloat16 [-0, nan, -inf, ...] as it stood (2026-12-04)."""
+    rng = np.random.default_rng(12)
+    a = rand_bf16(rng, (5, 9))
+    a[0, :5] = np.array([-0.0, np.nan, -np.inf, 0.0, np.inf], BF16)
+    a[3, 2:4] = np.array([np.nan, a[3, 7]], BF16)
+    f, h = a.astype(np.float64), xp.asarray(a)
+    for axis in (0, 1):
+        got = np.asarray(xp.sort(h, axis=axis))
+        assert got.dtype == BF16
+        np.testing.assert_array_equal(got.astype(np.float64), np.sort(f, axis=axis))
+        down = np.asarray(xp.sort(h, axis=axis, descending=True)).astype(np.float64)
+        np.testing.assert_array_equal(down, np.flip(np.sort(np.flip(f, axis), axis=axis, kind="stable"), axis))
+        np.testing.assert_array_equal(np.asarray(xp.argsort(h, axis=axis)),
+                                      np.argsort(f, axis=axis, kind="stable"))
+    flat = xp.reshape(h, (-1,))
+    vals, idx, inv, counts = np.unique(f.ravel(), True, True, True, equal_nan=False)
+    u = xp.unique_all(flat)
+    assert u.values.dtype == xp.bfloat16
+    np.testing.assert_array_equal(np.asarray(u.values).astype(np.float64), vals)
+    np.testing.assert_array_equal(np.asarray(u.counts), counts)
+    np.testing.assert_array_equal(np.asarray(u.indices), idx)
+    np.testing.assert_array_equal(np.asarray(u.inverse_indices), inv)
+    np.testing.assert_array_equal(np.asarray(xp.unique_values(flat)).astype(np.float64), vals)
+    s, q = np.sort(f.ravel()), rand_bf16(rng, (7,))
+    np.testing.assert_array_equal(
+        np.asarray(xp.searchsorted(xp.sort(flat), xp.asarray(q), side="right")),
+        np.searchsorted(s, q.astype(np.float64), side="right"))

@@ -2,6 +2,7 @@
 import math
 
 import numpy as np
+import array_api_compat.numpy as _cnp
 
 from ruda import _dtypes
 from ruda.backends._numpylike import ops_for
@@ -62,3 +63,39 @@ def max(x, axis, keepdims=False):
 
 def min(x, axis, keepdims=False):
     return np.minimum.reduce(x, axis=axis, keepdims=keepdims)
+
+
+# bfloat16 orders through NumPy's generic compare-based sorts, which some ml_dtypes builds get
+# wrong around NaN (the H200 machine's NumPy 2.3.5 sorted [-0, nan, -inf, ...] as it stood,
+# 2026-12-04); bfloat16 -> float32 is exact, so the ordering ops work on float32 copies.
+_BF16 = _dtypes.bfloat16
+
+
+def _as_f32(a):
+    return a.astype(np.float32) if a.__class__ is np.ndarray and a.dtype == _BF16 else a
+
+
+def _bf16_by_f32(fn, restore=None):
+    """``fn`` on float32 copies of bfloat16 operands; ``restore`` turns its result's values back."""
+    if _BF16 is None:
+        return fn
+
+    def op(x, *args, **kwargs):
+        if x.dtype != _BF16:
+            return fn(x, *args, **kwargs)
+        r = fn(x.astype(np.float32), *map(_as_f32, args), **kwargs)
+        return r if restore is None else restore(r)
+    op.__name__ = fn.__name__
+    return op
+
+
+def _values_back(r):
+    return r.astype(_BF16) if r.__class__ is np.ndarray else r._replace(values=r.values.astype(_BF16))
+
+
+sort = _bf16_by_f32(sort, _values_back)  # noqa: F821 - from ops_for
+argsort = _bf16_by_f32(_cnp.argsort)
+searchsorted = _bf16_by_f32(_cnp.searchsorted)
+unique_values, unique_counts, unique_inverse, unique_all = (
+    _bf16_by_f32(getattr(_cnp, n), _values_back)
+    for n in ("unique_values", "unique_counts", "unique_inverse", "unique_all"))
