@@ -9,10 +9,12 @@ import math as _math
 __version__ = "0.1.0"
 __array_api_version__ = "2025.12"
 
-from ruda._dtypes import (  # noqa: E402,F401
-    bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-    float32, float64, complex64, complex128, bfloat16,
-)
+from ruda import _dtypes  # noqa: E402
+
+# the public dtype objects (ruda._dtypes.DType): never equal to None, unlike NumPy's
+bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64, complex64, \
+    complex128 = map(_dtypes.public, _dtypes.all_dtypes)
+bfloat16 = _dtypes.public(_dtypes.bfloat16) if _dtypes.bfloat16 is not None else None
 from ruda import _devices  # noqa: E402
 from ruda._devices import Device, default_device, set_default_device  # noqa: E402,F401
 from ruda._devices import device, available as devices  # noqa: E402,F401

@@ -17,6 +17,8 @@ import numpy as np
 from ruda import _dtypes
 from ruda._devices import CPU, Device, device as _device
 
+_PUBLIC = _dtypes._PUBLIC
+
 API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12", "2025.12")
 API_VERSION = "2025.12"
 
@@ -51,6 +53,15 @@ class Array(_Base):
     # attributes --------------------------------------------------------
     @property
     def dtype(self):
+        d = self._data.dtype
+        try:
+            return _PUBLIC[d]
+        except KeyError:
+            return _dtypes.public(d)
+
+    @property
+    def _dtype(self):
+        """The NumPy dtype (ruda's own code works in these; ``dtype`` is the public object)."""
         return self._data.dtype
 
     @property
@@ -164,7 +175,7 @@ class Array(_Base):
 
     def __index__(self):
         if self._data.dtype.kind not in "iu":
-            raise TypeError(f"ruda: __index__ needs an integer array; got {_dtypes.name(self.dtype)}")
+            raise TypeError(f"ruda: __index__ needs an integer array; got {_dtypes.name(self._dtype)}")
         return int(self._scalar("index"))
 
     # display -----------------------------------------------------------
@@ -172,7 +183,7 @@ class Array(_Base):
         host = self._device.backend.to_host(self._data)
         body = np.array2string(host, separator=", ", prefix="Array(", threshold=1000)
         extra = f", shape={self.shape}" if 0 in self.shape else ""
-        return f"Array({body}{extra}, dtype={_dtypes.name(self.dtype)}, device='{self._device}')"
+        return f"Array({body}{extra}, dtype={_dtypes.name(self._dtype)}, device='{self._device}')"
 
     def __str__(self):
         return np.array2string(self._device.backend.to_host(self._data), threshold=1000)

@@ -117,14 +117,14 @@ def _stack_nested(obj, dtype, dev):
         if a._device is not dev:
             raise ValueError(f"ruda.asarray: the sequence holds an array on '{a._device}', but "
                              f"device='{dev}'; move it explicitly with .to_device()")
-    dt = arrays[0].dtype
+    dt = arrays[0]._dtype
     for a in arrays[1:]:
-        dt = _dtypes.promote(dt, a.dtype)
+        dt = _dtypes.promote(dt, a._dtype)
     for i in items:
         if i.__class__ is not Array:
             dt = v.scalar_dtype("asarray", i, dt, dev)
     out = stack([i if i.__class__ is Array else asarray(i, dtype=dt, device=dev) for i in items])
-    return out if dtype is None or out.dtype == dtype else asarray(out, dtype=dtype)
+    return out if dtype is None or out._dtype == dtype else asarray(out, dtype=dtype)
 
 
 def _has_big_int(obj):
@@ -142,11 +142,11 @@ def _asarray_array(x, dtype, dev, copy):
                              f"and device='{dev}' was asked for")
         x = x.to_device(dev)
         copy = None
-    dt = x.dtype if dtype is None else v.dtype("asarray", dtype, dev)
-    if dt == x.dtype and not copy:
+    dt = x._dtype if dtype is None else v.dtype("asarray", dtype, dev)
+    if dt == x._dtype and not copy:
         return x
-    if dt != x.dtype and copy is False:
-        raise ValueError(f"ruda.asarray: copy=False, but casting {_dtypes.name(x.dtype)} to "
+    if dt != x._dtype and copy is False:
+        raise ValueError(f"ruda.asarray: copy=False, but casting {_dtypes.name(x._dtype)} to "
                          f"{_dtypes.name(dt)} needs a copy")
     return Array._new(dev.backend.astype(x._data, dt, True), dev)
 
@@ -208,7 +208,7 @@ def ones(shape, *, dtype=None, device=None):
 def _like(fn, x, dtype, device):
     v.array(fn, "x", x)
     dev = x._device if device is None else _devices.device(device)
-    dt = x.dtype if dtype is None else v.dtype(fn, dtype, dev)
+    dt = x._dtype if dtype is None else v.dtype(fn, dtype, dev)
     return dev, dt
 
 
@@ -268,7 +268,7 @@ def meshgrid(*arrays, indexing="xy"):
     if not arrays:
         return ()
     dev = v.same_device("meshgrid", *arrays)
-    dts = {a.dtype for a in arrays}
+    dts = {a._dtype for a in arrays}
     if len(dts) > 1:
         raise ValueError(f"ruda.meshgrid: arrays must share one dtype; got "
                          f"{', '.join(_dtypes.name(d) for d in dts)}")
@@ -312,8 +312,9 @@ def from_dlpack(x, /, *, device=None, copy=None):
 # C fast paths for host arrays (ruda/_speedups.c); every other call runs the code above
 if _speedups is not None:
     _host_dtypes = tuple(_dtypes.all_dtypes)
+    _host_pairs = _dtypes.with_public(_host_dtypes)
     _host_float = v.default_dtype(_devices.CPU, "real floating")
     asarray = _speedups.function("asarray", asarray, _host_dtypes)
-    zeros = _speedups.function("filled", zeros, (np.zeros, _host_dtypes, _host_float))
-    ones = _speedups.function("filled", ones, (np.ones, _host_dtypes, _host_float))
-    empty = _speedups.function("filled", empty, (np.empty, _host_dtypes, _host_float))
+    zeros = _speedups.function("filled", zeros, (np.zeros, _host_pairs, _host_float))
+    ones = _speedups.function("filled", ones, (np.ones, _host_pairs, _host_float))
+    empty = _speedups.function("filled", empty, (np.empty, _host_pairs, _host_float))

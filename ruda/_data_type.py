@@ -13,17 +13,18 @@ def astype(x, dtype, /, *, copy=True, device=None):
         x = x.to_device(dev)
         copy = False
     dt = v.dtype("astype", dtype, dev)
-    if dt == x.dtype and not copy:
+    if dt == x._dtype and not copy:
         return x
-    if x.dtype.kind == "c" and dt.kind != "c":
-        raise TypeError(f"ruda.astype: casting complex {_dtypes.name(x.dtype)} to "
+    if x._dtype.kind == "c" and dt.kind != "c":
+        raise TypeError(f"ruda.astype: casting complex {_dtypes.name(x._dtype)} to "
                         f"{_dtypes.name(dt)} would drop the imaginary part; take real() first")
     return Array._new(dev.backend.astype(x._data, dt, bool(copy)), dev)
 
 
 def _as_dtype(fn, arg, obj):
+    """The NumPy dtype of array or dtype ``obj``."""
     if obj.__class__ is Array:
-        return obj.dtype
+        return obj._dtype
     if _dtypes.is_dtype(obj):
         return np.dtype(obj)
     raise TypeError(f"ruda.{fn}: {arg} must be a ruda dtype or array; got {obj!r}")
@@ -53,6 +54,7 @@ def iinfo(type, /):
 def isdtype(dtype, kind):
     if not _dtypes.is_dtype(dtype):
         raise TypeError(f"ruda.isdtype: dtype must be a ruda dtype; got {dtype!r}")
+    dtype = _dtypes.as_numpy(dtype)
     if isinstance(kind, tuple):
         return any(isdtype(dtype, k) for k in kind)
     if isinstance(kind, str):
@@ -61,7 +63,7 @@ def isdtype(dtype, kind):
                              f"{', '.join(_dtypes.KINDS)}")
         return dtype in _dtypes.KINDS[kind]
     if _dtypes.is_dtype(kind):
-        return dtype == kind
+        return dtype == _dtypes.as_numpy(kind)
     raise TypeError(f"ruda.isdtype: kind must be a dtype, a kind name or a tuple; got {kind!r}")
 
 
@@ -80,10 +82,10 @@ def result_type(*arrays_and_dtypes):
     dev = _devices.default()
     for s in scalars:
         out = v.scalar_dtype("result_type", s, out, dev)
-    return out
+    return _dtypes.public(out)
 
 
 # C fast path for host arrays (ruda/_speedups.c); every other call runs the code above
 if _speedups is not None:
-    astype = _speedups.function("astype", astype, (tuple(_dtypes.all_dtypes),
+    astype = _speedups.function("astype", astype, (_dtypes.with_public(_dtypes.all_dtypes),
                                                    (_dtypes.complex64, _dtypes.complex128)))

@@ -1,7 +1,12 @@
 """Data types, dtype categories and type promotion.
 
-ruda's dtype objects are NumPy dtype instances, so the host, CuPy and DLPack
-all speak them natively; backends map them to their own types.  Categories are
+Inside ruda a dtype is a NumPy dtype instance, so the host, CuPy and DLPack all
+speak it natively; backends map them to their own types.  The public dtype
+objects (``ruda.float32``, ``Array.dtype``, what ``result_type`` and the info
+functions return) are :class:`DType`: one per NumPy dtype, equal to it and
+accepted by NumPy and CuPy wherever they take a dtype, but never equal to None,
+which NumPy's dtypes read as float64 (``np.dtype("float64") == None`` is True).
+``as_numpy`` and ``public`` convert at the namespace's edges.  Categories are
 tables, as in the standard.  Promotion follows the standard's table exactly;
 combinations it leaves undefined (mixed kinds such as int with float, or
 uint64 with int64) follow NumPy 2 (``numpy.promote_types``), which agrees with
@@ -48,6 +53,74 @@ real_numeric_dtypes = integer_dtypes + real_floating_dtypes
 numeric_dtypes = real_numeric_dtypes + complex_floating_dtypes
 all_dtypes = (bool,) + numeric_dtypes
 extension_dtypes = (bfloat16,) if bfloat16 is not None else ()
+
+
+
+class DType:
+    """A ruda data type: stands for the NumPy dtype in its ``dtype`` attribute (through which
+    NumPy and CuPy take it as that dtype), equals it and that dtype's other spellings, never
+    None.  Made only by :func:`public`, one per dtype, so ``x.dtype is ruda.float32`` holds."""
+
+    __slots__ = ("dtype", "name", "kind", "itemsize", "_hash")
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError("ruda.DType cannot be constructed directly; use ruda.float32 and the "
+                        "other dtype objects of the namespace")
+
+    def __eq__(self, other):
+        if other is self:
+            return True
+        if other is None or other.__class__ is DType:
+            return False
+        return self.dtype == other
+
+    def __hash__(self):
+        return self._hash
+
+    def __repr__(self):
+        return f"ruda.{self.name}"
+
+    def __str__(self):
+        return self.name
+
+    def __reduce__(self):
+        return (_public_named, (self.name,))
+
+    def __getattr__(self, attr):      # the NumPy dtype's other attributes (char, type, str, ...)
+        return getattr(object.__getattribute__(self, "dtype"), attr)
+
+
+_PUBLIC = {}
+
+
+def public(dt):
+    """The public :class:`DType` of NumPy dtype ``dt``."""
+    try:
+        return _PUBLIC[dt]
+    except KeyError:
+        dt = np.dtype(dt)
+        pub = _PUBLIC.get(dt)
+        if pub is None:
+            pub = object.__new__(DType)
+            pub.dtype, pub.name, pub.kind, pub.itemsize = dt, name(dt), dt.kind, dt.itemsize
+            pub._hash = hash(dt)
+            _PUBLIC[dt] = pub
+        return pub
+
+
+def as_numpy(dt):
+    """The NumPy dtype a :class:`DType` stands for (anything else unchanged)."""
+    return dt.dtype if dt.__class__ is DType else dt
+
+
+def with_public(dts):
+    """``dts`` followed by their public DTypes, in the same order (the C accelerator's pairs)."""
+    return tuple(dts) + tuple(map(public, dts))
+
+
+def _public_named(nm):
+    return public(bfloat16 if nm == "bfloat16" else np.dtype(nm))
+
 
 _names = {dt: dt.name for dt in all_dtypes}
 if bfloat16 is not None:
@@ -141,7 +214,7 @@ class finfo_object:
         self.max = float(info.max)
         self.min = float(info.min)
         self.smallest_normal = float(info.smallest_normal)
-        self.dtype = real_of(dtype) if dtype.kind == "c" else dtype
+        self.dtype = public(real_of(dtype) if dtype.kind == "c" else dtype)
 
     def __repr__(self):
         return (f"finfo(bits={self.bits}, eps={self.eps}, max={self.max}, min={self.min}, "
@@ -156,7 +229,7 @@ class iinfo_object:
         self.bits = int(info.bits)
         self.max = int(info.max)
         self.min = int(info.min)
-        self.dtype = dtype
+        self.dtype = public(dtype)
 
     def __repr__(self):
         return f"iinfo(bits={self.bits}, max={self.max}, min={self.min}, dtype={name(self.dtype)})"

@@ -156,8 +156,8 @@ del _name, _cat
 def clip(x, /, min=None, max=None):
     """Clamp x to [min, max]; bounds may be arrays or real Python scalars.  The result keeps x's dtype."""
     v.array("clip", "x", x)
-    v.category("clip", "x", x.dtype, "real numeric")
-    dev, dt = x._device, x.dtype
+    v.category("clip", "x", x._dtype, "real numeric")
+    dev, dt = x._device, x._dtype
     lo = _clip_bound(dev, x, "min", min, math.ceil)
     hi = _clip_bound(dev, x, "max", max, math.floor)
     shapes = [x.shape] + [b.shape for b in (lo, hi) if b is not None]
@@ -168,12 +168,12 @@ def clip(x, /, min=None, max=None):
 
 def _clip_bound(dev, x, arg, b, to_int):
     """A clip bound as a native array of x's dtype (None stays None)."""
-    dt = x.dtype
+    dt = x._dtype
     if b is None:
         return None
     if b.__class__ is Array:
         v.same_device("clip", x, b)
-        v.category("clip", arg, b.dtype, "real numeric")
+        v.category("clip", arg, b._dtype, "real numeric")
         return _cast(dev, b._data, dt)
     if not v.is_scalar(b) or isinstance(b, complex):
         raise TypeError(f"ruda.clip: {arg} must be a ruda array, a real Python scalar or None; "

@@ -47,14 +47,14 @@ def normalize_key(fn, x, key):
         elif k.__class__ is Array:
             if k._device is not dev:
                 v.same_device(fn, x, k)
-            kind = k.dtype.kind
+            kind = k._dtype.kind
             if kind == "b":
                 dims.append(k.ndim)
             elif kind in "iu":
                 dims.append(1)
             else:
                 raise IndexError(f"ruda: {fn}: array indices must have an integer or boolean dtype; "
-                                 f"got {_dtypes.name(k.dtype)}")
+                                 f"got {_dtypes.name(k._dtype)}")
             out.append(k._data)
         elif isinstance(k, builtins.bool):
             out.append(k)
@@ -62,10 +62,10 @@ def normalize_key(fn, x, key):
         elif isinstance(k, list):
             from ruda._creation import asarray
             arr = asarray(k, device=dev)
-            if arr.dtype.kind not in "iub":
+            if arr._dtype.kind not in "iub":
                 raise IndexError(f"ruda: {fn}: list indices must hold integers or booleans")
             out.append(arr._data)
-            dims.append(arr.ndim if arr.dtype.kind == "b" else 1)
+            dims.append(arr.ndim if arr._dtype.kind == "b" else 1)
         else:
             out.append(_index(fn, k))
             dims.append(1)
@@ -158,7 +158,7 @@ def take(x, indices, /, *, axis=None):
     v.array("take", "x", x)
     v.array("take", "indices", indices)
     dev = v.same_device("take", x, indices)
-    v.category("take", "indices", indices.dtype, "integer")
+    v.category("take", "indices", indices._dtype, "integer")
     if indices.ndim != 1:
         raise ValueError(f"ruda.take: indices must be 1-D; got shape {indices.shape}")
     if axis is None:
@@ -173,7 +173,7 @@ def take_along_axis(x, indices, /, *, axis=-1):
     v.array("take_along_axis", "x", x)
     v.array("take_along_axis", "indices", indices)
     dev = v.same_device("take_along_axis", x, indices)
-    v.category("take_along_axis", "indices", indices.dtype, "integer")
+    v.category("take_along_axis", "indices", indices._dtype, "integer")
     if indices.ndim != x.ndim:
         raise ValueError(f"ruda.take_along_axis: indices must have x's number of dimensions "
                          f"({x.ndim}); got shape {indices.shape}")

@@ -22,13 +22,13 @@ class Info:
 
     def default_dtypes(self, *, device=None):
         dev = v.device_or_default(device)
-        return dict(dev.backend.default_dtypes())
+        return {k: _dtypes.public(d) for k, d in dev.backend.default_dtypes().items()}
 
     def dtypes(self, *, device=None, kind=None):
         dev = v.device_or_default(device)
         have = [d for d in dev.backend.dtypes() if d in _dtypes.all_dtypes]
         if kind is None:
-            return {_dtypes.name(d): d for d in have}
+            return {_dtypes.name(d): _dtypes.public(d) for d in have}
         kinds = kind if isinstance(kind, tuple) else (kind,)
         for k in kinds:
             if isinstance(k, str) and k not in _dtypes.KINDS:
@@ -36,8 +36,8 @@ class Info:
                                  f"expected one of {', '.join(_KIND_ORDER)}")
         sel = set()
         for k in kinds:
-            sel.update(_dtypes.KINDS[k] if isinstance(k, str) else (k,))
-        return {_dtypes.name(d): d for d in have if d in sel}
+            sel.update(_dtypes.KINDS[k] if isinstance(k, str) else (_dtypes.as_numpy(k),))
+        return {_dtypes.name(d): _dtypes.public(d) for d in have if d in sel}
 
 
 def __array_namespace_info__():

@@ -11,8 +11,8 @@ def promoted(fn, x1, x2, cat="numeric"):
     v.array(fn, "x1", x1)
     v.array(fn, "x2", x2)
     dev = v.same_device(fn, x1, x2)
-    v.category(fn, "x1", x1.dtype, cat)
-    v.category(fn, "x2", x2.dtype, cat)
+    v.category(fn, "x1", x1._dtype, cat)
+    v.category(fn, "x2", x2._dtype, cat)
     a, b = x1._data, x2._data
     if a.dtype != b.dtype:
         dt = _dtypes.promote(a.dtype, b.dtype)

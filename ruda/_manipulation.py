@@ -13,10 +13,10 @@ def _arrays(fn, arrays):
     for i, a in enumerate(arrays):
         v.array(fn, f"arrays[{i}]", a)
     dev = v.same_device(fn, *arrays)
-    dt = arrays[0].dtype
+    dt = arrays[0]._dtype
     for a in arrays[1:]:
-        dt = _dtypes.promote(dt, a.dtype)
-    natives = [a._data if a.dtype == dt else dev.backend.astype(a._data, dt, False) for a in arrays]
+        dt = _dtypes.promote(dt, a._dtype)
+    natives = [a._data if a._dtype == dt else dev.backend.astype(a._data, dt, False) for a in arrays]
     return dev, natives
 
 
@@ -102,11 +102,11 @@ def repeat(x, repeats, /, *, axis=None):
     dev = x._device
     if repeats.__class__ is Array:
         v.same_device("repeat", x, repeats)
-        v.category("repeat", "repeats", repeats.dtype, "integer")
+        v.category("repeat", "repeats", repeats._dtype, "integer")
         if repeats.ndim > 1:
             raise ValueError(f"ruda.repeat: repeats must be 0-D or 1-D; got shape {repeats.shape}")
         reps = repeats._data
-        if repeats.dtype == _dtypes.uint64:     # NumPy will not cast uint64 to its intp safely
+        if repeats._dtype == _dtypes.uint64:     # NumPy will not cast uint64 to its intp safely
             reps = dev.backend.astype(reps, _dtypes.int64, False)
     else:
         reps = operator.index(repeats)

@@ -8,7 +8,7 @@ from ruda._statistical import reduction_axes
 
 def _arg(fn, x, axis, keepdims):
     v.array(fn, "x", x)
-    v.category(fn, "x", x.dtype, "real numeric")
+    v.category(fn, "x", x._dtype, "real numeric")
     if axis is None:
         if x.size == 0:
             raise ValueError(f"ruda.{fn}: x is empty (shape {x.shape})")
@@ -53,7 +53,7 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None):
     if sorter is not None:
         v.array("searchsorted", "sorter", sorter)
         v.same_device("searchsorted", x1, sorter)
-        v.category("searchsorted", "sorter", sorter.dtype, "integer")
+        v.category("searchsorted", "sorter", sorter._dtype, "integer")
         if sorter.shape != x1.shape:
             raise ValueError(f"ruda.searchsorted: sorter shape {sorter.shape} differs from x1 shape {x1.shape}")
         s = sorter._data
@@ -62,8 +62,8 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None):
 
 def where(condition, x1, x2, /):
     v.array("where", "condition", condition)
-    if condition.dtype != _dtypes.bool:
-        raise TypeError(f"ruda.where: condition must have a bool dtype; got {_dtypes.name(condition.dtype)}")
+    if condition._dtype != _dtypes.bool:
+        raise TypeError(f"ruda.where: condition must have a bool dtype; got {_dtypes.name(condition._dtype)}")
     if x1.__class__ is not Array and x2.__class__ is not Array:
         raise TypeError("ruda.where: at least one of x1, x2 must be a ruda array")
     dev, a, b = ew.operands("where", x1, x2, "all")

@@ -5,7 +5,7 @@ from ruda._array import Array, _speedups
 
 def _sort(fn, x, axis, descending, stable):
     v.array(fn, "x", x)
-    v.category(fn, "x", x.dtype, "real numeric")
+    v.category(fn, "x", x._dtype, "real numeric")
     if x.ndim == 0:
         raise ValueError(f"ruda.{fn}: x must have at least one dimension")
     axis = v.axis(fn, axis, x.ndim)

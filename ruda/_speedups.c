@@ -137,6 +137,19 @@ in_tuple(PyObject *item, PyObject *tup)
     return 0;
 }
 
+/* dtype argument dt as one of the NumPy dtypes of ``pairs`` (NumPy dtypes, then the public
+   DType objects of the same dtypes in the same order: _dtypes.with_public), borrowed; NULL if
+   it is none of them */
+static PyObject *
+pair_dtype(PyObject *dt, PyObject *pairs)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(pairs), half = n / 2;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (PyTuple_GET_ITEM(pairs, i) == dt)
+            return PyTuple_GET_ITEM(pairs, i % half);
+    return NULL;
+}
+
 /* NumPy's array object (PyArrayObject_fields: NumPy's C ABI since 1.7, which its own macros
    PyArray_NDIM/DIMS/DESCR read): used only after setup() has checked it on a probe array, else
    the attributes are read through the object protocol. */
@@ -1264,7 +1277,7 @@ reshape_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwn
 }
 
 /* zeros / empty / ones(shape, dtype=..., device=None) with the cpu as default device: extra is
-   (the NumPy function, the dtypes taken as given, the default dtype) */
+   (the NumPy function, the dtypes taken as given (pairs: pair_dtype), the default dtype) */
 static PyObject *
 filled_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
@@ -1277,7 +1290,8 @@ filled_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwna
         PyObject *dtypes = PyTuple_GET_ITEM(f->extra, 1);
         if (dtype == Py_None)
             dtype = PyTuple_GET_ITEM(f->extra, 2);
-        if (in_tuple(dtype, dtypes) && default_is_cpu()) {
+        dtype = pair_dtype(dtype, dtypes);
+        if (dtype != NULL && default_is_cpu()) {
             Py_ssize_t size;
             PyObject *shape = simple_shape(args[0], 0, &size, NULL);
             if (shape != NULL) {
@@ -1294,21 +1308,23 @@ filled_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwna
     return fallback(f, args, nargsf, kwnames);
 }
 
-/* astype(x, dtype): a copy cast with ndarray.astype; extra is (dtypes, complex dtypes) */
+/* astype(x, dtype): a copy cast with ndarray.astype; extra is (dtypes (pairs: pair_dtype),
+   complex dtypes) */
 static PyObject *
 astype_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     FuncObject *f = (FuncObject *)self;
+    PyObject *to;
     if (PyVectorcall_NARGS(nargsf) == 2 && kwnames == NULL && Py_IS_TYPE(args[0], ArrayType)
             && is_host((BaseObject *)args[0])
-            && in_tuple(args[1], PyTuple_GET_ITEM(f->extra, 0))) {
+            && (to = pair_dtype(args[1], PyTuple_GET_ITEM(f->extra, 0))) != NULL) {
         PyObject *data = ((BaseObject *)args[0])->data;
         PyObject *dt = nd_dtype(data);
         if (dt == NULL)
             return NULL;
         PyObject *cplx = PyTuple_GET_ITEM(f->extra, 1);
-        if (!in_tuple(dt, cplx) || in_tuple(args[1], cplx)) {   /* else the Python error */
-            PyObject *margs[3] = {NULL, data, args[1]};
+        if (!in_tuple(dt, cplx) || in_tuple(to, cplx)) {   /* else the Python error */
+            PyObject *margs[3] = {NULL, data, to};
             return wrap(PyObject_VectorcallMethod(s_astype, margs + 1,
                                                   2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL));
         }

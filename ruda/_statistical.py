@@ -49,8 +49,8 @@ def _default_accumulation(x):
 
 def _sum_like(fn, x, axis, dtype, keepdims):
     v.array(fn, "x", x)
-    if x.dtype.kind != "b":
-        v.category(fn, "x", x.dtype, "numeric")
+    if x._dtype.kind != "b":
+        v.category(fn, "x", x._dtype, "numeric")
     dt = accumulation_dtype(fn, x, dtype)
     ax = reduction_axes(fn, x, axis)
     return Array._new(getattr(x._device.backend, fn)(x._data, axis=ax, dtype=dt, keepdims=bool(keepdims)),
@@ -67,7 +67,7 @@ def prod(x, /, *, axis=None, dtype=None, keepdims=False):
 
 def _extreme(fn, x, axis, keepdims):
     v.array(fn, "x", x)
-    v.category(fn, "x", x.dtype, "real numeric")
+    v.category(fn, "x", x._dtype, "real numeric")
     ax = reduction_axes(fn, x, axis)
     _nonempty(fn, x, ax)
     return Array._new(getattr(x._device.backend, fn)(x._data, axis=ax, keepdims=bool(keepdims)), x._device)
@@ -83,14 +83,14 @@ def min(x, /, *, axis=None, keepdims=False):
 
 def mean(x, /, *, axis=None, keepdims=False):
     v.array("mean", "x", x)
-    v.category("mean", "x", x.dtype, "floating-point")
+    v.category("mean", "x", x._dtype, "floating-point")
     ax = reduction_axes("mean", x, axis)
     return Array._new(x._device.backend.mean(x._data, axis=ax, keepdims=bool(keepdims)), x._device)
 
 
 def _moment(fn, x, axis, correction, keepdims):
     v.array(fn, "x", x)
-    v.category(fn, "x", x.dtype, "real floating-point")
+    v.category(fn, "x", x._dtype, "real floating-point")
     if not v.is_scalar(correction) or isinstance(correction, complex | bool):
         raise TypeError(f"ruda.{fn}: correction must be a real number; got {correction!r}")
     ax = reduction_axes(fn, x, axis)
@@ -111,8 +111,8 @@ def var(x, /, *, axis=None, correction=0.0, keepdims=False):
 
 def _cumulative(fn, x, axis, dtype, include_initial):
     v.array(fn, "x", x)
-    if x.dtype.kind != "b":
-        v.category(fn, "x", x.dtype, "numeric")
+    if x._dtype.kind != "b":
+        v.category(fn, "x", x._dtype, "numeric")
     if axis is None:
         if x.ndim > 1:
             raise ValueError(f"ruda.{fn}: axis is required for a {x.ndim}-D array")
@@ -165,9 +165,9 @@ def diff(x, /, n=1, *, axis=-1, prepend=None, append=None):
                 raise ValueError(f"ruda.diff: {name} of shape {a.shape} does not match x of shape "
                                  f"{x.shape} outside axis {axis}")
             extra[name] = a._data
-    if x.dtype.kind == "b" and n:
+    if x._dtype.kind == "b" and n:
         raise TypeError("ruda.diff: x must have a numeric dtype for n > 0; got bool")
-    dt = x.dtype
+    dt = x._dtype
     for e in extra.values():
         dt = _dtypes.promote(dt, e.dtype)
     cast = lambda a: a if a.dtype == dt else x._device.backend.astype(a, dt, False)  # noqa: E731

@@ -5,6 +5,8 @@ The standard's promotion lattice is encoded independently here (``std_promote``)
 it leaves undefined (mixed kinds, uint64 with a signed integer, bool with numbers) are checked
 against NumPy 2, mapped to the device's default dtypes where NumPy picks its own defaults.
 """
+import pickle
+
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
@@ -262,3 +264,43 @@ def test_isdtype(kind):
         assert xp.isdtype(dt, (kind, dt))
     with pytest.raises(ValueError, match="isdtype.*unknown kind"):
         xp.isdtype(xp.int8, "integer-ish")
+
+
+# ---- the dtype objects ----------------------------------------------------------------------
+
+def test_dtype_objects_are_ruda_s_own_and_never_equal_none(device):
+    """ruda's dtypes stand for NumPy's and equal them, but not None: NumPy reads None as float64
+    (``np.dtype("float64") == None`` is True), so a NumPy dtype would be counted equal to a missing
+    value, as array-api-tests' can_cast check does with ``promotion_table.get(...) == to``."""
+    for name in NAMES:
+        dt = getattr(xp, name)
+        assert dt != None and None != dt and not (dt == None), name  # noqa: E711
+        assert dt == np.dtype(name) and np.dtype(name) == dt and np.dtype(dt) == np.dtype(name)
+        assert hash(dt) == hash(np.dtype(name)) and {np.dtype(name): 1}[dt] == 1
+        assert (repr(dt), str(dt), dt.name) == (f"ruda.{name}", name, name)
+        assert dt.kind == np.dtype(name).kind and dt.itemsize == np.dtype(name).itemsize
+        assert [n for n in NAMES if getattr(xp, n) == dt] == [name]
+        assert pickle.loads(pickle.dumps(dt)) is dt
+    assert xp.float64 == np.float64 and xp.float64 != xp.float32 and xp.int8 != "float64"
+    with pytest.raises(TypeError, match="cannot be constructed"):
+        type(xp.float32)()
+    for name in supported(device):
+        x = xp.asarray(np.ones(2, name), device=device)
+        assert x.dtype is getattr(xp, np.dtype(name).name)          # the one object per dtype
+        for made in (xp.zeros(2, dtype=x.dtype, device=device), xp.astype(x, x.dtype),
+                     xp.asarray([1, 0], dtype=x.dtype, device=device)):
+            assert made.dtype is x.dtype
+    for dt in (xp.result_type(xp.int8, xp.float32), xp.finfo(xp.complex64).dtype,
+               xp.iinfo(xp.int16).dtype, *info_dtypes(device)):
+        assert dt.__class__ is xp.float32.__class__
+
+
+def info_dtypes(device):
+    info = xp.__array_namespace_info__()
+    return [*info.dtypes(device=device).values(), *info.default_dtypes(device=device).values()]
+
+
+def test_can_cast_is_false_across_kinds_that_lose_data():
+    """The standard's can_cast: no cast that drops the imaginary part or the fraction."""
+    assert not xp.can_cast(xp.complex128, xp.float64) and not xp.can_cast(xp.float64, xp.int64)
+    assert not xp.can_cast(xp.int64, xp.bool) and xp.can_cast(xp.bool, xp.float64)

@@ -25,6 +25,7 @@ class Field:
     __slots__ = ("name", "dtype", "shape", "fixed", "item_bytes", "storage")
 
     def __init__(self, name, dtype, shape):
+        dtype = np.dtype(dtype)        # the NumPy dtype of a ruda dtype object
         self.name = name
         self.dtype = dtype
         self.shape = shape
@@ -79,7 +80,7 @@ def parse(schema, fn="ruda.data.Dataset.create"):
 
 
 def as_dict(fields):
-    return {f.name: (f.dtype, f.shape) for f in fields}
+    return {f.name: (DTYPES[_BY_DTYPE[f.dtype]], f.shape) for f in fields}
 
 
 def to_json(fields):

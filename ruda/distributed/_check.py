@@ -86,7 +86,7 @@ _records = {}
 
 def record(fn, op=None, root=-1, ax=-1, x=None, kind=None):
     """This rank's int64 agreement record (``kind``: device kind when x is None); cached."""
-    key = (fn, op, root, ax, kind) if x is None else (fn, op, root, ax, kind, x.shape, x.dtype,
+    key = (fn, op, root, ax, kind) if x is None else (fn, op, root, ax, kind, x.shape, x._dtype,
                                                         x.device.kind)
     r = _records.get(key)
     if r is None:
@@ -105,7 +105,7 @@ def _record(fn, op, root, ax, x, kind):
         r[F_KIND] = KINDS.index(kind)
     if x is not None:
         shape = x.shape
-        r[F_DTYPE] = DTYPES.index(x.dtype)
+        r[F_DTYPE] = DTYPES.index(x._dtype)
         r[F_KIND] = KINDS.index(x.device.kind)
         r[F_NDIM] = len(shape)
         r[F_DIMS:F_DIMS + min(len(shape), _NDIMS)] = shape[:_NDIMS]

@@ -20,7 +20,7 @@ def _setup(fn, x, op=None, root=None, axis=None, optional=False, hint=False):
     if x is not None or not optional:
         _check.array(fn, x)
     if op is not None:
-        _check.op(fn, op, x.dtype)
+        _check.op(fn, op, x._dtype)
     r = -1 if root is None else _check.rank_arg(fn, "root", root, ctx.size)
     kind = None
     if hint and ctx.rank != r and x is not None:

@@ -79,11 +79,11 @@ class MpiEngine:
         ``op``, dtype MPI types natively): (MPI op, agreement record, the check's expected
         table bytes, mean?, an output view reserved in the pool or None)."""
         rec = _check.record("all_reduce", op, -1, -1, x)
-        plan = (self._op(op, x.dtype), rec, rec.tobytes() * self.size, op == "mean",
-                _pool.reserve(x.shape, x.dtype))
+        plan = (self._op(op, x._dtype), rec, rec.tobytes() * self.size, op == "mean",
+                _pool.reserve(x.shape, x._dtype))
         if len(self.host_plans) > 4096:
             self.host_plans.clear()
-        self.host_plans[(op, x.dtype, x.shape)] = plan
+        self.host_plans[(op, x._dtype, x.shape)] = plan
         return plan
 
     def all_reduce_host(self, a, plan, check):

@@ -22,8 +22,8 @@ _TRANSFORMS = {
 def _check(fn, x, norm):
     v.array(f"fft.{fn}", "x", x)
     cat = _TRANSFORMS[fn][0]
-    if x.dtype not in _dtypes.CATEGORIES[cat]:
-        raise TypeError(f"ruda.fft.{fn}: x must have a {cat} dtype; got {_dtypes.name(x.dtype)}")
+    if x._dtype not in _dtypes.CATEGORIES[cat]:
+        raise TypeError(f"ruda.fft.{fn}: x must have a {cat} dtype; got {_dtypes.name(x._dtype)}")
     if norm not in _NORMS:
         raise ValueError(f"ruda.fft.{fn}: norm must be one of {_NORMS}; got {norm!r}")
     if x.ndim == 0:

@@ -23,7 +23,7 @@ SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
 
 def _matrix(fn, x, square=False, cat="floating-point"):
     v.array(f"linalg.{fn}", "x", x)
-    v.category(f"linalg.{fn}", "x", x.dtype, cat)
+    v.category(f"linalg.{fn}", "x", x._dtype, cat)
     if x.ndim < 2:
         raise ValueError(f"ruda.linalg.{fn}: x must have at least 2 dimensions; got shape {x.shape}")
     if square and x.shape[-1] != x.shape[-2]:
@@ -151,7 +151,7 @@ def outer(x1, x2, /):
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     v.array("linalg.vector_norm", "x", x)
-    v.category("linalg.vector_norm", "x", x.dtype, "floating-point")
+    v.category("linalg.vector_norm", "x", x._dtype, "floating-point")
     if not v.is_scalar(ord) or isinstance(ord, complex | builtins.bool):
         raise ValueError(f"ruda.linalg.vector_norm: ord must be a real number; got {ord!r}")
     ax = None if axis is None else v.axes("linalg.vector_norm", axis, x.ndim)
