@@ -116,8 +116,9 @@ def test_unreplayable_op_still_correct(dev):
 
 
 def test_reduction_plans_replay_on_new_buffers(dev):
-    """A reduction called again on same-shaped views replays its launches (two passes and a
-    temporary for vec4 sums) on the new buffers; aliased inputs are never replayed as distinct."""
+    """A reduction called again on same-shaped views replays its launches (a vec4 f32 sum: one
+    pass, its partials in a temporary; an unaligned one: two) on the new buffers; aliased inputs
+    are never replayed as distinct."""
     ctx = dev.backend.ctx
     rng = np.random.default_rng(8)
     for n in (70_001, 1000):
@@ -129,7 +130,9 @@ def test_reduction_plans_replay_on_new_buffers(dev):
                 assert float(xp.max(x)) == a.max()
                 assert float(xp.sum(x[1:])) == pytest.approx(a[1:].sum(dtype=np.float64), rel=1e-5, abs=1e-3)
         plans = [p for k, p in ctx.plans.items() if k[0] == "reduce" and (np.float32 == k[3]) and p]
-        assert plans and any(len(p[1]) == 2 for p in plans)      # the two-pass vec4 sum
+        assert plans and any(len(p[1]) == 2 for p in plans)      # the unaligned two-pass sum
+        if n >= 65536:
+            assert any(len(p[1]) == 1 and len(p[0]) == 2 for p in plans)   # single pass: partials, out
     x, y = xs[0], xs[1]
     for u, v, ua, va in ((x, x, arrays[0], arrays[0]), (x, y, arrays[0], arrays[1]), (y, y, arrays[1], arrays[1])):
         np.testing.assert_allclose(float(xp.vecdot(u, v)), np.dot(ua.astype(np.float64), va), rtol=1e-4)
@@ -165,3 +168,45 @@ def test_element_reads_share_one_readback_until_a_write(dev):
     r0 = ctx.stats["readbacks"]
     assert float(big[123]) == float(np.asarray(big.to_device("cpu"))[123])
     assert ctx.stats["readbacks"] - r0 == 2
+
+
+@pytest.mark.parametrize("two_pass", [False, True])
+def test_single_pass_reductions_back_to_back(dev, monkeypatch, two_pass):
+    """Vec4 full reductions with a 32-bit accumulator run in one pass: each workgroup stores its
+    partial, counts itself done on a device counter, and the last one folds the partials and
+    zeroes the counter.  Many of them recorded into one pass without a sync (so each launch
+    finds the counter its predecessor left), on fresh random data, sizes with an n % 4 tail and
+    vec4-aligned offsets, against NumPy in float64 (int: exact); the two-pass form alike."""
+    from ruda.backends.wgpu import _ops
+    monkeypatch.setattr(_ops, "SINGLE_PASS", not two_pass)
+    ctx = dev.backend.ctx
+    rng = np.random.default_rng(31 + two_pass)
+    cases = []
+    for n in (65_536, 65_541, 300_007, 1 << 20):
+        f = rng.standard_normal(n + 8).astype(np.float32)
+        i = rng.integers(-(1 << 20), 1 << 20, n + 8).astype(np.int32)
+        u = rng.integers(0, 1 << 12, n + 8).astype(np.uint32)
+        f[rng.integers(0, n)] = 40.0                 # a known maximum
+        p = np.ones(n, np.float32)                   # a product exact in f32: 2**40 * 0.5**30
+        at = rng.choice(n, 70, replace=False)
+        p[at[:40]], p[at[40:]] = 2.0, 0.5
+        cases.append((f, i, u, p, n))
+    ctx.synchronize()
+    d0 = ctx.stats["dispatches"]
+    got = []
+    for f, i, u, p, n in cases:
+        xf, xi, xu, xpr = (xp.asarray(a, device=dev) for a in (f, i, u, p))
+        for _ in range(2):                           # the second time from the plans
+            got.append((xp.sum(xf[:n]), xp.max(xf[4:n + 4]), xp.min(xf[8:]), xp.sum(xi[:n], dtype=xp.int32),
+                        xp.max(xi), xp.sum(xu[4:n + 4], dtype=xp.uint32), xp.prod(xpr)))
+    if not two_pass:
+        assert ctx.stats["dispatches"] - d0 <= len(got) * 7 * 2   # no second passes (uploads aside)
+    for k, (f, i, u, p, n) in enumerate(cases):
+        for r in got[2 * k:2 * k + 2]:
+            s, mx, mn, si, mi, su, pr = (_host(v) for v in r)
+            np.testing.assert_allclose(s, f[:n].sum(dtype=np.float64), rtol=1e-5, atol=1e-2)
+            assert mx == f[4:n + 4].max() and mn == f[8:].min()
+            assert int(si) == int(i[:n].sum(dtype=np.int64)) and int(mi) == int(i.max())
+            assert int(su) == int(u[4:n + 4].sum(dtype=np.uint64)) % (1 << 32)
+            assert pr == 1024.0
+            assert (s.dtype, si.dtype, su.dtype, pr.dtype) == (np.float32, np.int32, np.uint32, np.float32)

@@ -495,6 +495,8 @@ class _Render(ExprRender):
         if isinstance(body, ir.Map):
             kind, main = "map", self.map_main(body)
         elif isinstance(body, ir.Reduce):
+            if body.finish is not None:
+                raise RenderError("cuda_c: single-pass (finish) reductions are not rendered here")
             if k.hint("serial"):
                 kind, main = "serial", self.serial_reduce_main(body)
             else:

@@ -250,6 +250,9 @@ class Reduce:
     outer_ndim: int
     index_out: int = None
     split: bool = False
+    # split only: (final output arg, u32 counter arg).  The workgroup that finishes last folds
+    # the partials into the output and leaves the counter (zero before the launch) at zero.
+    finish: tuple = None
 
 
 @dataclass(frozen=True)

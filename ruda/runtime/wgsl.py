@@ -823,9 +823,12 @@ class _Render(ExprRender):
             out.append("enable f16;")
         nvec = max(1, -(-self.lay.words // 4))
         out.append(f"@group(0) @binding(0) var<uniform> rmeta: array<vec4<u32>, {nvec}>;")
+        atomics = (body.out, body.finish[1]) if getattr(body, "finish", None) else ()
         for i, a in enumerate(k.args):
             acc = "read_write" if a.writable else "read"
             T = f"vec4<{STORAGE[a.dtype]}>" if self.vec_mask and self.vec_mask[i] else STORAGE[a.dtype]
+            if i in atomics:        # a finishing reduction's partials and counter
+                T = "atomic<u32>"
             out.append(f"@group(0) @binding({i + 1}) var<storage, {acc}> a{i}: array<{T}>;")
         out.extend(src for src in self.helpers.values())
         out.append(main)
@@ -935,26 +938,52 @@ class _Render(ExprRender):
         lines += ["  if (job == 0u && lid.x < red_n - v1 * 4u) {"] + ["    " + ln for ln in ls]
         lines += [f"    acc = {self.combine(body.op, 'acc', names[0], dt)};", "  }"]
         sg = self.subgroup_op(body.op, dt)
+        lines += ["  " + ln for ln in self.wg_fold(body.op, dt, sg, self.reduce_store(body, "r", None, "job"))]
+        lines += ["  workgroupBarrier();", "}"]
+        shared = f"var<workgroup> sv: array<{self.sv_type(dt)}, {WG}>;"
+        if body.finish:
+            lines += self.finish_lines(body, dt, sg)
+            shared += "\nvar<workgroup> wl: u32;"
+        return self._fn(lines, shared, subgroups=bool(sg))
+
+    def wg_fold(self, op, dt, sg, store):
+        """Lines folding every invocation's ``acc`` over the workgroup into ``r``, then running
+        the ``store`` lines in one invocation (subgroup builtin ``sg``, else shared memory)."""
+        T, ident = VALUE[dt], self.identity(op, dt)
         if sg:
             # one value per subgroup into shared memory, the first subgroup folds those
-            lines += [f"  let sr = {sg}(acc);",
-                      f"  if (sgi == 0u) {{ sv[sgid] = {self.sv_in(dt, 'sr')}; }}",
-                      "  workgroupBarrier();",
-                      "  if (sgid == 0u) {",
-                      f"    var t: {T} = {ident};",
-                      f"    for (var q: u32 = sgi; q < nsg; q = q + sgs) {{ t = {self.combine(body.op, 't', self.sv_out(dt, 'sv[q]'), dt)}; }}",
-                      f"    let r = {sg}(t);",
-                      "    if (sgi == 0u) {"]
-            lines += ["      " + ln for ln in self.reduce_store(body, "r", None, "job")]
-            lines += ["    }", "  }"]
-        else:
-            lines.append(f"  sv[lid.x] = {self.sv_in(dt, 'acc')};")
-            lines += ["  " + ln for ln in self.wg_tree(body.op, dt, False)]
-            lines.append("  if (lid.x == 0u) {")
-            lines += ["    " + ln for ln in self.reduce_store(body, self.sv_out(dt, "sv[0]"), None, "job")]
-            lines.append("  }")
-        lines += ["  workgroupBarrier();", "}"]
-        return self._fn(lines, f"var<workgroup> sv: array<{self.sv_type(dt)}, {WG}>;", subgroups=bool(sg))
+            lines = [f"let sr = {sg}(acc);",
+                     f"if (sgi == 0u) {{ sv[sgid] = {self.sv_in(dt, 'sr')}; }}",
+                     "workgroupBarrier();",
+                     "if (sgid == 0u) {",
+                     f"  var t: {T} = {ident};",
+                     f"  for (var q: u32 = sgi; q < nsg; q = q + sgs) {{ t = {self.combine(op, 't', self.sv_out(dt, 'sv[q]'), dt)}; }}",
+                     f"  let r = {sg}(t);",
+                     "  if (sgi == 0u) {"]
+            return lines + ["    " + ln for ln in store] + ["  }", "}"]
+        lines = [f"sv[lid.x] = {self.sv_in(dt, 'acc')};"] + self.wg_tree(op, dt, False)
+        return lines + ["if (lid.x == 0u) {", f"  let r = {self.sv_out(dt, 'sv[0]')};"] + \
+            ["  " + ln for ln in store] + ["}"]
+
+    def finish_lines(self, body, dt, sg):
+        """A finishing reduction's epilogue: each workgroup counts itself done after its partial
+        is stored (device-scope release: storageBarrier); the last one (acquire) folds the
+        partials, read atomically, into the output and zeroes the counter for the next launch."""
+        if dt not in ("f32", "i32", "u32"):
+            raise RenderError(f"wgsl: a finishing reduction needs a 32-bit accumulator; got {dt}")
+        out, cnt = body.finish
+        T = VALUE[dt]
+        pbase, obase = self.wi(self.lay.arg_at[body.out]), self.wi(self.lay.arg_at[out])
+        part = f"bitcast<{T}>(atomicLoad(&a{body.out}[u32({pbase} + i32(q))]))"
+        store = [f"a{out}[u32({obase})] = {self.store_value('r', self.k.args[out].dtype)};",
+                 f"atomicStore(&a{cnt}[0], 0u);"]
+        lines = ["storageBarrier();",
+                 f"if (lid.x == 0u) {{ wl = select(0u, 1u, atomicAdd(&a{cnt}[0], 1u) == nwg.x - 1u); }}",
+                 "if (workgroupUniformLoad(&wl) == 1u) {",
+                 "  storageBarrier();",
+                 f"  var acc: {T} = {self.identity(body.op, dt)};",
+                 f"  for (var q: u32 = lid.x; q < nsplit; q = q + {WG}u) {{ acc = {self.combine(body.op, 'acc', part, dt)}; }}"]
+        return lines + ["  " + ln for ln in self.wg_fold(body.op, dt, sg, store)] + ["}"]
 
     def _fold_vec4s(self, body, dt, ident, guard):
         """Lines folding the loaded ``v{i}_{j}`` into ``acc`` (vec4s past ``v1`` skipped when
@@ -1072,7 +1101,10 @@ class _Render(ExprRender):
         else:
             oi = self.index(body.out, ir.Strided(tuple(ir.Coord(d) for d in range(body.outer_ndim))), _Scope())
         vexpr = val if odt == body.value.dtype else self.cast(val, body.value.dtype, odt)
-        out.append(f"a{body.out}[{oi}] = {self.store_value(vexpr, odt)};")
+        if body.finish:         # partials are read back atomically by the last workgroup
+            out.append(f"atomicStore(&a{body.out}[{oi}], bitcast<u32>({vexpr}));")
+        else:
+            out.append(f"a{body.out}[{oi}] = {self.store_value(vexpr, odt)};")
         if body.index_out is not None:
             ia = self.k.args[body.index_out]
             if body.split:

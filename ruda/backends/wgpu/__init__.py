@@ -65,6 +65,8 @@ class WgpuBackend(FftOps, MatmulOps, Ops, Backend):
                 raise ValueError(f"ruda: wgpu device {index} does not exist ({len(ads)} adapters)")
             ctx = _contexts[index] = _device.Context(ads[index])
         self.ctx = ctx
+        # single-pass reductions count their finished workgroups here (zero between launches)
+        self.counter = WArray(ctx.upload(np.zeros(1, np.uint32)), (1,), (1,), 0, np.dtype(np.uint32))
         f = ctx.features
         self.has_f64 = "shader-f64" in f
         self.has_i64 = "shader-int64" in f

@@ -6,6 +6,7 @@ one pipeline serves every shape.
 """
 import math
 import operator
+import os
 import warnings
 
 import numpy as np
@@ -22,6 +23,7 @@ VEC4_MIN = 1 << 16   # elements: from here on, unit-stride 4-byte maps and full 
 RED_PARTS = 1024     # vec4 full reductions: at most this many partials (workgroups) in the first pass
 #                      (H200, 1 GiB f32 sum: 264-2112 within 3% of each other, 4096 11% slower)
 RED_BLOCK = 4 * WG * VEC_UNROLL   # ... which take the elements in blocks of this many, round robin
+SINGLE_PASS = os.environ.get("RUDA_WGPU_TWO_PASS", "") in ("", "0")   # ... and the last one folds them
 I = ir.INDEX
 
 UNARY = {
@@ -125,9 +127,11 @@ def _out_array(st, shape, strides, dtype, irdt, _alloc=object.__new__):
     return a
 
 
-def _multi_plan(cap, sts, out, first):
-    """The plan of captured launches ``cap`` on inputs ``sts`` giving ``out`` (see Ops), or False."""
+def _multi_plan(cap, sts, out, first, kept=()):
+    """The plan of captured launches ``cap`` on inputs ``sts`` giving ``out`` (see Ops), or False;
+    the storages ``kept`` (the backend's own, such as the reductions' counter) are bound as they are."""
     slots = {id(s): (0, i) for i, s in enumerate(sts)}
+    slots.update((id(s), (2, s)) for s in kept)
     sizes, program = [], []
     for lau, used in cap:
         refs = []
@@ -229,7 +233,7 @@ class Ops:
         new = [ctx.alloc(n) for n in sizes]
         srcs = (tuple(a.st for a in ins), new)
         for lau, refs in program:
-            ctx.replay(lau, tuple(srcs[k][i] for k, i in refs))
+            ctx.replay(lau, tuple(i if k == 2 else srcs[k][i] for k, i in refs))
         out = _out_array(new[oi], shape, strides, dtype, irdt)
         out.offset = offset
         return out
@@ -248,7 +252,8 @@ class Ops:
             return out      # aliased inputs say nothing of which buffer each launch reads
         after = (stats["uploads"], stats["copies"], stats["readbacks"],
                  stats["dispatches"] - sum(1 for lau, _ in cap if lau.groups))
-        self._remember(pkey, before == after and bool(cap) and _multi_plan(cap, sts, out, first))
+        self._remember(pkey, before == after and bool(cap)
+                       and _multi_plan(cap, sts, out, first, (self.counter.st,)))
         return out
 
     def _launch(self, kernel, arrays, strides, shape, params=(), extras=None):
@@ -766,21 +771,27 @@ class Ops:
         """Full reduction of 1-D vec4 operands (``_vec4_mask``): up to RED_PARTS workgroups each
         fold every RED_PARTS-th block into one partial, then one small reduction of the partials."""
         dts = tuple(a.ir for a in ins)
-        kkey = ("reduce_v4", key or op, dts, acc, mask)
+        nsplit = max(1, min(RED_PARTS, -(-R // RED_BLOCK)))
+        chunk = -(-R // nsplit)           # not read by the kernel (the generic split's parameter)
+        final = nsplit == 1 and out.ir == acc
+        # one pass where the accumulator is 32-bit (atomics): the last workgroup folds the partials
+        finish = not final and out.ir == acc and acc in ("f32", "i32", "u32") and SINGLE_PASS
+        kkey = ("reduce_v4", key or op, dts, acc, mask, finish)
         k = _K.get(kkey)
         if k is None:
             loads = [ir.load(i, dt) for i, dt in enumerate(dts)]
             v = ir.cast(value(*loads) if value is not None else loads[0], acc)
             args = tuple(ir.Arg(f"x{i}", dt, 1) for i, dt in enumerate(dts)) + (ir.Arg("part", acc, 0, True),)
-            k = _K[kkey] = ir.Kernel(f"reduce_{op}_v4", args, (), 1, ir.Reduce(op, v, len(ins), 0, None, True),
-                                     (("vec4", mask + (False,)),))
-        nsplit = max(1, min(RED_PARTS, -(-R // RED_BLOCK)))
-        chunk = -(-R // nsplit)           # not read by the kernel (the generic split's parameter)
-        final = nsplit == 1 and out.ir == acc
+            if finish:
+                args += (ir.Arg("out", acc, 0, True), ir.Arg("count", "u32", 0, True))
+            body = ir.Reduce(op, v, len(ins), 0, None, True, (len(ins) + 1, len(ins) + 2) if finish else None)
+            k = _K[kkey] = ir.Kernel(f"reduce_{op}_v4", args, (), 1, body,
+                                     (("vec4", mask + (False,) * (3 if finish else 1)),))
         part = out if final else self._new((nsplit,), _np(acc))
-        views = [tuple(s) for s in rst] + [()]
+        arrays = ins + [part] + ([out, self.counter] if finish else [])
+        views = [tuple(s) for s in rst] + [()] * (3 if finish else 1)
         try:
-            self._launch(k, ins + [part], views, (R,), extras={"nsplit": nsplit, "chunk": chunk})
+            self._launch(k, arrays, views, (R,), extras={"nsplit": nsplit, "chunk": chunk})
         except RuntimeError as e:
             r = self.ctx.renderer
             if not (r.subgroup and "failed to compile" in str(e)):
@@ -789,8 +800,8 @@ class Ops:
             warnings.warn(f"ruda wgpu: subgroup reduction did not compile; using shared memory ({e})",
                           RuntimeWarning, stacklevel=2)
             r.subgroup = False
-            self._launch(k, ins + [part], views, (R,), extras={"nsplit": nsplit, "chunk": chunk})
-        if final:
+            self._launch(k, arrays, views, (R,), extras={"nsplit": nsplit, "chunk": chunk})
+        if final or finish:
             return out
         return self._reduce(part, (0,), op, acc, out.dtype, False)
 
