@@ -98,3 +98,31 @@ def test_program_cache_two_levels():
     renamed = ir.Kernel("other", *[getattr(_add_kernel(), f) for f in ("args", "params", "ndim", "body")])
     cache.get(renamed)                       # a distinct IR kernel with the same source: no recompile
     assert len(compiled) == 1
+
+
+def _finishing_sum(dt):
+    v = ir.cast(ir.load(0, "f32"), dt)
+    args = (ir.Arg("x", "f32", 1), ir.Arg("part", dt, 0, True), ir.Arg("out", dt, 0, True),
+            ir.Arg("count", "u32", 0, True))
+    return ir.Kernel("s", args, (), 1, ir.Reduce("sum", v, 1, 0, None, True, (2, 3)),
+                     (("vec4", (True, False, False, False)),))
+
+
+def test_finishing_reduction_renders_its_synchronization():
+    """A one-pass (finish) reduction: partials and counter bound as atomics, a device-scope
+    storageBarrier before the count and after it, the counter zeroed by the last workgroup;
+    64-bit accumulators are refused (no 64-bit atomics), and so is the CUDA C renderer."""
+    src = WGSLRenderer(f64=True, subgroup=True).render(_finishing_sum("f32")).source
+    assert "var<storage, read_write> a1: array<atomic<u32>>" in src
+    assert "var<storage, read_write> a3: array<atomic<u32>>" in src
+    assert "var<storage, read_write> a2: array<f32>" in src
+    tail = src[src.index("atomicAdd(&a3[0], 1u)"):]
+    assert src.index("storageBarrier();") < src.index("atomicAdd(&a3[0], 1u)")
+    assert "workgroupUniformLoad(&wl)" in tail and "storageBarrier();" in tail
+    assert "atomicStore(&a3[0], 0u);" in tail and "atomicLoad(&a1[" in tail
+    assert "atomicStore(&a1[" in src[:src.index("atomicAdd")]
+    with pytest.raises(ValueError, match="32-bit accumulator"):
+        WGSLRenderer(f64=True).render(_finishing_sum("f64"))
+    from ruda.runtime import cuda_c
+    with pytest.raises(cuda_c.RenderError, match="single-pass"):
+        cuda_c.CudaCRenderer().render(_finishing_sum("f32"))
