@@ -231,9 +231,9 @@ class Ops:
         ctx = self.ctx
         sizes, program, oi, shape, strides, offset, dtype, irdt = plan
         new = [ctx.alloc(n) for n in sizes]
-        srcs = (tuple(a.st for a in ins), new)
-        for lau, refs in program:
-            ctx.replay(lau, tuple(i if k == 2 else srcs[k][i] for k, i in refs))
+        srcs = ([a.st for a in ins], new)
+        for lau, refs in program:     # list comprehensions: cheaper than generators here
+            ctx.replay(lau, tuple([i if k == 2 else srcs[k][i] for k, i in refs]))
         out = _out_array(new[oi], shape, strides, dtype, irdt)
         out.offset = offset
         return out
