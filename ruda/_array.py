@@ -17,8 +17,6 @@ import numpy as np
 from ruda import _dtypes
 from ruda._devices import CPU, Device, device as _device
 
-_PUBLIC = _dtypes._PUBLIC
-
 API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12", "2025.12")
 API_VERSION = "2025.12"
 
@@ -53,11 +51,7 @@ class Array(_Base):
     # attributes --------------------------------------------------------
     @property
     def dtype(self):
-        d = self._data.dtype
-        try:
-            return _PUBLIC[d]
-        except KeyError:
-            return _dtypes.public(d)
+        return _dtypes.public(self._data.dtype)
 
     @property
     def _dtype(self):

@@ -55,7 +55,6 @@ all_dtypes = (bool,) + numeric_dtypes
 extension_dtypes = (bfloat16,) if bfloat16 is not None else ()
 
 
-
 class DType:
     """A ruda data type: stands for the NumPy dtype in its ``dtype`` attribute (through which
     NumPy and CuPy take it as that dtype), equals it and that dtype's other spellings, never

@@ -11,7 +11,6 @@ import numpy as np
 from ruda import _dtypes, _devices
 from ruda._array import Array
 
-_DType = _dtypes.DType
 _CATEGORY_SETS = {k: frozenset(v) for k, v in _dtypes.CATEGORIES.items()}
 _SCALAR_TYPES = (builtins.bool, int, float, complex)
 
@@ -45,8 +44,7 @@ def device_or_default(dev):
 
 def dtype(fn, dt, dev, arg="dtype"):
     """A dtype argument, checked to be a ruda dtype the device supports: its NumPy dtype."""
-    if dt.__class__ is _DType:
-        dt = dt.dtype
+    dt = _dtypes.as_numpy(dt)
     if isinstance(dt, np.dtype) and dt in dev.backend._dtype_set:
         return dt
     if not _dtypes.is_dtype(dt):
