@@ -48,13 +48,13 @@ def _default_accumulation(x):
 
 
 def _sum_like(fn, x, axis, dtype, keepdims):
-    v.array(fn, "x", x)
-    if x._dtype.kind != "b":
-        v.category(fn, "x", x._dtype, "numeric")
+    data = v.array(fn, "x", x)._data
+    if data.dtype.kind != "b":
+        v.category(fn, "x", data.dtype, "numeric")
     dt = accumulation_dtype(fn, x, dtype)
     ax = reduction_axes(fn, x, axis)
-    return Array._new(getattr(x._device.backend, fn)(x._data, axis=ax, dtype=dt, keepdims=bool(keepdims)),
-                      x._device)
+    dev = x._device
+    return Array._new(getattr(dev.backend, fn)(data, ax, dt, bool(keepdims)), dev)
 
 
 def sum(x, /, *, axis=None, dtype=None, keepdims=False):

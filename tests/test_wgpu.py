@@ -167,6 +167,42 @@ def test_a_refused_dispatch_raises_at_the_submit(dev, monkeypatch, path):
     np.testing.assert_array_equal(np.asarray((x * 2.0).to_device("cpu")), a * np.float32(2))
 
 
+def test_the_next_pass_starts_with_the_last_bindings(dev, monkeypatch):
+    """After a submit the next pass has the last pipeline and bind group set: the same reduction
+    repeated after a sync (its buffers recycled) records only its dispatch; other ops after a
+    sync set their own, and every result is right."""
+    ctx = dev.backend.ctx
+    if ctx.nat is None:
+        pytest.skip("this wgpu-py has no native entry points")
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal(70001).astype(np.float32)
+    b = rng.standard_normal(70001).astype(np.float32)
+    x, y = xp.asarray(a, device=dev), xp.asarray(b, device=dev)
+    want = float(np.sum(a, dtype=np.float64))
+    for _ in range(3):                                 # plan made, buffers settled in the pool
+        assert float(xp.sum(x)) == pytest.approx(want, rel=1e-5)
+    s = xp.sum(x)
+    del s
+    ctx.synchronize()
+    assert ctx.last_pipe is not None and ctx.last_bind is not None
+    binds = []
+    real = ctx._bind
+    monkeypatch.setattr(ctx, "_bind", lambda *args: (binds.append(args), real(*args)))
+    s = xp.sum(x)
+    assert binds == []
+    assert float(s) == pytest.approx(want, rel=1e-5)
+    for _ in range(2):                                 # other pipelines and buffers after syncs
+        m = xp.max(y)
+        ctx.synchronize()
+        z = x + y
+        ctx.synchronize()
+        t = xp.sum(x)
+        assert float(m) == np.max(b)
+        np.testing.assert_array_equal(np.asarray(z.to_device("cpu")), a + b)
+        assert float(t) == pytest.approx(want, rel=1e-5)
+    assert binds
+
+
 def test_large_launches_are_submitted_at_once(dev, monkeypatch):
     """A launch over EAGER_ELEMS elements is submitted as soon as it is recorded; the results
     and the work recorded after it are unchanged."""

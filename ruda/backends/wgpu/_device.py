@@ -385,14 +385,8 @@ class Context:
             cp = self._pass()
         nat, h = self._native, self._cp_h
         if nat is not None and h is not None:
-            if pipe is not self.last_pipe:
-                nat[0](h, pipe._internal)
-                self.last_pipe, self.last_bind = pipe, None
-            if self.last_bind is not bg or self.last_at != at:
-                offs = nat[3]
-                offs[0] = at * 4
-                nat[1](h, 0, bg._internal, 1, offs)
-                self.last_bind, self.last_at = bg, at
+            if pipe is not self.last_pipe or self.last_bind is not bg or self.last_at != at:
+                self._bind(pipe, bg, at)
             nat[2](h, gx, gy, gz)
         else:
             if pipe is not self.last_pipe:
@@ -407,6 +401,19 @@ class Context:
         self.stats["dispatches"] += 1
         if self.ndispatch >= FLUSH_EVERY:
             self.flush()
+
+    def _bind(self, pipe, bg, at):
+        """Set ``pipe`` and ``bg`` (metadata at arena word ``at``) on the open pass, natively, each
+        only where it changed."""
+        nat, h = self._native, self._cp_h
+        if pipe is not self.last_pipe:
+            nat[0](h, pipe._internal)
+            self.last_pipe, self.last_bind = pipe, None
+        if self.last_bind is not bg or self.last_at != at:
+            offs = nat[3]
+            offs[0] = at * 4
+            nat[1](h, 0, bg._internal, 1, offs)
+            self.last_bind, self.last_at = bg, at
 
     def copy(self, src, src_off, dst, dst_off, nbytes, staging=False):
         """Record a buffer-to-buffer copy (byte offsets and size multiples of 4); into a
@@ -432,18 +439,29 @@ class Context:
         self.recorded = False
         self.ndispatch = 0
         self.arena_written = hi
+        nat, cp, h = self.nat, self.cpass, self._cp_h
+        last = (self.last_pipe, self.last_bind, self.last_at)
         try:
-            self._end_pass()
+            if nat is None or h is None:
+                self._end_pass()
+            else:                           # the native submit ends the pass (cp keeps it alive)
+                self.cpass, self._cp_h, self.last_pipe, self.last_bind = None, None, None, None
             if hi > lo:                     # only the slots added since the last submit
                 self.queue.write_buffer(self.arena_buf, lo * 4, self.arena[lo:hi])
-            if self.nat is not None:
-                self.nat.submit(enc)
+            if nat is not None:
+                nat.submit(enc, h)
             else:
                 self.queue.submit([enc.finish()])
             self.stats["submits"] += 1
         finally:
             self._recycle()
         self._pass()
+        if last[1] is not None and self._native is not None and self._cp_h is not None:
+            # the next pass starts with the last pipeline and bind group bound, while the device
+            # runs: an op repeated after a submit records only its dispatch (two native calls
+            # fewer on its critical path); a compute pass's usage scope is each dispatch's own
+            # bindings, so a group bound and replaced unused constrains nothing
+            self._bind(*last)
 
     def wait(self):
         """Return when all submitted work is done."""

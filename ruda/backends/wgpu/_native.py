@@ -9,8 +9,8 @@ thread takes a core from the "GPU", it blocks at once.
 
 ``native(ctx)`` is None where this wgpu-py lacks the internals (another version): the caller
 uses the public API then.  Errors inside a pass are reported by wgpu-native when the pass ends
-and the encoder finishes (both still go through wgpu-py's error-raising proxies), so nothing is
-lost.
+and the encoder finishes; both run under wgpu-py's error capture (its proxies' mechanism, one
+capture for the two) and the submit through its proxy, so a refused command still raises.
 """
 import os
 import time
@@ -20,9 +20,9 @@ SPIN_S = 2e-3
 
 class Native:
     __slots__ = ("lib", "ffi", "dev", "queue", "spin", "calls", "offsets", "done", "status",
-                 "_work", "_map", "_keep", "_finish", "_submit", "_cb_desc", "_cbs")
+                 "_work", "_map", "_keep", "_submit", "_cb_desc", "_cbs", "_errors", "_error_types")
 
-    def __init__(self, api, device, spin):
+    def __init__(self, api, error_types, device, spin):
         lib, ffi = api.lib, api.ffi
         self.lib, self.ffi = lib, ffi
         self.dev = device._internal
@@ -31,8 +31,11 @@ class Native:
         self.calls = (lib.wgpuComputePassEncoderSetPipeline, lib.wgpuComputePassEncoderSetBindGroup,
                       lib.wgpuComputePassEncoderDispatchWorkgroups)
         self.offsets = ffi.new("uint32_t[1]")
-        # finish and submit through wgpu-py's error-raising proxies, without its wrapper objects
-        self._finish, self._submit = api.libf.wgpuCommandEncoderFinish, api.libf.wgpuQueueSubmit
+        # the submit through wgpu-py's error-raising proxy, the pass end and finish under one
+        # capture of the same error handler (see ``submit``); no wrapper objects
+        self._submit = api.libf.wgpuQueueSubmit
+        self._errors = api.error_handler
+        self._error_types = error_types
         self._cb_desc = ffi.new("WGPUCommandBufferDescriptor *")
         self._cbs = ffi.new("WGPUCommandBuffer[1]")
         self.done = 0                 # work-done and map callbacks fired so far
@@ -69,9 +72,22 @@ class Native:
         if self.status is not None:
             raise RuntimeError(f"ruda wgpu: {what} failed with status {self.status}")
 
-    def submit(self, encoder):
-        """Finish ``encoder`` (its pass ended) and submit its command buffer."""
-        cb = self._finish(encoder._internal, self._cb_desc)
+    def submit(self, encoder, cpass=None):
+        """End the compute pass ``cpass`` (a handle; None: already ended), finish ``encoder`` and
+        submit its command buffer.  The end and the finish run under one capture of wgpu-py's
+        error handler, which raises what either reported, as its proxies do (one proxy each
+        cost ~1 us of the submit's critical path)."""
+        lib, errors = self.lib, self._errors
+        errors.capture("wgpuCommandEncoderFinish")
+        try:
+            if cpass is not None:
+                lib.wgpuComputePassEncoderEnd(cpass)
+            cb = lib.wgpuCommandEncoderFinish(encoder._internal, self._cb_desc)
+        finally:
+            err = errors.release("wgpuCommandEncoderFinish")
+        if err is not None:
+            lib.wgpuCommandBufferRelease(cb)
+            raise self._error_types.get(err[0], self._error_types[""])(err[1])
         try:
             self._cbs[0] = cb
             self._submit(self.queue, 1, self._cbs)
@@ -108,6 +124,7 @@ def native(device, adapter_type):
     spin = mode == "spin" or (mode != "block" and adapter_type != "CPU")
     try:
         from wgpu.backends.wgpu_native import _api
-        return Native(_api, device, spin)
+        from wgpu.backends.wgpu_native._helpers import ERROR_TYPES
+        return Native(_api, ERROR_TYPES, device, spin)
     except Exception:  # noqa: BLE001 - any other wgpu-py layout
         return None

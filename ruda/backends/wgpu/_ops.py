@@ -18,6 +18,7 @@ from ruda.runtime import ir
 from ruda.runtime.wgsl import VEC_UNROLL, WG
 
 _K = {}   # op key -> ir.Kernel
+_view_key = operator.attrgetter("ir", "shape", "strides", "offset")   # an operand's part of a plan key
 PLANS = 4096        # replayable elementwise launches kept per device (see Ops._replayed)
 VEC4_MIN = 1 << 16   # elements: from here on, unit-stride 4-byte maps and full reductions use vec4 kernels
 RED_PARTS = 1024     # vec4 full reductions: at most this many partials (workgroups) in the first pass
@@ -691,7 +692,7 @@ class Ops:
             return run()
         ins = (x, *extra)
         pkey = ("reduce", op, acc, np.dtype(out_dtype), keepdims, tuple(axes), index_out, key, VEC4_MIN,
-                RED_PARTS, self.ctx.renderer.subgroup, *[(a.ir, a.shape, a.strides, a.offset) for a in ins])
+                RED_PARTS, self.ctx.renderer.subgroup, *map(_view_key, ins))
         return self._replayed_multi(pkey, ins) or self._planned_multi(pkey, ins, run)
 
     def _reduce_run(self, x, axes, op, acc, out_dtype, keepdims, value, extra, index_out, key):
