@@ -4,6 +4,7 @@ Every op builds (once, cached by dtype/ndim key) an :mod:`ruda.runtime.ir` kerne
 it through the device context; shapes, strides, offsets and scalars travel as metadata so
 one pipeline serves every shape.
 """
+import functools
 import math
 import operator
 import os
@@ -685,15 +686,15 @@ class Ops:
     def _reduce(self, x, axes, op, acc, out_dtype, keepdims, value=None, extra=(), index_out=False,
                 key=None):
         """Reduce ``value(load x, loads extra...)`` (cast to ``acc``) over ``axes`` with ``op``;
-        replayed from a plan when called again on the same views (``value`` named by ``key``)."""
-        def run():
-            return self._reduce_run(x, axes, op, acc, out_dtype, keepdims, value, extra, index_out, key)
+        replayed from a plan when called again on the same views (``value`` named by ``key``).
+        No closure here: its cells would be made on every call, replayed ones included."""
         if value is not None and key is None:
-            return run()
+            return self._reduce_run(x, axes, op, acc, out_dtype, keepdims, value, extra, index_out, key)
         ins = (x, *extra)
         pkey = ("reduce", op, acc, np.dtype(out_dtype), keepdims, tuple(axes), index_out, key, VEC4_MIN,
                 RED_PARTS, self.ctx.renderer.subgroup, *map(_view_key, ins))
-        return self._replayed_multi(pkey, ins) or self._planned_multi(pkey, ins, run)
+        return self._replayed_multi(pkey, ins) or self._planned_multi(pkey, ins, functools.partial(
+            self._reduce_run, x, axes, op, acc, out_dtype, keepdims, value, extra, index_out, key))
 
     def _reduce_run(self, x, axes, op, acc, out_dtype, keepdims, value, extra, index_out, key):
         nd = x.ndim
