@@ -1,5 +1,5 @@
 """wgpu-native entry points called without wgpu-py's per-call wrappers: compute-pass calls, the
-finish and submit of an encoder, the wait for submitted work, and the mapping of staging buffers.
+finish and submit of an encoder (apart, so a command buffer can be finished ahead of its submit), the wait for submitted work, and the mapping of staging buffers.
 
 wgpu-py waits for a map or for submitted work on a threading.Event that its polling thread sets:
 two thread wake-ups per wait (measured ~0.1 ms per readback on an H200).  Here the calling thread
@@ -72,11 +72,12 @@ class Native:
         if self.status is not None:
             raise RuntimeError(f"ruda wgpu: {what} failed with status {self.status}")
 
-    def submit(self, encoder, cpass=None):
-        """End the compute pass ``cpass`` (a handle; None: already ended), finish ``encoder`` and
-        submit its command buffer.  The end and the finish run under one capture of wgpu-py's
-        error handler, which raises what either reported, as its proxies do (one proxy each
-        cost ~1 us of the submit's critical path)."""
+    def finish(self, encoder, cpass=None):
+        """End the compute pass ``cpass`` (a handle; None: already ended) and finish ``encoder``:
+        its command buffer, released when dropped (``submit_buffer`` releases it at once).  The
+        end and the finish run under one capture of wgpu-py's error handler, which raises what
+        either reported, as its proxies do (one proxy each cost ~1 us of a submit's critical
+        path)."""
         lib, errors = self.lib, self._errors
         errors.capture("wgpuCommandEncoderFinish")
         try:
@@ -88,11 +89,19 @@ class Native:
         if err is not None:
             lib.wgpuCommandBufferRelease(cb)
             raise self._error_types.get(err[0], self._error_types[""])(err[1])
+        return self.ffi.gc(cb, lib.wgpuCommandBufferRelease)
+
+    def submit_buffer(self, cb):
+        """Submit the command buffer ``cb`` (from ``finish``) and release it."""
         try:
             self._cbs[0] = cb
             self._submit(self.queue, 1, self._cbs)
         finally:
-            self.lib.wgpuCommandBufferRelease(cb)
+            self.ffi.release(cb)
+
+    def submit(self, encoder, cpass=None):
+        """``finish`` then ``submit_buffer``."""
+        self.submit_buffer(self.finish(encoder, cpass))
 
     def wait(self):
         """Return when all submitted work is done."""
