@@ -247,6 +247,17 @@ def test_a_repeated_large_launch_is_submitted_from_a_buffer_finished_ahead(dev, 
     for _ in range(3):
         assert float(xp.sum(x)) == pytest.approx(total(a), rel=1e-5)
     assert dispatched == []                 # each submitted as finished ahead
+    small = xp.asarray(a[:10], device=dev)
+    spec = ctx.spec
+    for _ in range(2):                      # work recorded first: recorded with it, buffer kept
+        w = small * 2.0
+        assert float(xp.sum(x)) == pytest.approx(total(a), rel=1e-5)
+        np.testing.assert_array_equal(np.asarray(w.to_device("cpu")), a[:10] * np.float32(2))
+        assert ctx.spec is spec
+    ctx.synchronize()
+    dispatched.clear()
+    assert float(xp.sum(x)) == pytest.approx(total(a), rel=1e-5)
+    assert dispatched == [] and ctx.spec is not spec
     x[:] = y                                # new contents, same buffer (recorded: a usual call)
     assert float(xp.sum(x)) == pytest.approx(total(b), rel=1e-5)
     ctx.synchronize()

@@ -368,22 +368,26 @@ class Context:
         """Record a large launch and submit at once (the device starts it while the host records
         on).  A launch that repeats the one before it exactly, with nothing recorded between, is
         submitted as a command buffer finished ahead (``_speculate``): only the submit is left
-        on its critical path (the pass end and the finish are ~10-18 us of an H200 host)."""
+        on its critical path (the pass end and the finish are ~10-18 us of an H200 host).  With
+        work recorded before it, it is recorded with that work and the buffer kept for later."""
         call = (pipe, bg, at, gx, self.epoch)
-        spec, self.spec = self.spec, None
+        spec = self.spec
         if spec is not None:
-            if spec[0] == call and not self.recorded:
+            if spec[0] != call:
+                self.spec = None
+                self.nat.ffi.release(spec[1])
+            elif not self.recorded:
+                self.spec = None
                 self.nat.submit_buffer(spec[1])
                 self.stats["dispatches"] += 1
                 self.stats["submits"] += 1
                 self._recycle()
                 self._speculate(call)
                 return
-            self.nat.ffi.release(spec[1])
         self._dispatch(pipe, bg, at, gx)
         self.flush()
-        if call == self.last_eager:     # a repeat: expect another (a one-off or an alternation
-            self._speculate(call)       # speculates no more than once)
+        if call == self.last_eager and self.spec is None:   # a repeat: expect another (a one-off
+            self._speculate(call)                           # or an alternation: no more than once)
         self.last_eager = call
 
     def _speculate(self, call):
@@ -397,9 +401,7 @@ class Context:
         pipe, bg, at, gx, _ = call
         enc = self.device.create_command_encoder()
         cp = enc.begin_compute_pass()
-        h = getattr(cp, "_internal", None)
-        if h is None:
-            return
+        h = cp._internal
         calls[0](h, pipe._internal)
         offs = calls[3]
         offs[0] = at * 4

@@ -1,5 +1,6 @@
 """wgpu-native entry points called without wgpu-py's per-call wrappers: compute-pass calls, the
-finish and submit of an encoder (apart, so a command buffer can be finished ahead of its submit), the wait for submitted work, and the mapping of staging buffers.
+finish and submit of an encoder (apart: a command buffer can be finished ahead of its submit),
+the wait for submitted work, and the mapping of staging buffers.
 
 wgpu-py waits for a map or for submitted work on a threading.Event that its polling thread sets:
 two thread wake-ups per wait (measured ~0.1 ms per readback on an H200).  Here the calling thread
