@@ -153,6 +153,7 @@ def _asarray_array(x, dtype, dev, copy):
 
 def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
     dev = v.device_or_default(device)
+    start, stop, step = map(v.python_scalar, (start, stop, step))
     for name, val in (("start", start), ("stop", stop), ("step", step)):
         if val is not None and (not v.is_scalar(val) or isinstance(val, complex)):
             raise TypeError(f"ruda.arange: {name} must be a real Python number; got {type(val).__name__}")
@@ -174,6 +175,9 @@ def empty(shape, *, dtype=None, device=None):
 
 def _filled(fn, shape, value, dtype, dev):
     dev = v.device_or_default(dev)
+    if isinstance(value, np.generic) and dtype is None and _dtypes.is_dtype(value.dtype):
+        dtype = value.dtype   # a NumPy scalar fills with its own dtype, as in NumPy
+    value = v.python_scalar(value)
     if not v.is_scalar(value):
         raise TypeError(f"ruda.{fn}: fill_value must be a Python scalar; got {type(value).__name__}")
     dt = _dtype_or(fn, dtype, dev, None) if dtype is not None else _scalar_default(dev, value)
@@ -244,6 +248,7 @@ def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
 
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
     dev = v.device_or_default(device)
+    start, stop = v.python_scalar(start), v.python_scalar(stop)
     for name, val in (("start", start), ("stop", stop)):
         if not v.is_scalar(val):
             raise TypeError(f"ruda.linspace: {name} must be a Python number; got {type(val).__name__}")

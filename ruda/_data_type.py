@@ -70,7 +70,9 @@ def isdtype(dtype, kind):
 def result_type(*arrays_and_dtypes):
     dts, scalars = [], []
     for i, a in enumerate(arrays_and_dtypes):
-        if v.is_scalar(a):
+        if isinstance(a, np.generic):   # a 0-d array of its own dtype
+            dts.append(_as_dtype("result_type", f"arrays_and_dtypes[{i}]", a.dtype))
+        elif v.is_scalar(a):
             scalars.append(a)
         else:
             dts.append(_as_dtype("result_type", f"arrays_and_dtypes[{i}]", a))

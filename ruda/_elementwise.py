@@ -1,6 +1,8 @@
 """Elementwise functions, generated from a table of name -> dtype category."""
 import math
 
+import numpy as np
+
 from ruda import _dtypes
 from ruda import _validation as v
 from ruda._array import Array, _speedups, new as _new
@@ -45,7 +47,7 @@ def _cast(dev, a, dt):
 
 
 def operands(fn, x1, x2, cat, broadcast=True):
-    """Validate two operands (arrays or one Python scalar) of an elementwise op.
+    """Validate two operands (arrays, or one Python or NumPy scalar) of an elementwise op.
 
     Returns the common device and the two native arrays, cast to the promoted dtype.
     """
@@ -75,9 +77,11 @@ def operands(fn, x1, x2, cat, broadcast=True):
     else:
         raise TypeError(f"ruda.{fn}: at least one of x1, x2 must be a ruda array; got "
                         f"{type(x1).__name__} and {type(x2).__name__}")
+    if isinstance(val, np.generic):   # a 0-d array of its own dtype on arr's device (np.float64 too)
+        s = Array._new(v.numpy_scalar(fn, arg, val, arr._device), arr._device)
+        return operands(fn, x1, s, cat, broadcast) if c1 else operands(fn, s, x2, cat, broadcast)
     if not v.is_scalar(val):
-        raise TypeError(f"ruda.{fn}: {arg} must be a ruda array or a Python scalar; "
-                        f"got {type(val).__name__}")
+        raise v.operand_error(fn, arg, val)
     dev = arr._device
     a = arr._data
     dt = v.scalar_dtype(fn, val, a.dtype, dev)
@@ -175,6 +179,7 @@ def _clip_bound(dev, x, arg, b, to_int):
         v.same_device("clip", x, b)
         v.category("clip", arg, b._dtype, "real numeric")
         return _cast(dev, b._data, dt)
+    b = v.python_scalar(b)
     if not v.is_scalar(b) or isinstance(b, complex):
         raise TypeError(f"ruda.clip: {arg} must be a ruda array, a real Python scalar or None; "
                         f"got {type(b).__name__}")

@@ -2,6 +2,8 @@
 import builtins
 import operator
 
+import numpy as np
+
 from ruda import _dtypes
 from ruda import _validation as v
 from ruda._array import Array, new as _new
@@ -127,6 +129,8 @@ def setitem(self, key, value, /):
         return backend.setitem(data, (key,), v.scalar(self._device, value, data.dtype, "__setitem__"))
     k = normalize_key("__setitem__", self, key)
     dev, dt = self._device, self._data.dtype
+    if isinstance(value, np.generic):   # a 0-d array of its own dtype, as in operators
+        value = Array._new(v.numpy_scalar("__setitem__", "value", value, dev), dev)
     if value.__class__ is Array:
         if value._device is not dev:
             v.same_device("__setitem__", self, value)
@@ -146,8 +150,7 @@ def setitem(self, key, value, /):
             raise TypeError("ruda: __setitem__: cannot store an int in a bool array")
         val = v.scalar(dev, value, dt, "__setitem__")
     else:
-        raise TypeError(f"ruda: __setitem__: value must be a ruda array or a Python scalar; "
-                        f"got {type(value).__name__}")
+        raise v.operand_error("__setitem__", "value", value)
     try:
         dev.backend.setitem(self._data, k, val)
     except (IndexError, ValueError) as e:

@@ -6,7 +6,7 @@ from ruda import _linear_algebra as la
 from ruda import _validation as v
 from ruda._array import Array, _speedups
 
-_SCALARS = v._SCALAR_TYPES
+_OPERANDS = v._OPERAND_TYPES   # Python and NumPy scalars; anything else: NotImplemented or TypeError
 
 
 def _host_ufunc(name):
@@ -19,12 +19,16 @@ def _host_ufunc(name):
 
 
 def _operand_ok(other):
-    return other.__class__ is Array or isinstance(other, _SCALARS)
+    return other.__class__ is Array or isinstance(other, _OPERANDS)
 
 
 def _forward(fn):
+    """== and !=: NotImplemented for non-array objects (so `x == None` is False), but a
+    TypeError for another library's array, never Python's bare identity answer."""
     def op(self, other):
-        if other.__class__ is not Array and not isinstance(other, _SCALARS):
+        if other.__class__ is not Array and not isinstance(other, _OPERANDS):
+            if v.foreign_array(other):
+                raise v.operand_error(fn.__name__, "x2", other)
             return NotImplemented
         return fn(self, other)
     return op
@@ -32,7 +36,9 @@ def _forward(fn):
 
 def _reflected(fn):
     def op(self, other):
-        if not isinstance(other, _SCALARS):
+        if not isinstance(other, _OPERANDS):
+            if v.foreign_array(other):
+                raise v.operand_error(fn.__name__, "x1", other)
             return NotImplemented
         return fn(other, self)
     return op

@@ -91,6 +91,7 @@ def mean(x, /, *, axis=None, keepdims=False):
 def _moment(fn, x, axis, correction, keepdims):
     v.array(fn, "x", x)
     v.category(fn, "x", x._dtype, "real floating-point")
+    correction = v.python_scalar(correction)
     if not v.is_scalar(correction) or isinstance(correction, complex | bool):
         raise TypeError(f"ruda.{fn}: correction must be a real number; got {correction!r}")
     ax = reduction_axes(fn, x, axis)

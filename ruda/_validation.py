@@ -13,6 +13,12 @@ from ruda._array import Array
 
 _CATEGORY_SETS = {k: frozenset(v) for k, v in _dtypes.CATEGORIES.items()}
 _SCALAR_TYPES = (builtins.bool, int, float, complex)
+# Operands an operator takes besides arrays: Python scalars and NumPy scalars (np.generic), the
+# latter as 0-d arrays of their own dtype (NumPy 2's rule: np.int64(2) is an int64 array).
+_OPERAND_TYPES = _SCALAR_TYPES + (np.generic,)
+# What the operators refuse with a TypeError rather than answer NotImplemented (which would make
+# `x == np_array` the bare False of Python's identity fallback): other libraries' arrays, lists.
+_FOREIGN_ARRAYS = (np.ndarray, list, tuple)
 
 
 def array(fn, arg, x):
@@ -130,6 +136,34 @@ def broadcast_shapes(fn, *shapes):
 
 def is_scalar(v):
     return isinstance(v, _SCALAR_TYPES)
+
+
+def python_scalar(value):
+    """A numeric NumPy scalar as the Python scalar it holds (for parameters that take numbers,
+    such as ``correction`` or ``rtol``); anything else unchanged."""
+    if isinstance(value, np.generic) and value.dtype.kind in "biufc":
+        return value.item()
+    return value
+
+
+def numpy_scalar(fn, arg, value, dev):
+    """NumPy scalar ``value`` as a 0-d native array of its own dtype on ``dev``."""
+    dt = value.dtype
+    if not _dtypes.is_dtype(dt):
+        raise TypeError(f"ruda.{fn}: {arg} is a NumPy {dt} scalar, which has no ruda dtype")
+    return scalar(dev, value, dtype(fn, dt, dev, arg), fn)
+
+
+def foreign_array(value):
+    """Is ``value`` another library's array (or a list/tuple), which operators must refuse?"""
+    return isinstance(value, _FOREIGN_ARRAYS) or hasattr(value, "__array_namespace__") \
+        or hasattr(value, "__dlpack__")
+
+
+def operand_error(fn, arg, value):
+    hint = " (convert it with ruda.asarray)" if foreign_array(value) else ""
+    return TypeError(f"ruda.{fn}: {arg} must be a ruda array, a Python scalar or a NumPy scalar; got "
+                     f"{type(value).__name__}{hint}")
 
 
 _SCALAR_RANK = {builtins.bool: 0, int: 1, float: 2, complex: 3}

@@ -75,7 +75,7 @@ def test_two_python_scalars_error():
 
 def test_unsupported_python_operand(device):
     x = _arr(device, supported(device, "real floating")[0])
-    with pytest.raises(TypeError, match=r"ruda\.add: x2 must be a ruda array or a Python scalar; got str"):
+    with pytest.raises(TypeError, match=r"ruda\.add: x2 must be a ruda array, a Python scalar or a NumPy scalar; got str"):
         xp.add(x, "a")
 
 

@@ -76,6 +76,7 @@ def _freq(fn, n, d, dtype, device):
     n = operator.index(n)
     if n < 1:
         raise ValueError(f"ruda.fft.{fn}: n must be positive; got {n}")
+    d = v.python_scalar(d)
     if not v.is_scalar(d) or isinstance(d, complex | bool):
         raise TypeError(f"ruda.fft.{fn}: d must be a real number; got {d!r}")
     dev = v.device_or_default(device)

@@ -86,6 +86,7 @@ def qr(x, /, *, mode="reduced"):
 
 
 def _rtol(fn, rtol, x):
+    rtol = v.python_scalar(rtol)
     if rtol is None or v.is_scalar(rtol):
         return rtol
     v.array(f"linalg.{fn}", "rtol", rtol)
@@ -102,6 +103,7 @@ def pinv(x, /, *, rtol=None):
 
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+    ord = v.python_scalar(ord)
     if ord not in ("fro", "nuc") and not (v.is_scalar(ord) and ord in (1, 2, -1, -2, float("inf"), -float("inf"))):
         raise ValueError(f"ruda.linalg.matrix_norm: unsupported ord {ord!r}")
     return _call("matrix_norm", x, keepdims=builtins.bool(keepdims), ord=ord)
@@ -152,6 +154,7 @@ def outer(x1, x2, /):
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     v.array("linalg.vector_norm", "x", x)
     v.category("linalg.vector_norm", "x", x._dtype, "floating-point")
+    ord = v.python_scalar(ord)
     if not v.is_scalar(ord) or isinstance(ord, complex | builtins.bool):
         raise ValueError(f"ruda.linalg.vector_norm: ord must be a real number; got {ord!r}")
     ax = None if axis is None else v.axes("linalg.vector_norm", axis, x.ndim)

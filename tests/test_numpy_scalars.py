@@ -1,0 +1,97 @@
+"""NumPy scalars (np.generic) as operands: 0-d arrays of their own dtype, as NumPy 2 treats them.
+
+Written as users write it: labels from ``np.unique``, indices from ``np.argmax``, loops over
+``np.arange``.  Results are checked against NumPy on the same values.
+"""
+import operator
+
+import numpy as np
+import pytest
+
+import ruda as xp
+from conftest import to_numpy
+from strategies import supported
+
+OPS = [operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
+       operator.mod, operator.lt, operator.le, operator.gt, operator.ge, operator.eq,
+       operator.ne]
+
+
+def _dtypes_on(device, *names):
+    ok = {str(d) for d in supported(device)}
+    return [n for n in names if n in ok]
+
+
+def test_mask_from_a_numpy_label(device, rng):
+    X = rng.standard_normal((12, 3))
+    y = rng.integers(0, 3, 12)
+    Xd = xp.asarray(X, dtype=supported(device, "real floating")[0], device=device)
+    yd = xp.asarray(y, device=device)
+    for k in np.unique(y):                       # np.int64 labels
+        mask = yd == k
+        assert isinstance(mask, xp.Array) and mask.dtype == xp.bool and mask.shape == (12,)
+        sel = Xd[mask]
+        assert sel.shape == (int((y == k).sum()), 3)
+        np.testing.assert_allclose(to_numpy(sel), X[y == k], rtol=1e-6)
+        assert not isinstance(yd != k, bool) and not isinstance(k == yd, bool)
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda f: f.__name__)
+def test_operators_take_numpy_scalars_as_arrays(device, rng, op):
+    for adt, sdt in [("int32", "int64"), ("int64", "int32"), ("float32", "float64"),
+                     ("float32", "float32"), ("int16", "float32"), ("uint8", "int8")]:
+        if len(_dtypes_on(device, adt, sdt)) < 2 or \
+                str(np.result_type(np.dtype(adt), np.dtype(sdt))) not in _dtypes_on(
+                    device, str(np.result_type(np.dtype(adt), np.dtype(sdt)))):
+            continue
+        a = rng.integers(1, 50, 7).astype(adt)
+        s = np.dtype(sdt).type(3)
+        x = xp.asarray(a, device=device)
+        for got, want in ((op(x, s), op(a, s)), (op(s, x), op(s, a))):
+            assert isinstance(got, xp.Array), (op, adt, sdt)
+            assert got.dtype == want.dtype, (op, adt, sdt, got.dtype, want.dtype)
+            np.testing.assert_allclose(to_numpy(got), want, rtol=1e-6)
+
+
+def test_inplace_and_namespace_functions(device, rng):
+    fdt = supported(device, "real floating")[0]
+    a = rng.standard_normal(5).astype(fdt)
+    x = xp.asarray(a, copy=True, device=device)
+    x += np.float32(2)
+    x *= np.int8(3)
+    np.testing.assert_allclose(to_numpy(x), (a + np.float32(2)) * np.int8(3), rtol=1e-6)
+    assert x.dtype == fdt
+    got = xp.maximum(x, np.float32(0.5))
+    assert got.dtype == fdt
+    np.testing.assert_allclose(to_numpy(got), np.maximum(to_numpy(x), np.float32(0.5)))
+    w = xp.where(x > np.float32(3), x, np.float32(0))
+    np.testing.assert_allclose(to_numpy(w), np.where(to_numpy(x) > 3, to_numpy(x), 0))
+    i = xp.asarray(rng.integers(0, 9, 6), device=device)
+    assert (i + np.int32(1)).dtype == xp.int64 and xp.result_type(i, np.int8(1)) == xp.int64
+    assert xp.result_type(np.int64(1), xp.int8) == xp.int64
+    x[np.argmax(a)] = np.float32(-1)             # an np.int64 index and an np.float32 value
+    assert to_numpy(x)[np.argmax(a)] == -1
+    assert xp.full(3, np.float32(2), device=device).dtype == xp.float32
+    assert float(xp.std(x, correction=np.int64(1))) == pytest.approx(
+        float(np.std(to_numpy(x).astype(np.float64), ddof=1)), rel=1e-5)
+
+
+def test_numpy_float64_is_float64_not_a_python_float(device):
+    if "float64" not in _dtypes_on(device, "float64"):
+        pytest.skip(f"{device} has no float64")
+    x = xp.ones(3, dtype=xp.float32, device=device)
+    assert (x + np.float64(1)).dtype == xp.float64   # NumPy 2: float32 array + np.float64 -> float64
+    assert (x + 1.0).dtype == xp.float32              # a Python float takes the array's dtype
+
+
+def test_unusable_numpy_scalars_and_foreign_arrays_raise(device):
+    x = xp.ones(3, device=device)
+    with pytest.raises(TypeError, match=r"ruda\.add: x2 is a NumPy float16 scalar"):
+        x + np.float16(1)
+    with pytest.raises(TypeError, match=r"ruda\.equal: x2 .* got ndarray \(convert it with ruda\.asarray\)"):
+        x == np.ones(3)                                               # noqa: B015
+    with pytest.raises(TypeError, match=r"ruda\.less: x2 .* got ndarray"):
+        x < np.ones(3)                                                # noqa: B015
+    with pytest.raises(TypeError, match="got list"):
+        x != [1.0, 1.0, 1.0]                                          # noqa: B015
+    assert (x == None) is False and (x != "text") is True            # noqa: E711: not arrays
