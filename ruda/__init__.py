@@ -40,6 +40,7 @@ from ruda._statistical import (  # noqa: E402,F401
     all, any, cumulative_prod, cumulative_sum, diff, max, mean, min, prod, std, sum, var,
 )
 from ruda import _operators  # noqa: E402,F401  (installs Array operators)
+from ruda import _methods  # noqa: E402,F401  (installs x.sum(), x.astype(), ...)
 from ruda import fft, linalg  # noqa: E402,F401
 
 _devices.read_env()

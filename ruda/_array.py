@@ -145,7 +145,7 @@ class Array(_Base):
     def _scalar(self, what):
         if self._data.shape != ():
             raise TypeError(f"ruda: {what}() needs a 0-d array; got shape {self.shape}")
-        return self._device.backend.to_host(self._data)[()].item()
+        return _python(self._device.backend.to_host(self._data)).item()
 
     def __bool__(self):
         return builtins_bool(self._scalar("bool"))
@@ -167,6 +167,35 @@ class Array(_Base):
     def __complex__(self):
         return complex(self._scalar("complex"))
 
+    def __format__(self, spec):
+        if self._data.shape == ():
+            return format(self._scalar("format"), spec)   # f"{loss:.4f}"
+        if spec:
+            raise TypeError(f"ruda: format spec {spec!r} needs a 0-d array; got shape {self.shape}")
+        return str(self)
+
+    # Python objects (extensions beyond the standard, as in NumPy, CuPy and PyTorch) ----------
+    def item(self):
+        """The one element as a Python scalar (any shape of size 1); copies it to the host."""
+        if self.size != 1:
+            raise ValueError(f"ruda: item() needs an array of one element; got shape {self.shape}")
+        return _python(self._device.backend.to_host(self._data)).item()
+
+    def tolist(self):
+        """Nested Python lists of Python scalars (a scalar for a 0-d array); copies to the host."""
+        return _python(self._device.backend.to_host(self._data)).tolist()
+
+    # copy and pickle: every device, through a host copy for pickle -----------------------------
+    def __copy__(self):
+        return Array._new(self._device.backend.astype(self._data, self._data.dtype, True),
+                          self._device)
+
+    def __deepcopy__(self, memo):
+        return self.__copy__()
+
+    def __reduce__(self):
+        return (_unpickle, (self._device.backend.to_host(self._data), str(self._device)))
+
     def __index__(self):
         if self._data.dtype.kind not in "iu":
             raise TypeError(f"ruda: __index__ needs an integer array; got {_dtypes.name(self._dtype)}")
@@ -187,6 +216,18 @@ builtins_bool = bool
 Array.__hash__ = None
 
 
+def _python(host):
+    """A host array whose .item()/.tolist() give Python scalars (bfloat16 ones give ml_dtypes')."""
+    bf16 = _dtypes.bfloat16   # None without ml_dtypes (and a NumPy dtype equals None if float64)
+    return host.astype(np.float32) if bf16 is not None and host.dtype == bf16 else host
+
+
+def _unpickle(host, device_spec):
+    """An array of ``host``'s values on the device spelled ``device_spec`` (pickle's rebuild)."""
+    dev = _device(device_spec)
+    return Array._new(dev.backend.from_host(host), dev)
+
+
 def new(data, device, _alloc=object.__new__):
     """Wrap native ``data`` on ``device`` (the fast twin of ``Array._new``)."""
     self = _alloc(Array)
@@ -200,7 +241,6 @@ if _speedups is not None:
                     _dtypes.complex128, np.empty((2, 3, 5)))
     new = _speedups.new
     Array._new = staticmethod(new)
-    Array.__slotnames__ = ["_data", "_device"]   # copy/pickle see the slots as in pure Python
     from ruda import _devices
     _speedups.devices(_devices.default, _devices._block_default, vars(_devices))
 

@@ -1,7 +1,8 @@
 """Device objects and the default device.
 
-A :class:`Device` is hashable and compares equal to its string spelling
-("cpu", "cuda", "cuda:1", "wgpu", "wgpu:0"; a bare kind means index 0).
+A :class:`Device` is hashable and compares equal to its one spelling, ``str(device)``:
+"cpu", "cuda", "cuda:1", "wgpu", "wgpu:1" (index 0 is the bare kind), so a dict keyed by that
+string finds it.  ``ruda.device()`` also takes "cuda:0" and "wgpu:0" for index 0.
 The default device is, from highest precedence: the innermost
 ``with ruda.default_device(...)`` block, ``ruda.set_default_device(...)``,
 the ``RUDA_DEVICE`` environment variable (read when ruda is imported, or
@@ -31,7 +32,7 @@ class Device:
         self.kind = kind
         self.index = index
         self._backend = None
-        self._key = kind if kind == "cpu" else f"{kind}:{index}"
+        self._key = kind if index == 0 else f"{kind}:{index}"
         return self
 
     @property
@@ -44,12 +45,8 @@ class Device:
     def __eq__(self, other):
         if other.__class__ is Device:
             return other is self
-        if isinstance(other, str):
-            try:
-                kind, index = _parse(other)
-            except ValueError:
-                return False
-            return kind == self.kind and index == self.index
+        if isinstance(other, str):   # its one spelling: equal objects must hash alike
+            return other == self._key
         return NotImplemented
 
     def __hash__(self):

@@ -602,6 +602,22 @@ static PyNumberMethods Base_as_number = {
     .nb_inplace_true_divide = nb_itruediv,
 };
 
+/* The buffer protocol of host arrays (Python 3.11 has no __buffer__): NumPy's buffer, re-exported
+   (the view's obj is the ndarray, which releases it). */
+static int
+Base_getbuffer(BaseObject *self, Py_buffer *view, int flags)
+{
+    if (self->device != CPU || self->data == NULL) {
+        PyErr_Format(PyExc_TypeError, "ruda: the buffer protocol needs a host array; this array "
+                     "is on '%S': call x.to_device('cpu') first", self->device);
+        view->obj = NULL;
+        return -1;
+    }
+    return PyObject_GetBuffer(self->data, view, flags);
+}
+
+static PyBufferProcs Base_as_buffer = {.bf_getbuffer = (getbufferproc)Base_getbuffer};
+
 /* --- indexing fast path ------------------------------------------------------------------ */
 
 /* A slice of exact ints / None with a nonzero step (ruda._indexing._simple's slice rule). */
@@ -907,6 +923,7 @@ static PyTypeObject BaseType = {
     .tp_members = Base_members,
     .tp_as_number = &Base_as_number,
     .tp_as_mapping = &Base_as_mapping,
+    .tp_as_buffer = &Base_as_buffer,
 };
 
 /* ------------------------------------------------------------------------------------------ */

@@ -1,0 +1,50 @@
+"""Array methods beyond the standard, as NumPy, CuPy and PyTorch users type them.
+
+Each delegates to the namespace function of the same name (same keywords, same checks and
+errors), with the axis also taken positionally (``x.sum(0)``) and ``reshape`` also taking sizes
+as separate arguments (``x.reshape(2, 3)``).  ``item``, ``tolist`` and ``__format__`` live on
+the Array itself (ruda/_array.py).
+"""
+from ruda import _data_type, _manipulation, _searching, _statistical
+from ruda._array import Array
+
+
+def astype(self, dtype, /, **kwargs):
+    """``ruda.astype(x, dtype, copy=True, device=None)``."""
+    return _data_type.astype(self, dtype, **kwargs)
+
+
+def reshape(self, *shape, **kwargs):
+    """``ruda.reshape(x, shape, copy=None)``; ``x.reshape(2, 3)`` and ``x.reshape((2, 3))``."""
+    if len(shape) == 1 and isinstance(shape[0], tuple | list):
+        shape = shape[0]
+    return _manipulation.reshape(self, tuple(shape), **kwargs)
+
+
+def _reduction(name, fn):
+    def method(self, axis=None, **kwargs):
+        return fn(self, axis=axis, **kwargs)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"``ruda.{name}(x, axis=axis, ...)``: the same keywords."
+    return method
+
+
+# explicit names, so that grep finds where each method comes from
+sum = _reduction("sum", _statistical.sum)
+prod = _reduction("prod", _statistical.prod)
+mean = _reduction("mean", _statistical.mean)
+std = _reduction("std", _statistical.std)
+var = _reduction("var", _statistical.var)
+min = _reduction("min", _statistical.min)
+max = _reduction("max", _statistical.max)
+all = _reduction("all", _statistical.all)
+any = _reduction("any", _statistical.any)
+argmax = _reduction("argmax", _searching.argmax)
+argmin = _reduction("argmin", _searching.argmin)
+
+METHODS = {"astype": astype, "reshape": reshape, "sum": sum, "prod": prod, "mean": mean,
+           "std": std, "var": var, "min": min, "max": max, "all": all, "any": any,
+           "argmax": argmax, "argmin": argmin}
+for _name, _method in METHODS.items():
+    setattr(Array, _name, _method)
+del _name, _method

@@ -1,0 +1,156 @@
+"""Everyday Python on ruda arrays: pickle and copy, format, the buffer protocol, Device keys in
+dicts, and the familiar array methods (extensions beyond the standard), on every device."""
+import copy
+import os
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ruda as xp
+from conftest import to_numpy
+from strategies import supported
+
+
+def _random(device, rng, dtype, shape=(3, 4)):
+    a = rng.standard_normal(shape) * 10
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * rng.standard_normal(shape)
+    return a.astype(dtype)
+
+
+def test_pickle_round_trips_every_dtype(device, rng):
+    for dt in supported(device):
+        a = _random(device, rng, dt) if np.dtype(dt).kind != "b" else rng.integers(0, 2, (3, 4)) > 0
+        x = xp.asarray(a, device=device)
+        for proto in (2, pickle.HIGHEST_PROTOCOL):
+            y = pickle.loads(pickle.dumps(x, protocol=proto))
+            assert y.dtype == x.dtype and y.shape == x.shape and y.device == x.device
+            np.testing.assert_array_equal(to_numpy(y), a)
+    s = xp.asarray(2.5, device=device)[()]                      # 0-d, and a view of a slice
+    assert pickle.loads(pickle.dumps(s)).shape == ()
+    v = xp.reshape(xp.arange(12, device=device), (3, 4))[1:, ::2]
+    np.testing.assert_array_equal(to_numpy(pickle.loads(pickle.dumps(v))), to_numpy(v))
+
+
+def test_deepcopy_and_copy_are_independent_copies(device, rng):
+    a = _random(device, rng, supported(device, "real floating")[0])
+    x = xp.asarray(a, copy=True, device=device)
+    for c in (copy.copy(x), copy.deepcopy(x), copy.deepcopy({"w": [x]})["w"][0]):
+        assert c.device == x.device and c.dtype == x.dtype
+        c[0, 0] = 123.0
+        assert float(x[0, 0]) == pytest.approx(float(a[0, 0]))
+        np.testing.assert_array_equal(to_numpy(c)[1:], a[1:])
+
+
+def test_unpickling_on_a_missing_device_names_it():
+    data = pickle.dumps(xp.asarray([1.0]))
+    bad = data.replace(b"\x03cpu", b"\x03tpu") if b"\x03cpu" in data else None
+    if bad is None or bad == data:
+        pytest.skip("pickle layout without the short device string")
+    with pytest.raises(ValueError, match="unknown device 'tpu'"):
+        pickle.loads(bad)
+
+
+PCA_SCRIPT = """
+import pickle, sys, numpy as np, sklearn, ruda as xp
+from sklearn.decomposition import PCA
+dev = sys.argv[1]
+rng = np.random.default_rng(0)
+X = rng.standard_normal((40, 6)) @ rng.standard_normal((6, 6))
+dt = xp.__array_namespace_info__().default_dtypes(device=dev)["real floating"]
+with sklearn.config_context(array_api_dispatch=True):
+    pca = PCA(n_components=3, svd_solver="full").fit(xp.asarray(X, dtype=dt, device=dev))
+    loaded = pickle.loads(pickle.dumps(pca))
+    got = loaded.transform(xp.asarray(X, dtype=dt, device=dev))
+assert loaded.components_.device == dev and got.device == dev
+want = PCA(n_components=3, svd_solver="full").fit(X).transform(X)
+got = np.asarray(got.to_device("cpu"))
+sign = np.sign(np.sum(got * want, axis=0))      # components are defined up to sign
+np.testing.assert_allclose(got * sign, want, rtol=1e-4, atol=1e-4)
+print("OK")
+"""
+
+
+def test_a_fitted_pca_pickles_and_loads(device):
+    """A fitted scikit-learn model holding ruda arrays pickles and loads (SciPy's array API switch
+    must be set before SciPy is imported: a child process)."""
+    pytest.importorskip("sklearn")
+    env = dict(os.environ, SCIPY_ARRAY_API="1")
+    proc = subprocess.run([sys.executable, "-c", PCA_SCRIPT, str(device)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "OK", proc.stderr[-3000:]
+
+
+def test_format_of_0d_arrays(device):
+    loss = xp.mean(xp.asarray([0.25, 0.5], device=device))
+    assert f"{loss:.4f}" == "0.3750" and f"{loss:>8.2e}" == "3.75e-01" and f"{loss}" == str(loss)
+    assert f"{xp.asarray(7, device=device):03d}" == "007"
+    x = xp.ones(2, device=device)
+    assert f"{x}" == str(x)
+    with pytest.raises(TypeError, match=r"format spec '.2f' needs a 0-d array; got shape \(2,\)"):
+        f"{x:.2f}"
+
+
+def test_buffer_protocol_on_host_arrays_only(device):
+    x = xp.asarray([1.5, 2.5, 4.0], device=device)
+    if sys.version_info < (3, 12) and xp.Array.__mro__[1].__module__ != "ruda._speedups":
+        pytest.skip("Python 3.11 without the C accelerator has no buffer protocol for Python types")
+    if device != "cpu":
+        with pytest.raises(TypeError, match="needs a host array"):
+            memoryview(x)
+        return
+    m = memoryview(x)
+    assert m.tolist() == [1.5, 2.5, 4.0] and m.format == "d" and m.shape == (3,)
+    np.testing.assert_array_equal(np.frombuffer(m, dtype=np.float64), [1.5, 2.5, 4.0])
+
+
+def test_device_is_a_dict_key_under_its_spelling(device):
+    x = xp.ones(1, device=device)
+    table = {str(device): "found"}
+    assert table[x.device] == "found" and hash(x.device) == hash(str(device))
+    if device.index == 0:
+        assert {device.kind: 1}[x.device] == 1           # {"wgpu": 1}[x.device]
+    assert {x.device: 2}[str(device)] == 2
+
+
+def test_item_and_tolist(device, rng):
+    for dt in supported(device):
+        a = _random(device, rng, dt, (2, 3)) if np.dtype(dt).kind != "b" else \
+            rng.integers(0, 2, (2, 3)) > 0
+        x = xp.asarray(a, device=device)
+        assert x.tolist() == a.tolist()
+        assert type(x.tolist()[0][0]) is type(a.tolist()[0][0])
+        assert x[1, 2].item() == a[1, 2].item() and type(x[1, 2].item()) is type(a[1, 2].item())
+        assert xp.reshape(x[0, :1], (1, 1)).item() == a[0, 0].item()      # any shape of size 1
+    assert xp.asarray(3, device=device).tolist() == 3
+    with pytest.raises(ValueError, match=r"item\(\) needs an array of one element; got shape \(2, 3\)"):
+        x.item()
+
+
+def test_familiar_methods_delegate_to_the_namespace(device, rng):
+    fdt = supported(device, "real floating")[0]
+    a = _random(device, rng, fdt, (3, 4))
+    x = xp.asarray(a, device=device)
+    tol = dict(rtol=1e-5, atol=1e-5)
+    for name, want in [("sum", a.sum()), ("prod", a.prod()), ("mean", a.mean()),
+                       ("std", a.std()), ("var", a.var()), ("min", a.min()), ("max", a.max()),
+                       ("argmax", a.argmax()), ("argmin", a.argmin())]:
+        got = getattr(x, name)()
+        assert got.device == device and got.shape == ()
+        np.testing.assert_allclose(to_numpy(got), want, **tol, err_msg=name)
+    np.testing.assert_allclose(to_numpy(x.sum(0)), a.sum(0), **tol)
+    np.testing.assert_allclose(to_numpy(x.mean(axis=1, keepdims=True)), a.mean(1, keepdims=True), **tol)
+    np.testing.assert_allclose(to_numpy(x.std(axis=0, correction=1)), a.std(0, ddof=1), **tol)
+    np.testing.assert_allclose(to_numpy(x.max(axis=(0, 1))), a.max(), **tol)
+    np.testing.assert_array_equal(to_numpy(x.argmin(1)), a.argmin(1))
+    assert x.all().item() == bool(a.all()) and x.any(axis=0).tolist() == a.any(0).tolist()
+    assert x.reshape(4, 3).shape == (4, 3) and x.reshape((2, 6)).shape == (2, 6)
+    np.testing.assert_array_equal(to_numpy(x.reshape(-1)), a.reshape(-1))
+    y = x.astype(xp.int32)
+    assert y.dtype == xp.int32 and y.device == device
+    np.testing.assert_array_equal(to_numpy(y), a.astype(np.int32))
+    with pytest.raises(TypeError, match="ruda.sum"):
+        x.sum(axis=0, dtype="float32x")
