@@ -18,9 +18,15 @@ A backend class subclasses :class:`Backend` and provides
 
 storage
     ``from_host(ndarray)``, ``to_host(native) -> ndarray``,
-    ``scalar(value, dtype)`` (a 0-d array), ``from_dlpack(obj, copy)``, ``to_dlpack(native, stream, max_version,
-    dl_device, copy)``, ``dlpack_device(native)``, ``asarray(native, dtype,
-    copy)`` (same-device copy/cast).
+    ``scalar(value, dtype)`` (a 0-d array), ``asarray(native, dtype, copy)`` (same-device
+    copy/cast).
+DLPack
+    ``from_dlpack(obj, copy)`` (import from a producer on this device kind),
+    ``dlpack_device(native)`` and ``export_here(native, stream, max_version, copy)`` (export on
+    the array's own device; raise BufferError where the device has no in-place export).
+    ``to_dlpack`` (the contract's, shared) adds the cross-device rule: ``dl_device=(kDLCPU, 0)``
+    exports a capsule of a host copy (``copy=False`` raises BufferError), any other foreign
+    ``dl_device`` raises BufferError naming it.
 capabilities
     ``dtypes()``, ``default_dtypes()``, ``features`` and ``fallbacks``.
 ops
@@ -136,9 +142,34 @@ class Backend:
             s = self.__dict__["_dtype_set_cache"] = frozenset(self.dtypes())
         return s
 
-    # DLPack through the native array's own protocol (NumPy, CuPy); override where there is none
+    # DLPack (1.0) -------------------------------------------------------------
     def to_dlpack(self, a, stream=None, max_version=None, dl_device=None, copy=None):
-        given = (("max_version", max_version), ("dl_device", dl_device), ("copy", copy))
+        """``__dlpack__`` of native ``a``: on its own device through :meth:`export_here`; to the
+        host (``dl_device=(kDLCPU, 0)``) from another device, a capsule of a host copy (the
+        consumer named the host, so the copy is asked for; ``copy=False`` raises BufferError).
+        Any other ``dl_device`` raises BufferError naming it."""
+        if copy is not None and copy.__class__ is not bool:
+            raise TypeError(f"ruda: __dlpack__: copy must be True, False or None; got {copy!r}")
+        own = tuple(self.dlpack_device(a))
+        target = own if dl_device is None else dlpack_pair(dl_device)
+        if target == own:
+            return self.export_here(a, stream, max_version, copy)
+        name = self.kind if self.kind == "cpu" else f"{self.kind}:{self.index}"
+        where = f"'{name}' {dlpack_device_name(own)}"
+        if target != KDL_HOST:
+            raise BufferError(f"ruda: __dlpack__: dl_device={target} {dlpack_device_name(target)} cannot "
+                              f"be reached from an array on {where}; ruda exports to the array's own "
+                              f"device or to the host, dl_device=(1, 0) (kDLCPU)")
+        if copy is False:
+            raise BufferError(f"ruda: __dlpack__: copy=False, but dl_device={target} (kDLCPU) is not the "
+                              f"array's device {where}: exporting to the host needs a copy")
+        # The host copy is complete when to_host returns (it waits for the device), so no
+        # stream is needed: DLPack asks for stream=None with kDLCPU, and others are ignored.
+        return export_host(self.to_host(a), max_version)
+
+    def export_here(self, a, stream=None, max_version=None, copy=None):
+        """DLPack export on the array's own device: the native array's protocol (NumPy, CuPy)."""
+        given = (("max_version", max_version), ("copy", copy))
         return a.__dlpack__(stream=stream, **{k: v for k, v in given if v is not None})
 
     def dlpack_device(self, a):
@@ -172,6 +203,36 @@ class Backend:
 
     def is_native(self, obj):
         raise NotImplementedError
+
+
+KDL_HOST = (1, 0)   # (kDLCPU, 0): the one host device DLPack knows
+DLPACK_DEVICE_TYPES = {1: "kDLCPU", 2: "kDLCUDA", 3: "kDLCUDAHost", 4: "kDLOpenCL", 7: "kDLVulkan",
+                       8: "kDLMetal", 9: "kDLVPI", 10: "kDLROCM", 11: "kDLROCMHost", 12: "kDLExtDev",
+                       13: "kDLCUDAManaged", 14: "kDLOneAPI", 15: "kDLWebGPU", 16: "kDLHexagon",
+                       17: "kDLMAIA"}
+
+
+def dlpack_pair(dl_device):
+    """``dl_device`` as a (device type, index) pair of ints, or TypeError."""
+    try:
+        kind, index = dl_device
+        return int(kind), int(index)
+    except (TypeError, ValueError):
+        raise TypeError(f"ruda: __dlpack__: dl_device must be a (device_type, device_id) pair such as "
+                        f"(1, 0) for the host; got {dl_device!r}") from None
+
+
+def dlpack_device_name(pair):
+    """'(kDLWebGPU)' for a DLPack (device type, index) pair; the number where the type is unknown."""
+    kind = int(pair[0])
+    return f"({DLPACK_DEVICE_TYPES.get(kind, f'DLPack device type {kind}')})"
+
+
+def export_host(host, max_version=None):
+    """A DLPack capsule of NumPy array ``host`` (a fresh host copy nobody else holds)."""
+    if not host.flags.writeable:   # a legacy (unversioned) capsule cannot say read-only
+        host = host.copy()
+    return host.__dlpack__() if max_version is None else host.__dlpack__(max_version=max_version)
 
 
 def _map_native(obj, fn, is_native):

@@ -44,7 +44,6 @@ except Exception as e:  # ImportError, or a CuPy that fails to load its CUDA lib
 _PINNED_MIN = 1 << 20       # transfers of at least this many bytes go through pinned host memory
 _STAGE_BYTES = 32 << 20     # size of each of the two pinned staging buffers of from_host
 _SCALAR_CACHE_MAX = 4096
-_KDL_CUDA = 2               # DLPack device type of ordinary CUDA device memory
 
 
 def _probe():
@@ -217,20 +216,13 @@ class CudaBackend(Backend):
             self._scalars[key] = s
         return s
 
-    def to_dlpack(self, a, stream=None, max_version=None, dl_device=None, copy=None):
-        """CuPy's export with the standard's ``copy``: CuPy copies only to the host, so copy=True on
-        the device copies here first; copy=False to the host raises BufferError (CuPy: ValueError).
-        With copy None or True and ``dl_device=(kDLCPU, 0)`` CuPy exports a host copy."""
-        src = a.__dlpack_device__()
-        elsewhere = dl_device is not None and (int(dl_device[0]), int(dl_device[1])) != tuple(src)
-        if elsewhere and copy is False and int(src[0]) == _KDL_CUDA:
-            raise BufferError(f"ruda: __dlpack__: copy=False, but dl_device={tuple(dl_device)} is not "
-                              f"the array's device 'cuda:{self.index}' {tuple(src)}: the export needs a copy")
-        if copy and not elsewhere:
-            with self._cp_device:
-                a = a.copy()
-            copy = None     # a fresh array nobody else holds: export it as it is
-        return super().to_dlpack(a, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+    def export_here(self, a, stream=None, max_version=None, copy=None):
+        """CuPy's export on the array's GPU, with the standard's ``copy``: CuPy copies only to the
+        host, so copy=True copies on the device here first.  (To the host, the contract's
+        ``to_dlpack`` exports ruda's own host copy: ``to_host``, pinned for large arrays.)"""
+        if copy:
+            a = self.asarray(a, copy=True)   # a fresh array nobody else holds: export it as it is
+        return super().export_here(a, stream=stream, max_version=max_version)
 
     def from_dlpack(self, obj, copy=None):
         with self._cp_device:

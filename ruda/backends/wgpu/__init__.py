@@ -171,12 +171,14 @@ class WgpuBackend(FftOps, MatmulOps, Ops, Backend):
         return a
 
     def from_dlpack(self, obj, copy=None):
-        raise BufferError("ruda wgpu.from_dlpack: WebGPU buffers cannot be imported through DLPack; "
-                          "import on 'cpu' and use .to_device('wgpu')")
+        raise BufferError("ruda.from_dlpack: a DLPack producer on WebGPU cannot be imported in place "
+                          "(WebGPU exposes no buffer pointer); pass device='cpu' to ask it for a host copy")
 
-    def to_dlpack(self, a, stream=None, max_version=None, dl_device=None, copy=None):
-        raise BufferError("ruda wgpu.__dlpack__: WebGPU buffers cannot be exported through DLPack; "
-                          "use .to_device('cpu') first")
+    def export_here(self, a, stream=None, max_version=None, copy=None):
+        raise BufferError(f"ruda: __dlpack__: an array on 'wgpu:{self.index}' (kDLWebGPU) cannot be "
+                          f"exported in place (WebGPU exposes no buffer pointer); ask for a host copy "
+                          f"with dl_device=(1, 0), as np.from_dlpack(x, device='cpu') does, or move it "
+                          f"with x.to_device('cpu')")
 
     def dlpack_device(self, a):
         return (15, self.index)   # kDLWebGPU
