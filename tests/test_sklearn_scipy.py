@@ -10,9 +10,10 @@ as ruda arrays on the input's device.
 test modules may import SciPy earlier in this process, so the cases
 (``tests/_sklearn_scipy_cases.py``) run in one child process per device with the variable set;
 each case is reported here as its own test.  Outcomes: pass; fail (with the child's
-traceback); skip for a backend gap (``NotImplementedError`` from a device backend) or for a
-call SciPy/scikit-learn make through NumPy, which ruda refuses for non-host arrays (no silent
-device moves).
+traceback); skip for a backend gap (``NotImplementedError`` from a device backend).  A call
+that SciPy makes through NumPy (``np.asarray`` of its input) on a non-host device runs under
+``ruda.allow_host_conversion()`` in the cases and is recorded; ``test_scipy_calls_on_device``
+holds those records to the lists in ``tests/_scipy_cases.py`` (which the README quotes).
 """
 import importlib.util
 import json
@@ -22,6 +23,7 @@ import sys
 
 import pytest
 
+import _scipy_cases
 import _sklearn_scipy_cases as cases
 
 _CASES_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_sklearn_scipy_cases.py")
@@ -52,14 +54,33 @@ def _results(dev):
                                             "(pip install '.[test]')")
 @pytest.mark.parametrize("name", list(cases.CASES))
 def test_sklearn_scipy_case(device, name):
-    status, detail = _results(device)[name]
+    status, detail, _, _ = _results(device)[name]
     if status == cases.GAP:
         pytest.skip(f"backend gap: {detail}")
-    if status == cases.HOST_ONLY:
-        pytest.skip(f"goes through NumPy, which needs host data (ruda does not move arrays "
-                    f"implicitly): {detail}")
     if status != cases.PASS:
         pytest.fail(f"{name} on '{device}':\n{detail}", pytrace=False)
+
+
+@pytest.mark.skipif(bool(_MISSING), reason=f"{' and '.join(_MISSING)} not installed "
+                                            "(pip install '.[test]')")
+def test_scipy_calls_on_device(device):
+    """Which SciPy calls stay on the device and which go through NumPy, as measured by the cases:
+    every call in ``ON_DEVICE`` was made and needed no host copy; every call that needed one is
+    in ``THROUGH_NUMPY`` (on the host, NumPy conversion is no copy: none is recorded)."""
+    res = [r for r in _results(device).values() if r[0] == cases.PASS]
+    calls = {c for r in res for c in r[2] if not c.startswith("sklearn.")}
+    host = {c for r in res for c in r[3]}
+    if device.kind == "cpu":
+        assert not host, host
+        return
+    assert host <= _scipy_cases.THROUGH_NUMPY, \
+        f"SciPy calls through NumPy on '{device}' not listed in THROUGH_NUMPY (and the README): " \
+        f"{sorted(host - _scipy_cases.THROUGH_NUMPY)}"
+    stayed = calls - host
+    assert _scipy_cases.ON_DEVICE <= stayed, \
+        f"listed in ON_DEVICE but not made or not on '{device}': {sorted(_scipy_cases.ON_DEVICE - stayed)}"
+    assert stayed <= _scipy_cases.ON_DEVICE, \
+        f"SciPy calls on '{device}' not listed in ON_DEVICE: {sorted(stayed - _scipy_cases.ON_DEVICE)}"
 
 
 def test_array_api_compat_helpers(device):
