@@ -91,3 +91,7 @@ def result_type(*arrays_and_dtypes):
 if _speedups is not None:
     astype = _speedups.function("astype", astype, (_dtypes.with_public(_dtypes.all_dtypes),
                                                    (_dtypes.complex64, _dtypes.complex128)))
+
+# keyword errors name the standard's spelling of a NumPy keyword (ruda/_hints.py)
+from ruda import _hints  # noqa: E402
+_hints.install(globals(), ("astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type"))

@@ -61,11 +61,12 @@ def normalize_key(fn, x, key):
         elif isinstance(k, builtins.bool):
             out.append(k)
             dims.append(0)
-        elif isinstance(k, list):
+        elif isinstance(k, list | np.ndarray):   # as an index array on x's device
             from ruda._creation import asarray
             arr = asarray(k, device=dev)
             if arr._dtype.kind not in "iub":
-                raise IndexError(f"ruda: {fn}: list indices must hold integers or booleans")
+                raise IndexError(f"ruda: {fn}: list and NumPy array indices must hold integers "
+                                 f"or booleans")
             out.append(arr._data)
             dims.append(arr.ndim if arr._dtype.kind == "b" else 1)
         else:
@@ -182,3 +183,7 @@ def take_along_axis(x, indices, /, *, axis=-1):
                          f"({x.ndim}); got shape {indices.shape}")
     axis = v.axis("take_along_axis", axis, x.ndim)
     return Array._new(dev.backend.take_along_axis(x._data, indices._data, axis=axis), dev)
+
+# keyword errors name the standard's spelling of a NumPy keyword (ruda/_hints.py)
+from ruda import _hints  # noqa: E402
+_hints.install(globals(), ("take", "take_along_axis"))

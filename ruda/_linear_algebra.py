@@ -83,3 +83,7 @@ if _speedups is not None:
     import numpy as _np
     matmul = _speedups.function("matmul", matmul, (
         tuple(d for d in _dtypes.all_dtypes if d in v._CATEGORY_SETS["numeric"]), _np.matmul))
+
+# keyword errors name the standard's spelling of a NumPy keyword (ruda/_hints.py)
+from ruda import _hints  # noqa: E402
+_hints.install(globals(), ("matmul", "matrix_transpose", "tensordot", "vecdot"))

@@ -192,3 +192,9 @@ def unstack(x, /, *, axis=0):
 if _speedups is not None:
     permute_dims = _speedups.function("permute_dims", permute_dims, None)
     reshape = _speedups.function("reshape", reshape, None)
+
+# keyword errors name the standard's spelling of a NumPy keyword (ruda/_hints.py)
+from ruda import _hints  # noqa: E402
+_hints.install(globals(), ("broadcast_arrays", "broadcast_shapes", "broadcast_to", "concat",
+                        "expand_dims", "flip", "moveaxis", "permute_dims", "repeat", "reshape",
+                        "roll", "squeeze", "stack", "tile", "unstack"))

@@ -78,3 +78,8 @@ def where(condition, x1, x2, /):
 if _speedups is not None:
     import numpy as _np
     where = _speedups.function("where", where, (tuple(_dtypes.all_dtypes), _dtypes.bool, _np.where))
+
+# keyword errors name the standard's spelling of a NumPy keyword (ruda/_hints.py)
+from ruda import _hints  # noqa: E402
+_hints.install(globals(), ("argmax", "argmin", "count_nonzero", "nonzero", "searchsorted",
+                        "where"))

@@ -37,3 +37,8 @@ def unique_values(x, /):
 def isin(x1, x2, /, *, invert=False):
     dev, a, b = ew.operands("isin", x1, x2, "all", broadcast=False)
     return Array._new(dev.backend.isin(a, b, invert=bool(invert)), dev)
+
+# keyword errors name the standard's spelling of a NumPy keyword (ruda/_hints.py)
+from ruda import _hints  # noqa: E402
+_hints.install(globals(), ("isin", "unique_all", "unique_counts", "unique_inverse",
+                        "unique_values"))

@@ -27,3 +27,7 @@ if _speedups is not None:
     sort = _speedups.function("sort", sort, (
         tuple(d for d in _dtypes.all_dtypes if d in v._CATEGORY_SETS["real numeric"]),
         ("order",), ("axis", "kind"), "K", "stable"))
+
+# keyword errors name the standard's spelling of a NumPy keyword (ruda/_hints.py)
+from ruda import _hints  # noqa: E402
+_hints.install(globals(), ("argsort", "sort"))

@@ -174,3 +174,8 @@ def diff(x, /, n=1, *, axis=-1, prepend=None, append=None):
     cast = lambda a: a if a.dtype == dt else x._device.backend.astype(a, dt, False)  # noqa: E731
     extra = {k: cast(e) for k, e in extra.items()}
     return Array._new(x._device.backend.diff(cast(x._data), axis=axis, n=n, **extra), x._device)
+
+# keyword errors name the standard's spelling of a NumPy keyword (ruda/_hints.py)
+from ruda import _hints  # noqa: E402
+_hints.install(globals(), ("all", "any", "cumulative_prod", "cumulative_sum", "diff", "max",
+                        "mean", "min", "prod", "std", "sum", "var"))

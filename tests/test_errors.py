@@ -150,3 +150,130 @@ def test_out_of_range_python_int_names_the_function(device):
         x + 300
     with pytest.raises(OverflowError, match=r"ruda\.__setitem__: .*300.*uint8"):
         x[0] = 300
+
+
+# NumPy/CuPy/PyTorch spellings: the error names the function, what was typed and the standard's
+# spelling.  (function, args, kwargs, pattern of the TypeError's message)
+def _keyword_cases(x, m, c):
+    return [
+        (xp.std, (x,), {"ddof": 1}, r"ruda\.std: unexpected keyword argument 'ddof'; the array API spells it "
+                                    r"correction= \(correction=1 is NumPy's ddof=1\)"),
+        (xp.var, (x,), {"unbiased": True}, r"ruda\.var: .*'unbiased'; .*spells it correction="),
+        (xp.sum, (x,), {"keepdim": True}, r"ruda\.sum: unexpected keyword argument 'keepdim'; the array API spells it keepdims="),
+        (xp.max, (x,), {"dim": 0}, r"ruda\.max: .*'dim'; the array API spells it axis="),
+        (xp.permute_dims, (m,), {"axis": (1, 0)}, r"ruda\.permute_dims: .*'axis'; the array API spells it axes="),
+        (xp.concat, ([x, x],), {"axes": 0}, r"ruda\.concat: .*'axes'; the array API spells it axis="),
+        (xp.reshape, (m,), {"newshape": (6,)}, r"ruda\.reshape: .*'newshape'; the array API spells it shape="),
+        (xp.sort, (x,), {"kind": "stable"}, r"ruda\.sort: .*'kind'; the array API spells it stable="),
+        (xp.argsort, (x,), {"kind": "stable"}, r"ruda\.argsort: .*'kind'; the array API spells it stable="),
+        (xp.clip, (x,), {"a_min": 0}, r"ruda\.clip: .*'a_min'"),
+        (xp.roll, (x,), {"shift": 1, "shifts": 1}, r"ruda\.roll: .*'shifts'; the array API spells it shift="),
+        (xp.linalg.pinv, (m,), {"rcond": 1e-3}, r"ruda\.linalg\.pinv: .*'rcond'; the array API spells it rtol="),
+        (xp.fft.fftn, (c,), {"axis": 0}, r"ruda\.fft\.fftn: .*'axis'; the array API spells it axes="),
+        (xp.sum, (x,), {"out": x}, r"ruda\.sum: .*'out'; ruda functions return a new array"),
+        (xp.add, (x, x), {"out": x}, r"ruda\.add: .*'out'; ruda functions return a new array"),
+        (xp.mean, (x,), {"dtype": xp.float64}, r"ruda\.mean: .*'dtype'; cast first with ruda\.astype"),
+        (xp.unique_values, (x,), {"return_counts": True}, r"ruda\.unique_values: .*ruda\.unique_counts"),
+        (xp.zeros, (3,), {"order": "C"}, r"ruda\.zeros: .*'order'; ruda arrays have no memory order"),
+        (xp.sum, (), {"x": x}, r"ruda\.sum: x is positional-only: pass it without x="),
+        (xp.sum, (), {"a": x}, r"ruda\.sum: .*'a'; pass the array positionally"),
+        (xp.sum, (x,), {"keepdimz": True}, r"ruda\.sum: .*'keepdimz'; did you mean keepdims=\? It takes "
+                                           r"ruda\.sum\(x, /, \*, axis=None"),
+        (xp.sum, (x,), {"bogus": 1}, r"ruda\.sum: unexpected keyword argument 'bogus'\. It takes ruda\.sum\("),
+        (xp.reshape, (m, (6,)), {"shape": (6,)}, r"ruda\.reshape: got multiple values for argument 'shape'"),
+    ]
+
+
+def test_numpy_keyword_spellings_get_hints(device):
+    f = supported(device, "real floating")[0]
+    x, m = _arr(device, f, (6,)), _arr(device, f, (2, 3))
+    c = xp.astype(m, xp.complex64 if f == xp.float32 else xp.complex128)
+    for fn, args, kwargs, pattern in _keyword_cases(x, m, c):
+        with pytest.raises(TypeError, match=pattern):
+            fn(*args, **kwargs)
+    # the methods delegate to the namespace functions: the same hint
+    with pytest.raises(TypeError, match=r"ruda\.std: .*'ddof'; the array API spells it correction="):
+        x.std(ddof=1)
+
+
+def test_errors_inside_a_function_keep_their_message(device):
+    """A TypeError raised while the function runs (not while its keywords bind) is left alone."""
+    x = _arr(device, supported(device, "real floating")[0], (2, 3))
+    with pytest.raises(TypeError, match=r"^ruda\.sum: axis must be an integer; got float$"):
+        xp.sum(x, axis=1.0)
+    with pytest.raises(TypeError, match=r"^ruda\.zeros: dtype must be a ruda dtype"):
+        xp.zeros(3, dtype="floaty", device=device)
+
+
+def test_keyword_hints_keep_signatures():
+    import inspect
+    assert str(inspect.signature(xp.std)) == "(x, /, *, axis=None, correction=0.0, keepdims=False)"
+    assert str(inspect.signature(xp.linalg.solve)) == "(x1, x2, /)"
+    assert str(inspect.signature(xp.fft.fftn)) == "(x, /, *, s=None, axes=None, norm='backward')"
+    assert xp.std.__name__ == "std" and xp.fft.fftn.__name__ == "fftn"
+
+
+@pytest.mark.parametrize("module,name,pattern", [
+    (xp, "concatenate", r"^module 'ruda' has no attribute 'concatenate'; the array API spells it ruda\.concat$"),
+    (xp, "absolute", r"spells it ruda\.abs$"),
+    (xp, "arccos", r"spells it ruda\.acos$"),
+    (xp, "power", r"spells it ruda\.pow$"),
+    (xp, "left_shift", r"spells it ruda\.bitwise_left_shift$"),
+    (xp, "invert", r"spells it ruda\.bitwise_invert$"),
+    (xp, "amax", r"spells it ruda\.max$"),
+    (xp, "transpose", r"ruda\.permute_dims\(x, axes\); ruda\.matrix_transpose"),
+    (xp, "swapaxes", r"ruda\.permute_dims.*ruda\.moveaxis"),
+    (xp, "ravel", r"ruda\.reshape\(x, \(-1,\)\)"),
+    (xp, "asnumpy", r"x\.to_device\('cpu'\)"),
+    (xp, "inv", r"it is ruda\.linalg\.inv$"),
+    (xp, "rfft", r"it is ruda\.fft\.rfft$"),
+    (xp.linalg, "norm", r"^module 'ruda\.linalg' has no attribute 'norm'; use ruda\.linalg\.vector_norm"),
+    (xp.fft, "fft2", r"^module 'ruda\.fft' has no attribute 'fft2'; use ruda\.fft\.fftn\(x, axes=\(-2, -1\)\)"),
+    (xp, "not_a_numpy_name", r"^module 'ruda' has no attribute 'not_a_numpy_name'$"),
+])
+def test_numpy_attribute_names_get_hints(module, name, pattern):
+    with pytest.raises(AttributeError, match=pattern):
+        getattr(module, name)
+    assert not hasattr(module, name)
+
+
+def test_namespace_calls_warn_nothing(device):
+    """ruda's own calls on ordinary input warn nothing (NumPy 2's fftn(s=..., axes=None)
+    deprecation included): every warning is an error here."""
+    import warnings
+    f = supported(device, "real floating")[-1]
+    cdt = xp.complex128 if f == xp.float64 else xp.complex64
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((4, 6))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x = xp.asarray(a, dtype=f, device=device)
+        c = xp.astype(x, cdt)
+        sq = x[:, :4] + 5 * xp.eye(4, dtype=f, device=device)
+        v = xp.asarray(rng.standard_normal(6), dtype=f, device=device)
+        i = xp.arange(6, device=device)
+        out = [
+            xp.linspace(0, 1, 5, device=device), xp.full((2,), 3, device=device), xp.zeros_like(x),
+            xp.sin(x), x * 2.5 + 1.0, x / (xp.abs(x) + 1), i // 2, i % 4, i / 3, xp.pow(xp.abs(x), 0.5),
+            xp.sum(x, axis=0), xp.mean(x), xp.std(x, correction=1), xp.var(x, axis=1), xp.max(x),
+            xp.cumulative_sum(x, axis=1), xp.diff(x), xp.argmax(x, axis=1), xp.sort(v), xp.argsort(v),
+            xp.unique_values(i % 3), xp.searchsorted(xp.sort(v), v), xp.where(x > 0, x, 0.0),
+            xp.nonzero(x > 0)[0], xp.take(v, i[:3]), xp.concat([x, x]), xp.stack([v, v]),
+            xp.reshape(x, (-1,)), xp.permute_dims(x, (1, 0)), xp.clip(x, -1, 1), xp.astype(i, f),
+            x @ xp.matrix_transpose(x), xp.vecdot(x, x), xp.tensordot(x, x, axes=((1,), (1,))),
+            xp.linalg.inv(sq), xp.linalg.solve(sq, v[:4]), xp.linalg.det(sq), xp.linalg.svdvals(x),
+            xp.linalg.qr(sq).R, xp.linalg.eigh(sq + xp.matrix_transpose(sq)).eigenvalues,
+            xp.linalg.vector_norm(x), xp.linalg.matrix_norm(sq), xp.linalg.cholesky(sq @ xp.matrix_transpose(sq)),
+            xp.fft.fft(c), xp.fft.rfft(x), xp.fft.irfft(xp.fft.rfft(x)),
+            xp.fft.fftn(c, s=(8,)), xp.fft.fftn(c, s=(2, 8)), xp.fft.ifftn(c, s=(3,)),
+            xp.fft.rfftn(x, s=(4, 6)), xp.fft.irfftn(c, s=(4, 8)), xp.fft.fftn(c, s=(4, 6), axes=(0, 1)),
+            xp.fft.fftfreq(8, device=device), xp.fft.fftshift(x),
+        ]
+        for r in out:
+            r.to_device("cpu")
+    fs = xp.fft.fftn(c, s=(2, 8))   # s without axes: the last len(s) axes
+    assert_close = np.testing.assert_allclose
+    assert_close(np.asarray(fs.to_device("cpu")), np.fft.fftn(a.astype(np.complex128), s=(2, 8), axes=(0, 1)),
+                 rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match=r"ruda\.fft\.fftn: s \(2, 2, 2\) has more sizes than x has axes"):
+        xp.fft.fftn(c, s=(2, 2, 2))

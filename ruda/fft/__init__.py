@@ -1,9 +1,9 @@
 """The fft extension of the array API standard."""
-import operator
+import operator as _operator
 
-from ruda import _dtypes
-from ruda import _validation as v
-from ruda._array import Array
+from ruda import _dtypes, _hints
+from ruda import _validation as _v
+from ruda._array import Array as _Array
 
 __all__ = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",
            "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
@@ -20,7 +20,7 @@ _TRANSFORMS = {
 
 
 def _check(fn, x, norm):
-    v.array(f"fft.{fn}", "x", x)
+    _v.array(f"fft.{fn}", "x", x)
     cat = _TRANSFORMS[fn][0]
     if x._dtype not in _dtypes.CATEGORIES[cat]:
         raise TypeError(f"ruda.fft.{fn}: x must have a {cat} dtype; got {_dtypes.name(x._dtype)}")
@@ -33,15 +33,15 @@ def _check(fn, x, norm):
 def _make_1d(fn):
     def transform(x, /, *, n=None, axis=-1, norm="backward"):
         _check(fn, x, norm)
-        axis = v.axis(f"fft.{fn}", axis, x.ndim)
+        axis = _v.axis(f"fft.{fn}", axis, x.ndim)
         if n is not None:
-            n = operator.index(n)
+            n = _operator.index(n)
             if n < 1:
                 raise ValueError(f"ruda.fft.{fn}: n must be positive; got {n}")
         elif fn in ("irfft", "hfft") and x.shape[axis] < 2 and n is None:
             raise ValueError(f"ruda.fft.{fn}: axis {axis} needs at least 2 points; got shape {x.shape}")
         out = getattr(x._device.backend, f"fft_{fn}")(x._data, n=n, axis=axis, norm=norm)
-        return Array._new(out, x._device)
+        return _Array._new(out, x._device)
 
     transform.__name__ = transform.__qualname__ = fn
     return transform
@@ -51,17 +51,22 @@ def _make_nd(fn):
     def transform(x, /, *, s=None, axes=None, norm="backward"):
         _check(fn, x, norm)
         if axes is not None:
-            axes = tuple(v.axis(f"fft.{fn}", a, x.ndim, "axes") for a in axes)
+            axes = tuple(_v.axis(f"fft.{fn}", a, x.ndim, "axes") for a in axes)
             if len(set(axes)) != len(axes):
                 raise ValueError(f"ruda.fft.{fn}: axes {axes} repeats an axis")
         if s is not None:
-            s = tuple(operator.index(i) for i in s)
-            if axes is not None and len(s) != len(axes):
+            s = tuple(_operator.index(i) for i in s)
+            if axes is None:   # the last len(s) axes, as NumPy did (the backends get both)
+                if len(s) > x.ndim:
+                    raise ValueError(f"ruda.fft.{fn}: s {s} has more sizes than x has axes; got shape "
+                                     f"{x.shape}")
+                axes = tuple(range(x.ndim - len(s), x.ndim))
+            elif len(s) != len(axes):
                 raise ValueError(f"ruda.fft.{fn}: s {s} and axes {axes} differ in length")
             if any(i < 1 and i != -1 for i in s):
                 raise ValueError(f"ruda.fft.{fn}: s must hold positive sizes; got {s}")
         out = getattr(x._device.backend, f"fft_{fn}")(x._data, s=s, axes=axes, norm=norm)
-        return Array._new(out, x._device)
+        return _Array._new(out, x._device)
 
     transform.__name__ = transform.__qualname__ = fn
     return transform
@@ -73,17 +78,17 @@ del _fn, _cat, _nd
 
 
 def _freq(fn, n, d, dtype, device):
-    n = operator.index(n)
+    n = _operator.index(n)
     if n < 1:
         raise ValueError(f"ruda.fft.{fn}: n must be positive; got {n}")
-    d = v.python_scalar(d)
-    if not v.is_scalar(d) or isinstance(d, complex | bool):
+    d = _v.python_scalar(d)
+    if not _v.is_scalar(d) or isinstance(d, complex | bool):
         raise TypeError(f"ruda.fft.{fn}: d must be a real number; got {d!r}")
-    dev = v.device_or_default(device)
-    dt = v.default_dtype(dev, "real floating") if dtype is None else v.dtype(f"fft.{fn}", dtype, dev)
+    dev = _v.device_or_default(device)
+    dt = _v.default_dtype(dev, "real floating") if dtype is None else _v.dtype(f"fft.{fn}", dtype, dev)
     if dt.kind != "f":
         raise TypeError(f"ruda.fft.{fn}: dtype must be a real floating dtype; got {_dtypes.name(dt)}")
-    return Array._new(getattr(dev.backend, f"fft_{fn}")(n, d=float(d), dtype=dt), dev)
+    return _Array._new(getattr(dev.backend, f"fft_{fn}")(n, d=float(d), dtype=dt), dev)
 
 
 def fftfreq(n, /, *, d=1.0, dtype=None, device=None):
@@ -95,9 +100,9 @@ def rfftfreq(n, /, *, d=1.0, dtype=None, device=None):
 
 
 def _shift(fn, x, axes):
-    v.array(f"fft.{fn}", "x", x)
-    ax = None if axes is None else v.axes(f"fft.{fn}", axes, x.ndim, "axes")
-    return Array._new(getattr(x._device.backend, f"fft_{fn}")(x._data, axes=ax), x._device)
+    _v.array(f"fft.{fn}", "x", x)
+    ax = None if axes is None else _v.axes(f"fft.{fn}", axes, x.ndim, "axes")
+    return _Array._new(getattr(x._device.backend, f"fft_{fn}")(x._data, axes=ax), x._device)
 
 
 def fftshift(x, /, *, axes=None):
@@ -106,3 +111,7 @@ def fftshift(x, /, *, axes=None):
 
 def ifftshift(x, /, *, axes=None):
     return _shift("ifftshift", x, axes)
+
+
+_hints.install(globals(), tuple(__all__))
+__getattr__ = _hints.module_getattr(__name__)   # NumPy names: a hint in the AttributeError

@@ -1,29 +1,29 @@
 """The linalg extension of the array API standard."""
-import builtins
-import operator
-from collections import namedtuple
+import builtins as _builtins
+import operator as _operator
+from collections import namedtuple as _namedtuple
 
-from ruda import _dtypes
-from ruda import _validation as v
-from ruda._array import Array
-from ruda._linear_algebra import matmul, matrix_transpose, promoted, tensordot, vecdot
-from ruda._statistical import accumulation_dtype
+from ruda import _dtypes, _hints
+from ruda import _validation as _v
+from ruda._array import Array as _Array
+from ruda._linear_algebra import matmul, matrix_transpose, promoted as _promoted, tensordot, vecdot
+from ruda._statistical import accumulation_dtype as _accumulation_dtype
 
 __all__ = ["cholesky", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv",
            "matmul", "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "outer",
            "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "tensordot", "trace", "vecdot",
-           "vector_norm"]
+           "vector_norm", "EigResult", "EighResult", "QRResult", "SlogdetResult", "SVDResult"]
 
-EigResult = namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
-EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
-QRResult = namedtuple("QRResult", ["Q", "R"])
-SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
-SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
+EigResult = _namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
+EighResult = _namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
+QRResult = _namedtuple("QRResult", ["Q", "R"])
+SlogdetResult = _namedtuple("SlogdetResult", ["sign", "logabsdet"])
+SVDResult = _namedtuple("SVDResult", ["U", "S", "Vh"])
 
 
 def _matrix(fn, x, square=False, cat="floating-point"):
-    v.array(f"linalg.{fn}", "x", x)
-    v.category(f"linalg.{fn}", "x", x._dtype, cat)
+    _v.array(f"linalg.{fn}", "x", x)
+    _v.category(f"linalg.{fn}", "x", x._dtype, cat)
     if x.ndim < 2:
         raise ValueError(f"ruda.linalg.{fn}: x must have at least 2 dimensions; got shape {x.shape}")
     if square and x.shape[-1] != x.shape[-2]:
@@ -35,12 +35,12 @@ def _call(fn, x, *args, result=None, square=False, cat="floating-point", **kwarg
     dev = _matrix(fn, x, square, cat)
     out = getattr(dev.backend, f"linalg_{fn}")(x._data, *args, **kwargs)
     if result is None:
-        return Array._new(out, dev)
-    return result(*[Array._new(o, dev) for o in out])
+        return _Array._new(out, dev)
+    return result(*[_Array._new(o, dev) for o in out])
 
 
 def cholesky(x, /, *, upper=False):
-    return _call("cholesky", x, square=True, upper=builtins.bool(upper))
+    return _call("cholesky", x, square=True, upper=_builtins.bool(upper))
 
 
 def det(x, /):
@@ -72,7 +72,7 @@ def slogdet(x, /):
 
 
 def svd(x, /, *, full_matrices=True):
-    return _call("svd", x, result=SVDResult, full_matrices=builtins.bool(full_matrices))
+    return _call("svd", x, result=SVDResult, full_matrices=_builtins.bool(full_matrices))
 
 
 def svdvals(x, /):
@@ -86,11 +86,11 @@ def qr(x, /, *, mode="reduced"):
 
 
 def _rtol(fn, rtol, x):
-    rtol = v.python_scalar(rtol)
-    if rtol is None or v.is_scalar(rtol):
+    rtol = _v.python_scalar(rtol)
+    if rtol is None or _v.is_scalar(rtol):
         return rtol
-    v.array(f"linalg.{fn}", "rtol", rtol)
-    v.same_device(f"linalg.{fn}", x, rtol)
+    _v.array(f"linalg.{fn}", "rtol", rtol)
+    _v.same_device(f"linalg.{fn}", x, rtol)
     return rtol._data
 
 
@@ -103,60 +103,66 @@ def pinv(x, /, *, rtol=None):
 
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):
-    ord = v.python_scalar(ord)
-    if ord not in ("fro", "nuc") and not (v.is_scalar(ord) and ord in (1, 2, -1, -2, float("inf"), -float("inf"))):
+    ord = _v.python_scalar(ord)
+    if ord not in ("fro", "nuc") and not (_v.is_scalar(ord) and ord in (1, 2, -1, -2, float("inf"), -float("inf"))):
         raise ValueError(f"ruda.linalg.matrix_norm: unsupported ord {ord!r}")
-    return _call("matrix_norm", x, keepdims=builtins.bool(keepdims), ord=ord)
+    return _call("matrix_norm", x, keepdims=_builtins.bool(keepdims), ord=ord)
 
 
 def matrix_power(x, n, /):
-    return _call("matrix_power", x, operator.index(n), square=True, cat="numeric")
+    return _call("matrix_power", x, _operator.index(n), square=True, cat="numeric")
 
 
 def diagonal(x, /, *, offset=0):
-    return _call("diagonal", x, cat="all", offset=operator.index(offset))
+    return _call("diagonal", x, cat="all", offset=_operator.index(offset))
 
 
 def trace(x, /, *, offset=0, dtype=None):
     _matrix("trace", x, cat="numeric")
-    dt = accumulation_dtype("linalg.trace", x, dtype)
-    return Array._new(x._device.backend.linalg_trace(x._data, offset=operator.index(offset), dtype=dt),
+    dt = _accumulation_dtype("linalg.trace", x, dtype)
+    return _Array._new(x._device.backend.linalg_trace(x._data, offset=_operator.index(offset), dtype=dt),
                       x._device)
 
 
 def solve(x1, x2, /):
-    dev, a, b = promoted("linalg.solve", x1, x2, "floating-point")
+    dev, a, b = _promoted("linalg.solve", x1, x2, "floating-point")
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ValueError(f"ruda.linalg.solve: x1 must be a (stack of) square matrices; got shape {a.shape}")
     if b.ndim == 0 or (b.ndim == 1 and b.shape[0] != a.shape[-1]) or \
             (b.ndim > 1 and b.shape[-2] != a.shape[-1]):
         raise ValueError(f"ruda.linalg.solve: shapes {a.shape} and {b.shape} do not match")
-    return Array._new(dev.backend.linalg_solve(a, b), dev)
+    return _Array._new(dev.backend.linalg_solve(a, b), dev)
 
 
 def cross(x1, x2, /, *, axis=-1):
-    dev, a, b = promoted("linalg.cross", x1, x2, "numeric")
-    if not -builtins.min(a.ndim, b.ndim) <= axis < builtins.min(a.ndim, b.ndim):
+    dev, a, b = _promoted("linalg.cross", x1, x2, "numeric")
+    if not -_builtins.min(a.ndim, b.ndim) <= axis < _builtins.min(a.ndim, b.ndim):
         raise ValueError(f"ruda.linalg.cross: axis={axis} is out of range for shapes {a.shape} and {b.shape}")
     if a.shape[axis] != 3 or b.shape[axis] != 3:
         raise ValueError(f"ruda.linalg.cross: axis {axis} must have size 3; got shapes {a.shape} and {b.shape}")
-    v.broadcast_shapes("linalg.cross", a.shape, b.shape)
-    return Array._new(dev.backend.linalg_cross(a, b, axis=axis), dev)
+    _v.broadcast_shapes("linalg.cross", a.shape, b.shape)
+    return _Array._new(dev.backend.linalg_cross(a, b, axis=axis), dev)
 
 
 def outer(x1, x2, /):
-    dev, a, b = promoted("linalg.outer", x1, x2, "numeric")
+    dev, a, b = _promoted("linalg.outer", x1, x2, "numeric")
     if a.ndim != 1 or b.ndim != 1:
         raise ValueError(f"ruda.linalg.outer: x1 and x2 must be 1-D; got shapes {a.shape} and {b.shape}")
-    return Array._new(dev.backend.linalg_outer(a, b), dev)
+    return _Array._new(dev.backend.linalg_outer(a, b), dev)
 
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
-    v.array("linalg.vector_norm", "x", x)
-    v.category("linalg.vector_norm", "x", x._dtype, "floating-point")
-    ord = v.python_scalar(ord)
-    if not v.is_scalar(ord) or isinstance(ord, complex | builtins.bool):
+    _v.array("linalg.vector_norm", "x", x)
+    _v.category("linalg.vector_norm", "x", x._dtype, "floating-point")
+    ord = _v.python_scalar(ord)
+    if not _v.is_scalar(ord) or isinstance(ord, complex | _builtins.bool):
         raise ValueError(f"ruda.linalg.vector_norm: ord must be a real number; got {ord!r}")
-    ax = None if axis is None else v.axes("linalg.vector_norm", axis, x.ndim)
-    return Array._new(x._device.backend.linalg_vector_norm(x._data, axis=ax, keepdims=builtins.bool(keepdims),
-                                                           ord=ord), x._device)
+    ax = None if axis is None else _v.axes("linalg.vector_norm", axis, x.ndim)
+    out = x._device.backend.linalg_vector_norm(x._data, axis=ax, keepdims=_builtins.bool(keepdims), ord=ord)
+    return _Array._new(out, x._device)
+
+
+_hints.install(globals(), ("cholesky", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh",
+                           "inv", "matrix_norm", "matrix_power", "matrix_rank", "outer", "pinv", "qr",
+                           "slogdet", "solve", "svd", "svdvals", "trace", "vector_norm"))
+__getattr__ = _hints.module_getattr(__name__)   # NumPy names: a hint in the AttributeError
