@@ -7,27 +7,75 @@ from ruda import _devices, _dtypes, backends
 
 
 def info():
-    print(f"ruda {ruda.__version__} (array API {ruda.__array_api_version__})")
+    """Version, array API version and every device kind: each device found once, with what it is,
+    its dtypes and default dtypes and the ops it runs through the host; else why none was found."""
+    import platform
+
+    import numpy as np
+    print(f"ruda {ruda.__version__} (array API standard {ruda.__array_api_version__}; "
+          f"Python {platform.python_version()}, NumPy {np.__version__})")
+    print(f"default device: {_devices.default()} "
+          "(set it with RUDA_DEVICE=..., ruda.set_default_device(...) or `with ruda.default_device(...)`)")
+    print()
+    width = 8
     for kind in backends.kinds():
         found = _devices._discover(kind)
         if not found:
-            print(f"  {kind}: unavailable ({_devices.unavailable(kind)})")
+            print(f"{kind + ':':<{width}} unavailable ({_devices.unavailable(kind)})")
             continue
         for index in found:
             dev = _devices._get(kind, index)
+            label = f"{dev}:"
             try:
                 b = dev.backend
             except Exception as e:  # noqa: BLE001 - report a device that fails to open, go on
-                print(f"  {dev}: failed to open ({type(e).__name__}: {e})")
+                print(f"{label:<{width}} failed to open ({type(e).__name__}: {e})")
                 continue
-            names = ", ".join(_dtypes.name(d) for d in b.dtypes())
-            print(f"  {dev}: {b.describe()}")
-            print(f"      dtypes: {names}")
-            defaults = ", ".join(f"{k}={_dtypes.name(d)}" for k, d in b.default_dtypes().items())
-            print(f"      defaults: {defaults}")
+            print(f"{label:<{width}} {_description(dev, b.describe())}")
+            pad = " " * (width + 1)
+            have = set(b.dtypes())
+            std = [_dtypes.name(d) for d in _dtypes.all_dtypes if d in have]
+            ext = [_dtypes.name(d) for d in b.dtypes() if d not in _dtypes.all_dtypes]
+            print(f"{pad}dtypes: {', '.join(std)}" + (f"; extensions: {', '.join(ext)}" if ext else ""))
+            defaults = ", ".join(f"{k} {_dtypes.name(d)}" for k, d in b.default_dtypes().items())
+            print(f"{pad}default dtypes: {defaults}")
             if b.fallbacks:
-                print(f"      host fallbacks: {', '.join(sorted(b.fallbacks))}")
+                ops = ", ".join(sorted(_public_op(op) for op in b.fallbacks))
+                print(f"{pad}runs through the host: {ops}")
+    print()
+    print('An array lives on one device: ruda.asarray(data, device="wgpu"); x.to_device("cpu") '
+          "moves it.")
     return 0
+
+
+def _description(dev, text):
+    """A backend's describe() without the device name the line already starts with:
+    'wgpu:0 llvmpipe (...)' -> 'llvmpipe (...)', 'cpu (NumPy 2.4)' -> 'NumPy 2.4'."""
+    for prefix in (f"{dev.kind}:{dev.index}", dev.kind):
+        if text.startswith(prefix + " "):
+            text = text[len(prefix) + 1:]
+            break
+    if text.startswith("(") and text.endswith(")") and _closing(text) == len(text) - 1:
+        text = text[1:-1]
+    return text
+
+
+def _closing(text):
+    """The index of the parenthesis that closes text[0]."""
+    depth = 0
+    for i, c in enumerate(text):
+        depth += (c == "(") - (c == ")")
+        if depth == 0:
+            return i
+    return -1
+
+
+def _public_op(op):
+    """A backend op name as the namespace spells it: linalg_solve -> linalg.solve."""
+    for sub in ("linalg_", "fft_"):
+        if op.startswith(sub):
+            return f"{sub[:-1]}.{op[len(sub):]}"
+    return op
 
 
 def demo():

@@ -79,11 +79,16 @@ def test_python_m_ruda_info():
     assert out.returncode == 0, out.stderr
     text = out.stdout
     assert xp.__version__ in text and "2025.12" in text
+    lines = text.splitlines()
+    assert f"default device: {info.default_device()}" in text
     for d in xp.devices():
-        assert f"{d}:" in text, d
-        names = ", ".join(info.dtypes(device=d))
-        assert all(n in text for n in names.split(", "))
+        heads = [ln for ln in lines if ln.startswith(f"{d}:")]
+        assert len(heads) == 1, (d, heads)               # each device once
+        rest = heads[0][len(f"{d}:"):].strip()
+        assert rest and not rest.startswith(d.kind), heads[0]   # not "wgpu: wgpu:0 ..."
+        block = text[text.index(heads[0]):]
+        dtype_line = next(ln for ln in block.splitlines()[1:] if ln.strip().startswith("dtypes:"))
+        assert all(n in dtype_line for n in info.dtypes(device=d)), dtype_line
     for kind in ("cuda", "wgpu"):
-        assert kind in text                          # present, or listed as unavailable with a reason
-        if not any(str(d).startswith(kind) for d in xp.devices()):
-            assert f"{kind}: unavailable (" in text
+        if not any(d.kind == kind for d in xp.devices()):   # listed as unavailable, with a reason
+            assert any(ln.startswith(f"{kind}:") and "unavailable (" in ln for ln in lines), text
