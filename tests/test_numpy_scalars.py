@@ -95,3 +95,16 @@ def test_unusable_numpy_scalars_and_foreign_arrays_raise(device):
     with pytest.raises(TypeError, match="got list"):
         x != [1.0, 1.0, 1.0]                                          # noqa: B015
     assert (x == None) is False and (x != "text") is True            # noqa: E711: not arrays
+
+
+def test_numpy_index_arrays_index_like_lists(device, rng):
+    a = rng.standard_normal((6, 3))
+    x = xp.asarray(a, dtype=supported(device, "real floating")[0], device=device)
+    idx = np.array([4, 0, 4])
+    np.testing.assert_allclose(to_numpy(x[idx]), a[idx].astype(x.dtype), rtol=1e-6)
+    mask = a[:, 0] > 0
+    np.testing.assert_allclose(to_numpy(x[mask]), a[mask].astype(x.dtype), rtol=1e-6)
+    x[np.array([1, 2])] = 0.0
+    assert to_numpy(x)[1:3].tolist() == [[0.0] * 3] * 2
+    with pytest.raises(IndexError, match="NumPy array indices must hold integers or booleans"):
+        x[np.array([0.5])]

@@ -12,7 +12,7 @@ process per device (this file run as a script), as in tests/test_sklearn_scipy.p
 (estimator, dtype) is reported here as its own test.  Failures that are scikit-learn's are
 listed in ``SKLEARN_XFAILS`` with the reason: such a case must fail on ruda in the listed way
 *and* fail with ``array_api_strict`` too (the child runs the same check with it), else the test
-fails.  ``RUDA_GAPS`` lists failures that are ruda's, with what is missing.
+fails.  Every other case must pass.
 """
 import importlib.util
 import json
@@ -42,14 +42,6 @@ SKLEARN_XFAILS = {
         "AssertionError", r""),
 }
 
-# (estimator, device kind) -> what ruda lacks for it.
-_NUMPY_INDEX = ("ruda's gap: on host arrays np.asarray works, so the check also fits with "
-                "array_api_dispatch off, where scikit-learn indexes X with NumPy integer arrays "
-                "(_safe_indexing); ruda takes Python lists and ruda arrays as indices, not NumPy "
-                "arrays (ruda/_indexing.py)")
-RUDA_GAPS = {(name, "cpu"): _NUMPY_INDEX for name in (
-    "GridSearchCV(Ridge)", "GridSearchCV(LogisticRegression)", "RandomizedSearchCV(Ridge)",
-    "RandomizedSearchCV(LogisticRegression)")}
 
 
 # --- the child process ----------------------------------------------------------------------
@@ -135,7 +127,7 @@ def test_every_array_api_estimator_is_listed():
         pytest.fail(str(_CASES), pytrace=False)
     names = {c.rsplit("-", 1)[0] for c in _CASES}
     assert len(names) >= 15 and {"Ridge", "StandardScaler", "LinearDiscriminantAnalysis"} <= names, names
-    listed = set(SKLEARN_XFAILS) | {n for n, _ in RUDA_GAPS}
+    listed = set(SKLEARN_XFAILS)
     assert listed <= names, f"listed here but no longer checked by scikit-learn: {listed - names}"
 
 
@@ -154,11 +146,6 @@ def test_check_array_api_input(device, case):
         assert s_status == "fail" and s_type == want_type, \
             f"{case}: array_api_strict gives {s_status} {s_type}, so the failure is not scikit-learn's:\n{s_detail}"
         pytest.xfail(f"scikit-learn's: {reason} (array_api_strict fails it too)")
-    gap = RUDA_GAPS.get((name, device.kind))
-    if gap is not None:
-        assert status == "fail" and etype == "IndexError" and "ndarray" in detail, \
-            f"{case} on '{device}' no longer fails as listed in RUDA_GAPS; remove it:\n{status} {detail}"
-        pytest.xfail(gap)
     assert status == "pass", f"{case} on '{device}': {etype}\n{detail}"
 
 
