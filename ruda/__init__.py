@@ -19,14 +19,22 @@ from ruda import _devices  # noqa: E402
 from ruda._devices import Device, default_device, set_default_device  # noqa: E402,F401
 from ruda._devices import device, available as devices  # noqa: E402,F401
 from ruda._array import Array  # noqa: E402,F401
+from ruda._host_conversion import HostConversionWarning, allow_host_conversion  # noqa: E402,F401
 from ruda._info import __array_namespace_info__  # noqa: E402,F401
 from ruda._creation import (  # noqa: E402,F401
     arange, asarray, empty, empty_like, eye, from_dlpack, full, full_like, linspace, meshgrid,
     ones, ones_like, tril, triu, zeros, zeros_like,
 )
 from ruda._data_type import astype, can_cast, finfo, iinfo, isdtype, result_type  # noqa: E402,F401
-from ruda._elementwise import *  # noqa: E402,F401,F403  (names from UNARY and BINARY)
-from ruda._elementwise import clip  # noqa: E402,F401
+from ruda._elementwise import (  # noqa: E402,F401  (the names of UNARY and BINARY, and clip)
+    abs, acos, acosh, add, asin, asinh, atan, atan2, atanh, bitwise_and, bitwise_invert,
+    bitwise_left_shift, bitwise_or, bitwise_right_shift, bitwise_xor, ceil, clip, conj, copysign,
+    cos, cosh, divide, equal, exp, expm1, floor, floor_divide, greater, greater_equal, hypot, imag,
+    isfinite, isinf, isnan, less, less_equal, log, log1p, log2, log10, logaddexp, logical_and,
+    logical_not, logical_or, logical_xor, maximum, minimum, multiply, negative, nextafter,
+    not_equal, positive, pow, real, reciprocal, remainder, round, sign, signbit, sin, sinh, sqrt,
+    square, subtract, tan, tanh, trunc,
+)
 from ruda._indexing import take, take_along_axis  # noqa: E402,F401
 from ruda._linear_algebra import matmul, matrix_transpose, tensordot, vecdot  # noqa: E402,F401
 from ruda._manipulation import (  # noqa: E402,F401
@@ -41,7 +49,8 @@ from ruda._statistical import (  # noqa: E402,F401
 )
 from ruda import _operators  # noqa: E402,F401  (installs Array operators)
 from ruda import _methods  # noqa: E402,F401  (installs x.sum(), x.astype(), ...)
-from ruda import fft, linalg  # noqa: E402,F401
+from ruda import fft, linalg, random  # noqa: E402,F401
+from ruda import _hints  # noqa: E402
 
 _devices.read_env()
 
@@ -50,3 +59,40 @@ inf = _math.inf
 nan = _math.nan
 pi = _math.pi
 newaxis = None
+
+__all__ = [
+    "__array_api_version__", "__array_namespace_info__",
+    # data types and constants
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32",
+    "float64", "complex64", "complex128", "e", "inf", "nan", "newaxis", "pi",
+    # creation
+    "arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like",
+    "linspace", "meshgrid", "ones", "ones_like", "tril", "triu", "zeros", "zeros_like",
+    # data type functions
+    "astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type",
+    # elementwise
+    "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and",
+    "bitwise_invert", "bitwise_left_shift", "bitwise_or", "bitwise_right_shift", "bitwise_xor",
+    "ceil", "clip", "conj", "copysign", "cos", "cosh", "divide", "equal", "exp", "expm1", "floor",
+    "floor_divide", "greater", "greater_equal", "hypot", "imag", "isfinite", "isinf", "isnan",
+    "less", "less_equal", "log", "log1p", "log2", "log10", "logaddexp", "logical_and",
+    "logical_not", "logical_or", "logical_xor", "maximum", "minimum", "multiply", "negative",
+    "nextafter", "not_equal", "positive", "pow", "real", "reciprocal", "remainder", "round", "sign",
+    "signbit", "sin", "sinh", "sqrt", "square", "subtract", "tan", "tanh", "trunc",
+    # indexing, linear algebra, manipulation, searching, sets, sorting, statistics, utilities
+    "take", "take_along_axis", "matmul", "matrix_transpose", "tensordot", "vecdot",
+    "broadcast_arrays", "broadcast_shapes", "broadcast_to", "concat", "expand_dims", "flip",
+    "moveaxis", "permute_dims", "repeat", "reshape", "roll", "squeeze", "stack", "tile", "unstack",
+    "argmax", "argmin", "count_nonzero", "nonzero", "searchsorted", "where",
+    "isin", "unique_all", "unique_counts", "unique_inverse", "unique_values", "argsort", "sort",
+    "cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "std", "sum", "var",
+    "all", "any", "diff",
+    # the extensions
+    "fft", "linalg", "random",
+    # ruda's own: the array and device types, device selection, bfloat16, host conversion
+    "Array", "Device", "device", "devices", "default_device", "set_default_device", "bfloat16",
+    "HostConversionWarning", "allow_host_conversion",
+]
+
+# a NumPy/CuPy/PyTorch name (ruda.concatenate) gets the standard's spelling in its AttributeError
+__getattr__ = _hints.module_getattr(__name__)

@@ -14,7 +14,7 @@ import os
 
 import numpy as np
 
-from ruda import _dtypes
+from ruda import _dtypes, _host_conversion
 from ruda._devices import CPU, Device, device as _device
 
 API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12", "2025.12")
@@ -133,7 +133,9 @@ class Array(_Base):
         return self._data
 
     def __array__(self, dtype=None, copy=None):
-        a = self._host("converting to a NumPy array")
+        if self._device is not CPU:   # TypeError, or a host copy under ruda.allow_host_conversion()
+            return _host_conversion.to_numpy(self, dtype, copy)
+        a = self._data
         if copy:
             return np.array(a, dtype=dtype, copy=True)
         return np.asarray(a, dtype=dtype)

@@ -7,6 +7,7 @@ import numpy as np
 from ruda import _devices, _dtypes
 from ruda import _validation as v
 from ruda._array import Array, _speedups, new as _new
+from ruda.backends import dlpack_device_name
 
 _HOST_FAST = frozenset(_dtypes.all_dtypes)
 
@@ -297,21 +298,48 @@ def triu(x, /, *, k=0):
 
 
 def from_dlpack(x, /, *, device=None, copy=None):
+    """An array of DLPack producer ``x``'s data on ``device`` (default: the producer's).
+
+    On the producer's device the data is shared (``copy=True`` copies).  ``device`` naming
+    another device moves the data explicitly: from a host producer through a zero-copy host view,
+    to the host by asking the producer for a host copy (DLPack 1.0 ``dl_device=(kDLCPU, 0)``,
+    which also reaches devices ruda cannot hold), else through the host.
+    """
     if x.__class__ is Array:
         return asarray(x, device=device, copy=copy)
-    if not hasattr(x, "__dlpack__"):
-        raise TypeError(f"ruda.from_dlpack: x must support DLPack (__dlpack__); got {type(x).__name__}")
-    kind, index = x.__dlpack_device__()[:2]
-    src_kind = _DLPACK_KINDS.get(int(kind))
-    if src_kind is None:
-        raise BufferError(f"ruda.from_dlpack: DLPack device type {kind} is not supported by ruda")
-    src = _devices.device(src_kind if src_kind == "cpu" else f"{src_kind}:{index}")
-    dest = src if device is None else _devices.device(device)
-    if dest is not src and copy is False:
-        raise ValueError(f"ruda.from_dlpack: copy=False, but the data is on '{src}' and "
-                         f"device='{dest}' was asked for")
-    arr = Array._new(src.backend.from_dlpack(x, copy=copy if dest is src else None), src)
-    return arr if dest is src else arr.to_device(dest)
+    if not hasattr(x, "__dlpack__") or not hasattr(x, "__dlpack_device__"):
+        raise TypeError(f"ruda.from_dlpack: x must support DLPack (__dlpack__ and __dlpack_device__); "
+                        f"got {type(x).__name__}")
+    if copy is not None and copy.__class__ is not builtins.bool:
+        raise TypeError(f"ruda.from_dlpack: copy must be True, False or None; got {copy!r}")
+    kind, index = (int(k) for k in x.__dlpack_device__()[:2])
+    src_kind = _DLPACK_KINDS.get(kind)
+    here = f"DLPack device {(kind, index)} {dlpack_device_name((kind, index))}"
+    dest = None if device is None else _devices.device(device)
+    if dest is None:
+        if src_kind is None:
+            raise BufferError(f"ruda.from_dlpack: x is on {here}, which ruda cannot hold; pass "
+                              f"device='cpu' to ask the producer for a host copy")
+        dest = _devices.device(src_kind if src_kind == "cpu" else f"{src_kind}:{index}")
+    if src_kind == dest.kind and (src_kind == "cpu" or index == dest.backend.index):
+        return Array._new(dest.backend.from_dlpack(x, copy=copy), dest)
+    if copy is False:
+        raise ValueError(f"ruda.from_dlpack: copy=False, but x is on {here} and device='{dest}' was "
+                         f"asked for: that needs a copy")
+    if src_kind == "cpu":    # a host producer: a zero-copy view, uploaded to dest
+        return Array._new(np.from_dlpack(x), _devices.CPU).to_device(dest)
+    try:                     # the producer's own host copy (DLPack 1.0 cross-device export)
+        host = np.from_dlpack(x, device="cpu")
+    except (BufferError, TypeError, ValueError, NotImplementedError) as e:
+        if src_kind is None:
+            raise BufferError(f"ruda.from_dlpack: x is on {here}, which ruda cannot hold, and its "
+                              f"producer gave no host copy ({type(e).__name__}: {e})") from None
+        src = _devices.device(f"{src_kind}:{index}")    # an older producer: import, then move
+        return Array._new(src.backend.from_dlpack(x), src).to_device(dest)
+    if not host.flags.writeable:
+        host = host.copy()
+    out = Array._new(host, _devices.CPU)
+    return out if dest is _devices.CPU else out.to_device(dest)
 
 
 # C fast paths for host arrays (ruda/_speedups.c); every other call runs the code above
@@ -323,3 +351,9 @@ if _speedups is not None:
     zeros = _speedups.function("filled", zeros, (np.zeros, _host_pairs, _host_float))
     ones = _speedups.function("filled", ones, (np.ones, _host_pairs, _host_float))
     empty = _speedups.function("filled", empty, (np.empty, _host_pairs, _host_float))
+
+# keyword errors name the standard's spelling of a NumPy keyword (ruda/_hints.py)
+from ruda import _hints  # noqa: E402
+_hints.install(globals(), ("arange", "asarray", "empty", "empty_like", "eye", "from_dlpack",
+                        "full", "full_like", "linspace", "meshgrid", "ones", "ones_like", "tril",
+                        "triu", "zeros", "zeros_like"))

@@ -194,3 +194,9 @@ def _clip_bound(dev, x, arg, b, to_int):
         info = _dtypes.iinfo_object(dt)
         b = info.min if b < info.min else info.max if b > info.max else b
     return v.scalar(dev, b, dt, "clip")
+
+
+# keyword errors name the standard's spelling of a NumPy keyword (ruda/_hints.py); the unary
+# functions take no keywords
+from ruda import _hints  # noqa: E402
+_hints.install(globals(), ("clip", *BINARY))

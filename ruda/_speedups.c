@@ -943,10 +943,50 @@ typedef struct {
 
 static PyTypeObject FuncType;
 
+/* ruda._hints.keyword_error(fn, kwnames, exc): the TypeError naming the standard's spelling
+   of a keyword fn rejected, or None */
+static PyObject *hint_hook = NULL;
+
+/* A TypeError with no traceback came from binding the arguments (fn never ran): swap in the
+   hint's error, else keep it.  The error path only. */
+static void
+keyword_hint(FuncObject *f, PyObject *kwnames)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    if (tb == NULL) {
+        PyErr_NormalizeException(&type, &value, &tb);
+        PyObject *hint = PyObject_CallFunctionObjArgs(hint_hook, f->fn, kwnames, value, NULL);
+        if (hint != NULL && PyExceptionInstance_Check(hint)) {
+            PyErr_SetObject((PyObject *)Py_TYPE(hint), hint);
+            Py_DECREF(hint);
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+            return;
+        }
+        if (hint == NULL)
+            PyErr_Clear();
+        Py_XDECREF(hint);
+    }
+    PyErr_Restore(type, value, tb);
+}
+
 static PyObject *
 fallback(FuncObject *f, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    return PyObject_Vectorcall(f->fn, args, nargsf, kwnames);
+    PyObject *r = PyObject_Vectorcall(f->fn, args, nargsf, kwnames);
+    if (r == NULL && kwnames != NULL && hint_hook != NULL &&
+            PyErr_ExceptionMatches(PyExc_TypeError))
+        keyword_hint(f, kwnames);
+    return r;
+}
+
+/* no fast path: the Python function, with keyword hints on its errors */
+static PyObject *
+plain_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    return fallback((FuncObject *)self, args, nargsf, kwnames);
 }
 
 static PyObject *
@@ -1650,11 +1690,21 @@ m_function(PyObject *mod, PyObject *args)
         call = where_call;
     else if (strcmp(kind, "sort") == 0)
         call = sort_call;
+    else if (strcmp(kind, "plain") == 0)
+        call = plain_call;
     else {
         PyErr_Format(PyExc_ValueError, "ruda._speedups: unknown function kind %s", kind);
         return NULL;
     }
     return make_func(call, fn, extra, -1);
+}
+
+static PyObject *
+m_hints(PyObject *mod, PyObject *hook)
+{
+    Py_INCREF(hook);
+    Py_XSETREF(hint_hook, hook);
+    Py_RETURN_NONE;
 }
 
 static PyMethodDef module_methods[] = {
@@ -1666,6 +1716,7 @@ static PyMethodDef module_methods[] = {
     {"binary", m_binary, METH_VARARGS, "an elementwise function with the host fast path"},
     {"operators", m_operators, METH_VARARGS, "register the Python operators of one op"},
     {"function", m_function, METH_VARARGS, "a namespace function with a host fast path"},
+    {"hints", m_hints, METH_O, "register ruda._hints.keyword_error (keyword errors' hints)"},
     {NULL, NULL, 0, NULL}
 };
 

@@ -11,3 +11,5 @@ See ``Dataset`` for durability and concurrency, ``ruda.data._store`` for the fil
 from ruda.data._dataset import Dataset, shard_path  # noqa: F401
 from ruda.data._schema import DatasetError  # noqa: F401
 from ruda.data._import import from_npy, from_npz, from_numpy  # noqa: F401
+
+__all__ = ["Dataset", "DatasetError", "from_npy", "from_npz", "from_numpy", "shard_path"]
