@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 import ruda
+import expected_gaps
 
 # Property tests: modest example counts, no deadline (GPU dispatch latency varies), derandomized
 # for reproducible CI unless RUDA_HYPOTHESIS_RANDOM=1; RUDA_HYPOTHESIS_EXAMPLES overrides the count.
@@ -60,23 +61,20 @@ def to_numpy(x):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
-    """An op a device backend does not implement yet is reported as a skip with its reason.
-
-    Only ``NotImplementedError`` raised by a backend (see ruda/backends/__init__.py) is turned
-    into a skip, so the summary (-ra) lists every gap per device; any other error fails.
-    """
+    """A backend gap listed in tests/expected_gaps.py is an expected failure with its reason;
+    any other gap, like any other error, fails the test."""
     outcome = yield
     exc = outcome.excinfo[1] if outcome.excinfo else None
-    gaps = _backend_gaps(exc)
-    if gaps:
-        outcome.force_exception(pytest.skip.Exception(f"backend gap: {gaps[0]}", _use_item_location=True))
+    reasons = _listed_gaps(exc)
+    if reasons:
+        outcome.force_exception(pytest.xfail.Exception(f"backend gap: {reasons[0]}"))
 
 
-def _backend_gaps(exc):
-    """The backend NotImplementedErrors that make up ``exc`` (hypothesis may group several), or []."""
+def _listed_gaps(exc):
+    """The listed reasons for the backend gaps that make up ``exc`` (hypothesis may group
+    several), or [] when any part of it is not a listed gap."""
     if isinstance(exc, BaseExceptionGroup):
-        leaves = [g for e in exc.exceptions for g in (_backend_gaps(e) or [None])]
+        leaves = [g for e in exc.exceptions for g in (_listed_gaps(e) or [None])]
         return [] if None in leaves else leaves
-    if isinstance(exc, NotImplementedError) and "is not implemented on device" in str(exc):
-        return [exc]
-    return []
+    reason = expected_gaps.expected(exc)
+    return [reason] if reason else []

@@ -94,7 +94,7 @@ def test_unusable_numpy_scalars_and_foreign_arrays_raise(device):
         x < np.ones(3)                                                # noqa: B015
     with pytest.raises(TypeError, match="got list"):
         x != [1.0, 1.0, 1.0]                                          # noqa: B015
-    assert (x == None) is False and (x != "text") is True            # noqa: E711: not arrays
+    assert (x == None) is False and (x != "text") is True            # noqa: E711  (not arrays)
 
 
 def test_numpy_index_arrays_index_like_lists(device, rng):
