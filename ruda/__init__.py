@@ -6,7 +6,7 @@ arrays live on the host ("cpu"), NVIDIA GPUs ("cuda") or any GPU via WebGPU
 """
 import math as _math
 
-__version__ = "0.1.0"
+from ruda._version import __version__  # noqa: F401
 __array_api_version__ = "2025.12"
 
 from ruda import _dtypes  # noqa: E402
