@@ -16,6 +16,8 @@ the type suffix (``f32``/``f64``), ``{U}`` the same-width unsigned type.
 """
 import re
 
+from ruda.runtime.wgsl_math32 import F32_HELPERS, fact, horner, two_over_pi
+
 
 _F64_CONSTS = {
     "LN2_HI": "6.93147180369123816490e-01", "LN2_LO": "1.90821492927058770002e-10",
@@ -29,45 +31,21 @@ _F64_CONSTS = {
 
 def _taylor_horner(var, coefs):
     """Horner form of sum(coefs[i] * var**i) as WGSL (f64)."""
-    expr = f"{coefs[-1]!r}lf"
-    for c in reversed(coefs[:-1]):
-        expr = f"({c!r}lf + {var} * {expr})"
-    return expr
-
-
-def _fact(n):
-    out = 1
-    for i in range(2, n + 1):
-        out *= i
-    return out
-
+    return horner(var, coefs, "lf")
 
 
 def _two_over_pi_chunks(n=72):
-    """2/pi in n chunks of 24 bits (exact integers), computed with Python integers (Machin)."""
-    bits = 24 * n + 64
-    one = 1 << (bits + 8)
-
-    def arctan_inv(k):
-        total, term, kk, sign, i = 0, one // k, k * k, 1, 1
-        while term:
-            total += sign * (term // i)
-            term //= kk
-            sign = -sign
-            i += 2
-        return total
-    pi = 4 * (4 * arctan_inv(5) - arctan_inv(239))          # pi * 2^(bits+8)
-    two_over_pi = (2 * one * one) // pi                        # (2/pi) * 2^(bits+8)
-    frac = two_over_pi >> 8                                    # (2/pi) * 2^bits, 2/pi < 1
-    return [(frac >> (bits - 24 * (i + 1))) & 0xFFFFFF for i in range(n)]
+    """2/pi in n chunks of 24 bits (exact integers)."""
+    frac = two_over_pi(24 * n)
+    return [(frac >> (24 * (n - 1 - i))) & 0xFFFFFF for i in range(n)]
 
 
 _IPIO2 = _two_over_pi_chunks()
 
-_EXP_POLY = _taylor_horner("r", [1.0 / _fact(i) for i in range(0, 15)])
-_EXPM1_POLY = _taylor_horner("x", [1.0 / _fact(i) for i in range(1, 17)])   # expm1(x)/x
-_SIN_POLY = _taylor_horner("z", [(-1) ** i / _fact(2 * i + 1) for i in range(0, 11)])  # sin(r)/r
-_COS_POLY = _taylor_horner("z", [(-1) ** i / _fact(2 * i) for i in range(0, 11)])
+_EXP_POLY = _taylor_horner("r", [1.0 / fact(i) for i in range(0, 15)])
+_EXPM1_POLY = _taylor_horner("x", [1.0 / fact(i) for i in range(1, 17)])   # expm1(x)/x
+_SIN_POLY = _taylor_horner("z", [(-1) ** i / fact(2 * i + 1) for i in range(0, 11)])  # sin(r)/r
+_COS_POLY = _taylor_horner("z", [(-1) ** i / fact(2 * i) for i in range(0, 11)])
 _LOG_R = _taylor_horner("z", [2.0 / (2 * i + 3) for i in range(0, 12)])  # (2 atanh(s) / s - 2) / z
 _ATAN_POLY = _taylor_horner("z", [(-1) ** i / (2 * i + 1) for i in range(0, 30)])  # atan(t)/t
 
@@ -321,39 +299,6 @@ fn rem_pio2_big(x: f64) -> vec2<f64> {{
   if (x < 0.0lf) { return -r; }
   return r;
 }"""),
-    # ---------------------------------------------------------------- f32 helpers (adapters without f64)
-    "expm1_f32": ((), """fn expm1_f32(x: f32) -> f32 {
-  if (abs(x) < 1e-5f) { return x * (1.0f + 0.5f * x); }   // keeps -0
-  let u = exp(x);
-  if (u == 1.0f) { return x; }
-  let um = u - 1.0f;
-  if (um == -1.0f) { return -1.0f; }
-  if (abs(x) > 0.5f) { return um; }
-  return um * x / log(u);
-}"""),
-    # f32 logs: near 1 the builtins have only an absolute error bound (lavapipe's log2(0.999) was
-    # 1049 ulp off), so there 2 atanh(s), s = (x - 1) / (x + 1), from its series
-    "logser_f32": ((), f"""fn logser_f32(s: f32) -> f32 {{
-  let z = s * s;
-  return 2.0f * s + s * z * {_LOG_R.replace("lf", "f")};
-}}"""),
-    "log_f32": (("logser_f32",), """fn log_f32(x: f32) -> f32 {
-  if (x > 0.5f && x < 2.0f) { return logser_f32((x - 1.0f) / (x + 1.0f)); }
-  return log(x);
-}"""),
-    "log2_f32": (("log_f32",), """fn log2_f32(x: f32) -> f32 {
-  if (x > 0.5f && x < 2.0f) { return log_f32(x) * 1.44269504088896340736f; }
-  return log2(x);
-}"""),
-    "log10_f32": (("log_f32",), "fn log10_f32(x: f32) -> f32 { return log_f32(x) * 0.434294481903251827651f; }"),
-    "log1p_f32": (("logser_f32", "inf_f32", "nan_f32"), """fn log1p_f32(x: f32) -> f32 {
-  if (abs(x) < 0.41f) { return logser_f32(x / (2.0f + x)); }
-  let u = 1.0f + x;
-  if (u > 0.0f && u < 3.4e38f) { return log(u) + (x - (u - 1.0f)) / u; }
-  if (u == 0.0f) { return -inf_f32(); }
-  if (u > 0.0f) { return u; }
-  return nan_f32();
-}"""),
 }
 
 
@@ -370,12 +315,9 @@ def _f32_twin(name):
 
 for _n in ("atan", "atan2_core", "asin", "acos", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh"):
     HELPERS[_n + "_f32"] = _f32_twin(_n)
-# trig keeps the builtins (no f32 Payne-Hanek), with the standard's special values around them
-HELPERS.update({
-    "sin_f32": (("isfin_f32", "nan_f32"), "fn sin_f32(x: f32) -> f32 { if (!isfin_f32(x)) { return nan_f32(); } if (x == 0.0f) { return x; } return sin(x); }"),
-    "tan_f32": (("isfin_f32", "nan_f32"), "fn tan_f32(x: f32) -> f32 { if (!isfin_f32(x)) { return nan_f32(); } if (x == 0.0f) { return x; } return tan(x); }"),
-    "cos_f32": (("isfin_f32", "nan_f32"), "fn cos_f32(x: f32) -> f32 { if (!isfin_f32(x)) { return nan_f32(); } return cos(x); }"),
-})
+# float32 without f64: integer-reduced trig, exp/expm1/logs of f32 arithmetic, sinh/cosh with
+# float32's thresholds (replacing their twins)
+HELPERS.update(F32_HELPERS)
 
 # Generic per-float-type helpers; instantiate with T/S/Z ("f32", "f", "0.0f") via ``generic``.
 _GENERIC = {
