@@ -42,6 +42,8 @@ def info():
             if b.fallbacks:
                 ops = ", ".join(sorted(_public_op(op) for op in b.fallbacks))
                 print(f"{pad}runs through the host: {ops}")
+            for note in getattr(b, "notes", list)():
+                print(f"{pad}note: {note}")
     print()
     print('An array lives on one device: ruda.asarray(data, device="wgpu"); x.to_device("cpu") '
           "moves it.")

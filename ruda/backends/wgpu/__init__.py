@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from ruda import _dtypes
+from ruda import _dtypes, backends
 from ruda.backends import Backend
 from ruda.backends.wgpu import _device
 from ruda.backends.wgpu._array import HOST_STORAGE, IR, WArray, contiguous_strides
@@ -18,6 +18,8 @@ from ruda.backends.wgpu._matmul import MatmulOps
 from ruda.backends.wgpu._ops import Ops
 
 _contexts = {}
+# the dtypes each optional feature carries (withheld or absent on browser-class adapters)
+_FEATURE_DTYPES = {"shader-f64": ("float64", "complex128"), "shader-int64": ("int64", "uint64")}
 
 
 def _enabled():
@@ -83,6 +85,25 @@ class WgpuBackend(FftOps, MatmulOps, Ops, Backend):
         return (f"wgpu:{self.index} {info.get('device', '?')} via {info.get('backend_type', '?')} "
                 f"({info.get('adapter_type', '?')}; features: {feats}; max binding "
                 f"{self.ctx.max_binding >> 20} MiB)")
+
+    def notes(self):
+        """Plain-language notes for ``python -m ruda info``: dtypes this adapter costs and why."""
+        missing = [f for f in ("shader-f64", "shader-int64") if f not in self.ctx.features]
+        if not missing:
+            return []
+        lost = ", ".join(d for f in missing for d in _FEATURE_DTYPES[f])
+        dflt = ", ".join(f"{k} {_dtypes.name(v)}" for k, v in self.default_dtypes().items()
+                         if k in ("real floating", "integral"))
+        withheld = sorted(set(missing) & _device._withheld())
+        if withheld:
+            return [f"RUDA_WGPU_WITHOUT withholds {', '.join(withheld)}: no {lost} on this device "
+                    f"(defaults: {dflt})"]
+        if _device._is_gl(self.ctx.adapter):
+            # wgpu lists OpenGL only where no Vulkan driver is installed (or RUDA_WGPU_BACKEND asks)
+            return [f"OpenGL adapter (no Vulkan driver found): no {lost}, as it lacks "
+                    f"{', '.join(missing)} (defaults: {dflt}). Fix: install the Vulkan driver "
+                    f"(Debian/Ubuntu: sudo apt-get install mesa-vulkan-drivers)"]
+        return [f"the adapter lacks {', '.join(missing)}: no {lost} on this device (defaults: {dflt})"]
 
     # ------------------------------------------------------------------ capabilities
     def dtypes(self):
@@ -202,3 +223,15 @@ for _op, _reason in (
 ):
     WgpuBackend.host_fallback(_op, _reason)
 del _op, _reason
+
+
+def _matrix_rank(self, x, rtol=None):
+    """The host fallback, with the rank in the device's default integer dtype (NumPy counts in
+    int64, which an adapter without shader-int64 cannot hold)."""
+    host = backends._host_backend()
+    rtol = self.to_host(rtol) if self.is_native(rtol) else rtol
+    rank = host.linalg_matrix_rank(self.to_host(x), rtol=rtol)
+    return self.from_host(np.asarray(rank).astype(self.default_dtypes()["integral"], copy=False))
+
+
+WgpuBackend.linalg_matrix_rank = _matrix_rank
