@@ -1,6 +1,7 @@
 """Run the official array-api-tests suite against ruda on one device.
 
     python conformance/run.py PATH_TO_ARRAY_API_TESTS [--device cpu] [pytest args...]
+    python conformance/run.py PATH --device wgpu --without shader-f64,shader-int64   # browser-class
 
 PATH is a checkout of https://github.com/data-apis/array-api-tests with the spec
 (https://github.com/data-apis/array-api) at PATH/array-api; the suite is never
@@ -17,6 +18,8 @@ import sys
 import tempfile
 
 HERE = pathlib.Path(__file__).resolve().parent
+# the dtypes an adapter loses without each optional wgpu feature (ruda/backends/wgpu README)
+_COSTS = {"shader-f64": ("float64", "complex128"), "shader-int64": ("int64", "uint64")}
 _COUNT = re.compile(r"(\d+) (passed|failed|skipped|xfailed|xpassed|errors?|deselected)")
 
 
@@ -41,6 +44,10 @@ def main(argv=None):
     p.add_argument("suite", type=pathlib.Path, help="path of the array-api-tests checkout")
     p.add_argument("--device", default="cpu", help="ruda device to test (sets RUDA_DEVICE)")
     p.add_argument("--max-examples", type=int, default=None)
+    p.add_argument("--without", default="", metavar="FEATURES",
+                   help="wgpu features to withhold, e.g. shader-f64,shader-int64 (a browser-class "
+                        "adapter): sets RUDA_WGPU_WITHOUT and skips the dtypes they cost "
+                        "(ARRAY_API_TESTS_SKIP_DTYPES)")
     args, rest = p.parse_known_args(argv)
     suite = args.suite.resolve()
     if not (suite / "array_api_tests").is_dir():
@@ -48,6 +55,14 @@ def main(argv=None):
     kind = args.device.split(":")[0]
     xfails = HERE / f"xfails-{kind}.txt"
     env = dict(os.environ, ARRAY_API_TESTS_MODULE="ruda", RUDA_DEVICE=args.device)
+    without = [f.strip() for f in args.without.split(",") if f.strip()]
+    if without:
+        unknown = set(without) - set(_COSTS)
+        if unknown or kind != "wgpu":
+            p.error(f"--without takes wgpu features among {', '.join(_COSTS)} with --device wgpu; "
+                    f"got {args.without!r} with --device {args.device}")
+        env["RUDA_WGPU_WITHOUT"] = ",".join(without)
+        env["ARRAY_API_TESTS_SKIP_DTYPES"] = ",".join(d for f in without for d in _COSTS[f])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE.parent), env.get("PYTHONPATH")]))
     cmd = [sys.executable, "-m", "pytest", "array_api_tests", "-q", "-p", "no:cacheprovider", "-W", "ignore"]
     if xfails.exists():

@@ -4,6 +4,7 @@
 where present).  ``RUDA_TEST_DEVICES=cpu,wgpu`` restricts the set.
 """
 import os
+import traceback
 
 import numpy as np
 import pytest
@@ -32,6 +33,8 @@ def _device_params():
 
 
 DEVICES = _device_params()
+_TESTS = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_CREATION = os.path.abspath(ruda._creation.__file__)
 
 
 @pytest.fixture(params=DEVICES)
@@ -68,6 +71,21 @@ def pytest_runtest_call(item):
     reasons = _listed_gaps(exc)
     if reasons:
         outcome.force_exception(pytest.xfail.Exception(f"backend gap: {reasons[0]}"))
+    elif _own_data_lacks_dtype(exc):
+        outcome.force_exception(pytest.skip.Exception(
+            f"the test's own data needs a dtype this device lacks: {exc}", _use_item_location=True))
+
+
+def _own_data_lacks_dtype(exc):
+    """A test that makes its own data in a dtype the device lacks (float64 or int64 on a
+    browser-class wgpu adapter, ``RUDA_WGPU_WITHOUT=shader-f64,shader-int64``): the refusal
+    came from a creation call (``ruda.asarray``, ``ruda.zeros``...) made by test code itself.
+    The same refusal from inside any other ruda function is a failure."""
+    if not isinstance(exc, TypeError) or "lacks the shader-" not in str(exc):
+        return False
+    frames = [f.f_code.co_filename for f, _ in traceback.walk_tb(exc.__traceback__)]
+    last = max((i for i, f in enumerate(frames) if f.startswith(_TESTS)), default=None)
+    return last is not None and last + 1 < len(frames) and frames[last + 1] == _CREATION
 
 
 def _listed_gaps(exc):
