@@ -506,3 +506,48 @@ def test_rendered_serial_reductions_and_fold_on_the_host(tmp_path, rng):
     view = np.lib.stride_tricks.as_strided(ob, (7, 5, 13), (ob.strides[0], ob.strides[1], 0))
     mod.run(mm, (7, 5, 13), [ha, hb, view])
     np.testing.assert_allclose(ob[:, :, 0], ha @ hb, rtol=1e-12)
+
+
+def _bisect_kernel(dt, right):
+    """out = searchsorted(s, v, side) for sorted arg 0 (flat, s.size in param 0): an Iterate over
+    param 1 = s.size.bit_length() steps of (param 2 = the largest power of two <= s.size) >> k."""
+    pos, k = ir.Var("pos"), ir.Var("k")
+    n, steps, top = (ir.Param(i, "i32") for i in range(3))
+    v = ir.load(1, dt)
+    cand = ir.op("add", pos, ir.op("shr", top, k))
+    a = ir.Load(0, ir.Flat(ir.op("sub", ir.op("min", cand, n), ir.const(1, "i32"))), dt)
+    ok = ir.op("and", ir.op("le", cand, n), ir.op("le" if right else "lt", a, v))
+    found = ir.iterate(k, ir.const(0, "i32"), steps, pos, ir.const(0, "i32"), ir.select(ok, cand, pos))
+    return ir.Kernel(f"bisect_{dt}_{right}", (ir.Arg("s", dt, 0), ir.Arg("v", dt, 1), ir.Arg("o", "i64", 1, True)),
+                     ("i32", "i32", "i32"), 1, ir.Map((ir.Store(2, ir.Strided(), ir.cast(found, "i64")),)))
+
+
+def test_iterate_renders_a_loop_carrying_its_value():
+    src = cuda_c.CudaCRenderer().render(_bisect_kernel("f64", False)).source
+    lines = [ln.strip() for ln in src.splitlines()]
+    at = [i for i, ln in enumerate(lines) if ln.startswith("for (int t")]
+    assert len(at) == 1, src
+    before, after = "\n".join(lines[:at[0]]), "\n".join(lines[at[0]:])
+    assert "a1[" in before and "a1[" not in after         # the query: loaded once, before the loop
+    assert "a0[" in after                                 # the sorted values: in it
+    head = lines[at[0] - 1]
+    assert head.startswith("int t") and head.endswith(" = ((int)0);"), head   # the carried value
+    assert f"{head.split()[1]} = t" in after              # assigned in the loop, by a fresh name
+    assert "pos" not in src and " k " not in src          # the Vars' own names are not used
+
+
+@pytest.mark.skipif(_gxx() is None, reason="no g++ to compile the rendered kernels for the host")
+def test_rendered_iterate_on_the_host(tmp_path, rng):
+    """The binary search Iterate, compiled for the host, against np.searchsorted at sizes around
+    powers of two (the same kernel for every size)."""
+    ks = {(dt, right): _bisect_kernel(dt, right) for dt in ("f64", "i32") for right in (False, True)}
+    mod = HostModule(list(ks.values()), tmp_path)
+    for n in (1, 2, 3, 7, 8, 9, 1000, 1024, 1025):
+        for (dt, right), k in ks.items():
+            s = np.sort(rng.integers(-20, 20, n)).astype(NP[dt])
+            v = np.concatenate([s, rng.integers(-25, 25, 50).astype(NP[dt])])
+            out = np.empty(v.size, np.int64)
+            steps = n.bit_length()
+            mod.run(k, (v.size,), [s, v, out], (n, steps, 1 << (steps - 1)))
+            np.testing.assert_array_equal(out, np.searchsorted(s, v, side="right" if right else "left"),
+                                          err_msg=f"{dt} right={right} n={n}")

@@ -150,6 +150,39 @@ def test_searchsorted_scalar_and_errors(device):
         xp.searchsorted(xp.reshape(x, (2, 4)), x)
 
 
+def _search_values(rng, n, dt):
+    """n values with ties, and, for floats, NaNs, infinities and both zeros (NaN sorts last)."""
+    a = tied(rng, (n,), dt)
+    if np.dtype(dt).kind == "f":
+        a[rng.random(n) < 0.1] = np.nan
+        a[: min(n, 3)] = [np.inf, -np.inf, -0.0][: min(n, 3)]
+    elif n:
+        info = np.iinfo(dt)
+        a[rng.random(n) < 0.1] = info.max
+        a[0] = info.min
+    return a
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 9, 1023, 1024, 1025, 5000])
+def test_searchsorted_sizes_nan_and_sorter(device, n):
+    """Sizes around powers of two (the search takes bit_length(n) steps), queries at every sorted
+    value and NaN/inf/-0.0 between, both sides, with and without sorter, strided queries."""
+    rng = np.random.default_rng(n)
+    for dt in supported(device, "real floating")[:1] + supported(device, "integral")[::3]:
+        x1 = _search_values(rng, n, dt)
+        q = np.repeat(np.concatenate([x1, _search_values(rng, 2 * n + 7, dt)]), 2)
+        qv, q = view(xp.asarray(q, device=device), q, "strided")    # every value, stride 2
+        sorter = np.argsort(x1, kind="stable")
+        s = np.sort(x1)
+        for side in ("left", "right"):
+            exp = np.searchsorted(s, q, side=side)
+            assert_result(xp.searchsorted(xp.asarray(s, device=device), qv, side=side), exp,
+                          dtype=index_dtype(device))
+            res = xp.searchsorted(xp.asarray(x1, device=device), qv, side=side,
+                                  sorter=xp.asarray(sorter, device=device))
+            assert_result(res, np.searchsorted(x1, q, side=side, sorter=sorter), dtype=index_dtype(device))
+
+
 @given(data=st.data(), seed=seeds, shp=broadcastable_pair())
 def test_where(device, data, seed, shp):
     dt = data.draw(st.sampled_from(supported(device)), label="dtype")
@@ -216,6 +249,21 @@ def test_isin(device, data, seed, s1, n2, invert):
     s = b[0].item() if n2 else 1
     res = xp.isin(xp.asarray(a, device=device), s)
     assert_result(res, np.isin(a, np.asarray(s, dt)), dtype=xp.bool)
+
+
+@pytest.mark.parametrize("n2", [1, 2, 3, 255, 256, 257, 3000])
+def test_isin_sizes_nan_and_dtypes(device, n2):
+    """isin against more values than the property test draws, NaN never a member, every kind."""
+    rng = np.random.default_rng(n2)
+    kinds = supported(device, "real floating") + supported(device, "integral")[::3] + \
+        supported(device, "complex floating")[:1]
+    for dt in kinds:
+        b = _search_values(rng, n2, dt) if np.dtype(dt).kind != "c" else tied(rng, (n2,), dt)
+        a = np.concatenate([b[: n2 // 2 * 2], _search_values(rng, 40, dt) if np.dtype(dt).kind != "c"
+                            else tied(rng, (40,), dt)]).reshape(-1, 2)
+        for invert in (False, True):
+            res = xp.isin(xp.asarray(a, device=device), xp.asarray(b, device=device), invert=invert)
+            assert_result(res, np.isin(a, b, invert=invert), dtype=xp.bool)
 
 
 def test_isin_complex(device):

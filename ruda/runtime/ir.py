@@ -44,6 +44,14 @@ Expressions (all carry ``dtype``)
 ``Fold(op, var, start, stop, body, init)``
                              ``acc = init; for var in range(start, stop): acc = op(acc, body)``
                              with ``op`` a binary op name (e.g. ``add``): inner loops (matmul).
+``Iterate(var, start, stop, acc, init, body)``
+                             ``acc = init; for var in range(start, stop): acc = body``, where
+                             ``body`` may read both the loop :class:`Var` ``var`` and the carried
+                             :class:`Var` ``acc`` (a loop whose step depends on the previous one,
+                             e.g. a binary search with a runtime number of steps, so the kernel
+                             text does not depend on sizes).  The renderer gives ``var`` and
+                             ``acc`` fresh names (loops never clash) and computes the parts of
+                             ``body`` that read neither once, before the loop.
 
 Index maps
 ----------
@@ -70,7 +78,7 @@ Kernel bodies
                   inclusive (or exclusive) prefix ``op`` (``add``/``mul``/``max``/``min``)
                   along the LAST iteration dimension; ``out[Strided()] = scan``.
 
-Helpers: :func:`const`, :func:`op`, :func:`cast`, :func:`load` build nodes
+Helpers: :func:`const`, :func:`op`, :func:`cast`, :func:`load`, :func:`iterate` build nodes
 with inferred dtypes.
 """
 from dataclasses import dataclass, field
@@ -220,6 +228,17 @@ class Fold(Expr):
     dtype: str
 
 
+@dataclass(frozen=True)
+class Iterate(Expr):
+    var: Var
+    start: Expr
+    stop: Expr
+    acc: Var
+    init: Expr
+    body: Expr
+    dtype: str
+
+
 # --------------------------------------------------------------------- kernels
 @dataclass(frozen=True)
 class Arg:
@@ -314,6 +333,16 @@ def select(cond, a, b):
     return Select(cond, a, b, a.dtype)
 
 
+def iterate(var, start, stop, acc, init, body):
+    """An :class:`Iterate` node; ``acc`` takes ``init``'s dtype, which ``body`` must keep."""
+    if not (isinstance(var, Var) and isinstance(acc, Var)):
+        raise ValueError("ir.iterate: var and acc must be Var nodes")
+    if acc.dtype != init.dtype or body.dtype != init.dtype:
+        raise ValueError(f"ir.iterate: acc ({acc.dtype}), init ({init.dtype}) and body "
+                         f"({body.dtype}) must share a dtype")
+    return Iterate(var, start, stop, acc, init, body, init.dtype)
+
+
 def load(arg, dtype, index=None):
     return Load(arg, Strided() if index is None else index, dtype)
 
@@ -356,3 +385,5 @@ def walk(node):
             stack.extend((n.cond, n.a, n.b))
         elif isinstance(n, Fold):
             stack.extend((n.start, n.stop, n.body, n.init))
+        elif isinstance(n, Iterate):
+            stack.extend((n.start, n.stop, n.init, n.body))

@@ -1,6 +1,6 @@
 """The part of kernel rendering the WGSL and CUDA C renderers share: the walk of a kernel's
-expression DAG into memoized temporaries, folds (loops carrying an accumulator) and strided
-index sums.
+expression DAG into memoized temporaries, folds and iterations (loops carrying an accumulator)
+and strided index sums.
 
 A renderer subclasses ``ExprRender`` and gives its syntax: ``literal``, ``size``, ``param``,
 ``load``, ``op``, ``cast``, ``bitcast``, ``select``, ``declare``, ``loop``, ``index_sum``, and for
@@ -31,6 +31,7 @@ class ExprRender:
         self.lay = layout(kernel)
         self.helpers = {}
         self.counter = 0
+        self.bound = []                     # the Vars of the loops being rendered, outermost first
 
     def tmp(self):
         self.counter += 1
@@ -61,6 +62,8 @@ class ExprRender:
         if isinstance(node, ir.Fold):
             return self.fold(node, sc)
         self.check(node)
+        if isinstance(node, ir.Iterate):
+            return self.iterate(node, sc)
         if isinstance(node, ir.Param):
             s = self.param(node.index, node.dtype)
         elif isinstance(node, ir.Load):
@@ -81,6 +84,15 @@ class ExprRender:
         sc.memo[node] = t
         return t
 
+    def bind(self, *vs):
+        """Enter a loop binding Vars ``vs``; a Var an enclosing loop binds is refused (the memo
+        would confuse the two)."""
+        for v in vs:
+            if any(v.name == b.name for b in self.bound):
+                raise RenderError(f"{self.NAME}: loop variable {v.name!r} of {self.k.name!r} is already "
+                                  f"bound by an enclosing loop; nested loops need distinct Vars")
+        self.bound.extend(vs)
+
     def fold(self, node, sc):
         init = self.expr(node.init, sc)
         start = self.expr(node.start, sc)
@@ -88,7 +100,9 @@ class ExprRender:
         acc = self.tmp()
         sc.lines.append(self.declare(acc, node.dtype, init, mutable=True))
         inner = Scope(sc)
+        self.bind(node.var)
         body = self.expr(node.body, inner)
+        del self.bound[-1]
         comb = self.op(ir.Op(node.op, (node.init, node.body), node.dtype), [acc, body])
         sc.lines.append(self.loop(node.var.name, node.var.dtype, start, stop))
         sc.lines.extend("  " + ln for ln in inner.lines)
@@ -96,6 +110,76 @@ class ExprRender:
         sc.lines.append("}")
         sc.memo[node] = acc
         return acc
+
+    def iterate(self, node, sc):
+        """``acc = init; for var in [start, stop): acc = body`` with fresh names for ``var`` and
+        ``acc``; the parts of ``body`` that read neither are computed before the loop."""
+        init = self.expr(node.init, sc)
+        start = self.expr(node.start, sc)
+        stop = self.expr(node.stop, sc)
+        self.hoist(node.body, (node.var, node.acc), sc)
+        acc, i = self.tmp(), self.tmp()
+        sc.lines.append(self.declare(acc, node.dtype, init, mutable=True))
+        inner = Scope(sc)
+        inner.memo[node.var] = i
+        inner.memo[node.acc] = acc
+        self.bind(node.var, node.acc)
+        body = self.expr(node.body, inner)
+        del self.bound[-2:]
+        sc.lines.append(self.loop(i, node.var.dtype, start, stop))
+        sc.lines.extend("  " + ln for ln in inner.lines)
+        sc.lines.append(f"  {acc} = {body};")
+        sc.lines.append("}")
+        sc.memo[node] = acc
+        return acc
+
+    _LEAVES = (ir.Const, ir.Coord, ir.Size, ir.Var)          # names or literals, no temporaries
+    _HOISTABLE = (ir.Param, ir.Load, ir.Op, ir.Cast, ir.Bitcast, ir.Select)
+
+    def hoist(self, body, bound, sc):
+        """Render into ``sc`` the largest subexpressions of ``body`` that read none of the Vars
+        ``bound`` (nested loops stay where they are).  Nodes are visited once each (by identity):
+        a loop body is a DAG whose tree may be far larger."""
+        dep = {}
+
+        def children(n):
+            if isinstance(n, ir.Load):
+                idx = n.index
+                return (idx.expr,) if isinstance(idx, ir.Flat) else (idx.coords or ())
+            if isinstance(n, ir.Op):
+                return n.args
+            if isinstance(n, (ir.Cast, ir.Bitcast)):
+                return (n.x,)
+            if isinstance(n, ir.Select):
+                return (n.cond, n.a, n.b)
+            return ()
+
+        def reads_bound(n):
+            got = dep.get(id(n))
+            if got is None:
+                if isinstance(n, ir.Var):
+                    got = any(n == b for b in bound)
+                elif isinstance(n, self._HOISTABLE):
+                    got = False
+                    for c in children(n):      # no short cut: every child gets its answer
+                        got = reads_bound(c) or got
+                else:
+                    got = not isinstance(n, self._LEAVES)     # Fold, Iterate: left in the loop
+                dep[id(n)] = got
+            return got
+
+        reads_bound(body)
+        seen = set()
+        stack = [body]
+        while stack:
+            n = stack.pop()
+            if id(n) in seen:
+                continue
+            seen.add(id(n))
+            if not dep.get(id(n), True) and isinstance(n, self._HOISTABLE):
+                self.expr(n, sc)
+            elif isinstance(n, self._HOISTABLE):
+                stack.extend(children(n))
 
     def index(self, arg, idx, sc):
         """Element index of ``idx`` into arg ``arg``: its offset plus coordinates times strides."""

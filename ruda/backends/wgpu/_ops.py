@@ -162,6 +162,26 @@ def _order(op, a, b):
                  ir.op("and", ir.op("eq", ra, rb), ir.op(op, ir.op("imag", a), ir.op("imag", b))))
 
 
+def _bsearch(v, dt, right):
+    """IR: how many of the sorted values (arg 0, flat) sort before ``v`` (``right``: at or
+    before), NaN last.  A loop over runtime params (n, steps = n.bit_length(), top = 1 << (steps
+    - 1)): step ``k`` tries ``pos + (top >> k)``, so the kernel is the same for every n."""
+    pos, k = ir.Var("pos"), ir.Var("k")
+    n, steps, top = (ir.Param(i, I) for i in range(3))
+    cand = ir.op("add", pos, ir.op("shr", top, k))
+    a = ir.Load(0, ir.Flat(ir.op("sub", ir.op("min", cand, n), ir.Const(1, I))), dt)
+    if dt in ir.FLOATS or dt in ir.COMPLEX:     # complex: isin only
+        na, nv = ir.op("isnan", a), ir.op("isnan", v)
+        if right:
+            ok = ir.op("or", nv, ir.op("and", ir.op("not", na), _order("le", a, v)))
+        else:
+            ok = ir.op("and", ir.op("not", na), ir.op("or", nv, _order("lt", a, v)))
+    else:
+        ok = ir.op("le" if right else "lt", a, v)
+    ok = ir.op("and", ir.op("le", cand, n), ok)
+    return ir.iterate(k, ir.Const(0, I), steps, pos, ir.Const(0, I), ir.select(ok, cand, pos))
+
+
 class Ops:
     # ================================================================== plumbing
     def _new(self, shape, dtype):
@@ -1439,42 +1459,19 @@ class Ops:
             x1 = self.take(x1, sorter, axis=0)
         x1 = self._contig(x1)
         n = x1.shape[0]
-        steps = []
-        s = 1
-        while s <= n:
-            steps.append(s)
-            s *= 2
-        steps.reverse()
-        right = side == "right"
-        dt = x1.ir
-
-        def fn(v, nn):
-            pos = ir.Const(0, I)
-            for st in steps:
-                cand = ir.op("add", pos, ir.Const(st, I))
-                a = ir.Load(0, ir.Flat(ir.op("sub", ir.op("min", cand, nn), ir.Const(1, I))), dt)
-                if dt in ir.FLOATS or dt in ir.COMPLEX:     # complex: isin only
-                    na, nv = ir.op("isnan", a), ir.op("isnan", v)
-                    if right:
-                        ok = ir.op("or", nv, ir.op("and", ir.op("not", na), _order("le", a, v)))
-                    else:
-                        ok = ir.op("and", ir.op("not", na), ir.op("or", nv, _order("lt", a, v)))
-                else:
-                    ok = ir.op("le" if right else "lt", a, v)
-                ok = ir.op("and", ir.op("le", cand, nn), ok)
-                pos = ir.op("add", pos, ir.select(ok, ir.Const(st, I), ir.Const(0, I)))
-            return ir.cast(pos, IR[idt])
         out = self._new(x2.shape, idt)
         if out.size == 0 or n == 0:
             return self.full(x2.shape, 0, idt) if out.size else out
-        nd = x2.ndim
-        kkey = ("searchsorted", dt, right, len(steps), nd, IR[idt])
+        right = side == "right"
+        dt, nd = x1.ir, x2.ndim
+        kkey = ("searchsorted", dt, right, nd, IR[idt])
         k = _K.get(kkey)
         if k is None:
-            val = fn(ir.load(1, dt), ir.Param(0, I))
+            val = ir.cast(_bsearch(ir.load(1, dt), dt, right), IR[idt])
             k = _K[kkey] = ir.Kernel("searchsorted", (ir.Arg("s", dt, 0), ir.Arg("v", dt, nd), ir.Arg("o", IR[idt], nd, True)),
-                                     (I,), nd, ir.Map((ir.Store(2, ir.Strided(), val),)))
-        self._launch(k, [x1, x2, out], [(), x2.strides, out.strides], x2.shape, (n,))
+                                     (I, I, I), nd, ir.Map((ir.Store(2, ir.Strided(), val),)))
+        steps = n.bit_length()
+        self._launch(k, [x1, x2, out], [(), x2.strides, out.strides], x2.shape, (n, steps, 1 << (steps - 1)))
         return out
 
     def isin(self, x1, x2, invert=False):
@@ -1487,9 +1484,9 @@ class Ops:
         n = flat.size
         dt = x1.ir
 
-        def fn(v, p):
-            pc = ir.op("min", ir.cast(p, I), ir.Const(n - 1, I))
-            hit = ir.op("and", ir.op("lt", ir.cast(p, I), ir.Const(n, I)),
+        def fn(v, p, nn):
+            pc = ir.op("min", ir.cast(p, I), ir.op("sub", nn, ir.Const(1, I)))
+            hit = ir.op("and", ir.op("lt", ir.cast(p, I), nn),
                         ir.op("eq", ir.Load(2, ir.Flat(pc), dt), v))
             if dt in ir.FLOATS:
                 hit = ir.op("and", hit, ir.op("not", ir.op("isnan", v)))
@@ -1498,13 +1495,13 @@ class Ops:
         if out.size == 0:
             return out
         nd = x1.ndim
-        kkey = ("isin", dt, nd, pos.ir, invert, n)
+        kkey = ("isin", dt, nd, pos.ir, invert)
         k = _K.get(kkey)
         if k is None:
-            val = fn(ir.load(0, dt), ir.load(1, pos.ir))
+            val = fn(ir.load(0, dt), ir.load(1, pos.ir), ir.Param(0, I))
             k = _K[kkey] = ir.Kernel("isin", (ir.Arg("v", dt, nd), ir.Arg("p", pos.ir, nd), ir.Arg("s", dt, 0),
-                                              ir.Arg("o", "bool", nd, True)), (), nd, ir.Map((ir.Store(3, ir.Strided(), val),)))
-        self._launch(k, [x1, pos, s, out], [x1.strides, pos.strides, (), out.strides], x1.shape)
+                                              ir.Arg("o", "bool", nd, True)), (I,), nd, ir.Map((ir.Store(3, ir.Strided(), val),)))
+        self._launch(k, [x1, pos, s, out], [x1.strides, pos.strides, (), out.strides], x1.shape, (n,))
         return out
 
     def _unique_core(self, x):
