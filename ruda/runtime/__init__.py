@@ -1,9 +1,19 @@
-"""ruda's kernel runtime: knows nothing of arrays.
+"""ruda's kernel runtime: knows nothing of arrays (README.md: where each kind of kernel lives).
 
-* :mod:`ruda.runtime.ir`       -- the kernel IR (typed expressions, strided loads/stores,
-  reductions, scans); shared by every renderer.
-* :mod:`ruda.runtime.packing`  -- the metadata layout (shapes, strides, offsets, scalars)
+* :mod:`ruda.runtime.ir`          -- the kernel IR: typed expressions over strided loads and
+  stores, with Map, Reduce and Scan bodies; what every renderer reads.
+* :mod:`ruda.runtime.render`      -- the expression walk the WGSL and CUDA C renderers share.
+* :mod:`ruda.runtime.wgsl`        -- the WGSL renderer (WebGPU compute shaders).
+* :mod:`ruda.runtime.wgsl_math`   -- WGSL helper functions: f64 math, NumPy-exact integer and
+  float helpers, complex arithmetic.
+* :mod:`ruda.runtime.wgsl_math32` -- WGSL float32 math for adapters without shader-f64.
+* :mod:`ruda.runtime.cuda_c`      -- the CUDA C renderer (source for NVRTC).
+* :mod:`ruda.runtime.packing`     -- the metadata layout (shapes, strides, offsets, scalars)
   that lets one compiled kernel serve every shape.
-* :mod:`ruda.runtime.wgsl`     -- the WGSL renderer (WebGPU compute shaders).
-* :mod:`ruda.runtime.cache`    -- two-level cache: IR kernel -> program, (device, source) -> pipeline.
+* :mod:`ruda.runtime.cache`       -- the two-level cache: IR kernel -> program, then
+  (device, source) -> pipeline.
+* :mod:`ruda.runtime.kernels`     -- named source generators where the IR does not fit (tiled
+  WGSL matmul and its tuning candidates).
+* :mod:`ruda.runtime.tune`        -- the tuner: times candidates on the device, validates them,
+  remembers the fastest in a cache file.
 """
