@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Batched GPU session on an NVIDIA machine (how the H200 figures in conformance/ and bench/ were
-# made), in two phases that each end well inside a 10-minute command:
+# The GPU checks on an NVIDIA machine, batched (how the H200 figures in conformance/ and bench/
+# are made), in two phases that each end well inside a 10-minute command:
 #   bash scripts/gpu_session.sh tests [path-to-array-api-tests]   # suites on cuda and wgpu
 #   bash scripts/gpu_session.sh bench                             # NCCL check + benchmarks
 # Logs go to $OUT, at most 6 files a phase. The suite's requirements (hypothesis, ndindex,

@@ -282,7 +282,7 @@ def run(args, out=sys.stdout, save=None):
 
 
 def criteria(results):
-    """The matmul goals of issue 5, evaluated on this run's rows (4096^3 and 8192^3)."""
+    """The matmul targets, evaluated on this run's rows (4096^3 and 8192^3)."""
     rows = {}
     for r in results:
         if r["group"] == "matmul" and r["op"] == "matmul" and "median_s" in r:

@@ -43,7 +43,7 @@ def _rng():
 
 
 # ---------------------------------------------------------------------------------------
-# host: ruda on cpu vs NumPy, per-call overhead (issue 2)
+# host: ruda on cpu vs NumPy, per-call overhead
 def _host_ops():
     """(name, setup) pairs; setup(c, n) returns the callable for contestant c on size n."""
     import ruda as xp

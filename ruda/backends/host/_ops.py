@@ -65,9 +65,9 @@ def min(x, axis, keepdims=False):
     return np.minimum.reduce(x, axis=axis, keepdims=keepdims)
 
 
-# bfloat16 orders through NumPy's generic compare-based sorts, which some ml_dtypes builds get
-# wrong around NaN (the H200 machine's NumPy 2.3.5 sorted [-0, nan, -inf, ...] as it stood,
-# 2026-12-04); bfloat16 -> float32 is exact, so the ordering ops work on float32 copies.
+# bfloat16 orders through NumPy's generic compare-based sorts, which some NumPy/ml_dtypes builds
+# get wrong around NaN (NumPy 2.3.5 left [-0, nan, -inf, ...] unsorted); bfloat16 -> float32 is
+# exact, so the ordering ops work on float32 copies.
 _BF16 = _dtypes.bfloat16
 
 
