@@ -3,7 +3,7 @@
     python bench/bench_wgpu.py [out.json] [--size-mib 1024] [--device wgpu:0] [--repeat 10]
                                [--cases add,sum]
 
-Cases (issue 3 targets on an NVIDIA H200 through Vulkan):
+Cases (with their targets on an NVIDIA H200 through Vulkan):
   add      f32 elementwise add of SIZE bytes per operand; GB/s counts 2 reads + 1 write
   sum      f32 sum of SIZE bytes; GB/s counts the bytes read
   small    a loop of 1,000 small ops (1e3 elements each): microseconds per op

@@ -603,7 +603,7 @@ def test_dlpack_with_torch():
 def test_host_orders_bfloat16_like_its_float_values():
     """sort, argsort, unique_* and searchsorted of host bfloat16 arrays order as the values do
     (NaN last, -0 == 0, stable), against NumPy on float64 copies: the H200 machine's NumPy 2.3.5
-    and ml_dtypes sorted bfloat16 [-0, nan, -inf, ...] as it stood (2026-12-04)."""
+    and ml_dtypes sorted bfloat16 [-0, nan, -inf, ...] as it stood."""
     rng = np.random.default_rng(12)
     a = rand_bf16(rng, (5, 9))
     a[0, :5] = np.array([-0.0, np.nan, -np.inf, 0.0, np.inf], BF16)

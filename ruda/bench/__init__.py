@@ -273,7 +273,7 @@ def run(args, out=sys.stdout, save=None):
                     f"> {m['target']:g}x" for m in misses))
     crit = criteria(results)
     if crit:
-        p("issue 5 matmul criteria (speed = time(reference)/time(ruda)):")
+        p("matmul criteria (speed = time(reference)/time(ruda)):")
         for c in crit:
             verdict = "not measured" if c["ok"] is None else ("PASS" if c["ok"] else "FAIL")
             val = "-" if c["value"] is None else f"{c['value']:.3g}"
