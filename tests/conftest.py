@@ -62,6 +62,19 @@ def to_numpy(x):
     return np.asarray(x.to_device("cpu"))
 
 
+def pytest_collection_modifyitems(config, items):
+    """``RUDA_TEST_DEVICE_TESTS=1`` keeps only the tests that run on a device (those taking the
+    ``device`` or ``wgpu_device`` fixture, and the test_wgpu* files): CI's second pass, on wgpu
+    with shader-f64/int64 withheld, runs none of the host-only tests again."""
+    if os.environ.get("RUDA_TEST_DEVICE_TESTS", "") in ("", "0"):
+        return
+    keep = [it for it in items if {"device", "wgpu_device"} & set(getattr(it, "fixturenames", ()))
+            or it.path.name.startswith("test_wgpu")]
+    if len(keep) < len(items):
+        config.hook.pytest_deselected(items=[it for it in items if it not in set(keep)])
+        items[:] = keep
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
     """A backend gap listed in tests/expected_gaps.py is an expected failure with its reason;
