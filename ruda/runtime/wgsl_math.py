@@ -4,8 +4,9 @@ float helpers, complex arithmetic.
 Why f64 math is written out: SPIR-V's GLSL.std.450 ``Exp``/``Log``/``Sin``... are defined for
 16/32-bit floats only, and drivers (lavapipe, others per wgpu's tracker) return garbage for
 f64.  Only +, -, *, /, sqrt, floor/ceil/round/trunc, abs, min/max and bit casts are used here.
-Accuracy (tests/test_wgpu.py): a few ULP against NumPy on |x| < 1e5 for the
-trigonometric functions (Cody-Waite reduction with a three-part pi/2, no Payne-Hanek).
+Accuracy (tests/test_wgpu.py): a few ULP against NumPy (trigonometric functions: Cody-Waite
+reduction with a three-part pi/2, Payne-Hanek above 2^19).  float32 on adapters without f64:
+``wgsl_math32`` (its own, integer-reduced trig, exp and logs), merged into ``HELPERS`` here.
 
 Argument reductions are written as explicit ``fma`` chains: NVIDIA's Vulkan compiler rewrote
 ``(x - k * hi) - k * lo`` so that f64 exp/sinh/cosh/tan lost up to 9 ULP on an H200 (an fma is
