@@ -195,8 +195,18 @@ def test_budget_limits_rounds(cache_path):
     assert tuner.last_report["rounds"] == 2
     tuner = tune.Tuner(FP, FakeTimer({"ref": 1, "slow": 1, "fast": 1}), budget=0.0, min_rounds=3,
                        max_rounds=50)
-    tuner.choose("rowsum", "float64", X.shape, cands, build)
-    assert tuner.last_report["rounds"] == 1          # past 3x the budget: stop after one round
+    tuner.choose("rowsum", "float32", (200, 40), cands, build)
+    rep = tuner.last_report     # the budget went to the first two (min_tried), timed once: no rounds
+    assert rep["rounds"] == 0 and set(rep["median_s"]) == {"ref", "slow"} and rep["skipped"] == ["fast"]
+    fast = {"ref": 1e-5, "slow": 1e-5, "fast": 1e-5}    # calibrated to 20 calls: not a sample
+    tuner = tune.Tuner(FP, FakeTimer(fast), budget=0.0, min_rounds=3, min_tried=3)
+    tuner.choose("rowsum", "float32", (1000, 40), cands, build)
+    assert tuner.last_report["rounds"] == 1          # past 3x the budget: one round, then stop
+    timer = FakeTimer({"ref": 1, "slow": 1, "fast": 1})
+    tuner = tune.Tuner(FP, timer, budget=0.0, min_tried=1)
+    assert tuner.choose("rowsum", "float32", (500, 40), cands, build, reference="slow").name == "slow"
+    rep = tuner.last_report     # one candidate tried: nothing to compare, nothing timed
+    assert rep["rounds"] == 0 and rep["median_s"] == {} and timer.calls == []
 
 
 def test_far_slower_candidates_dropped_after_first_call(cache_path):
@@ -207,6 +217,71 @@ def test_far_slower_candidates_dropped_after_first_call(cache_path):
     rep = tuner.last_report
     assert set(rep["median_s"]) == {"ref", "fast"} and rep["slow_first_call_s"] == {"slow": 100.0}
     assert timer.calls.count("slow") == 1
+
+
+def test_budget_skips_the_candidates_left(cache_path):
+    """Candidates are tried in order while the budget lasts (but at least min_tried valid ones);
+    the rest are not even built."""
+    impls = dict(GOOD, wrong=lambda x: x.sum(axis=1) + 1.0)
+    cands, build, built = _family(X, {k: impls[k] for k in ("ref", "wrong", "slow", "fast")})
+    tuner = tune.Tuner(FP, FakeTimer({"ref": 1, "slow": 1, "fast": 1}), budget=0.0)
+    tuner.choose("rowsum", "float32", X.shape, cands, build)
+    assert built == ["ref", "wrong", "slow"] and tuner.last_report["skipped"] == ["fast"]
+    built.clear()
+    tuner = tune.Tuner(FP, FakeTimer({"ref": 1, "slow": 1, "fast": 1}), budget=1e9)
+    tuner.choose("rowsum", "float32", (200, 40), cands, build)
+    assert built == ["ref", "wrong", "slow", "fast"] and tuner.last_report["skipped"] == []
+
+
+def test_expected_output_checks_the_reference_too(cache_path):
+    truth = X.sum(axis=1, dtype=np.float64)
+    impls = {"ref": lambda x: x.sum(axis=1) + 1.0, "fast": GOOD["fast"], "slow": GOOD["slow"]}
+    cands, build, _ = _family(X, impls)
+    tuner = tune.Tuner(FP, FakeTimer({"ref": 1.0, "slow": 3.0, "fast": 2.0}), budget=1e9)
+    asked = []
+    choice = tuner.choose("rowsum", "float32", X.shape, cands, build,
+                          expected=lambda: asked.append(1) or truth)
+    assert choice.name == "fast" and asked == [1]
+    assert set(tuner.last_report["rejected"]) == {"ref"}
+    assert set(tuner.last_report["median_s"]) == {"fast", "slow"}
+    bad, build2, _ = _family(X, {"ref": impls["ref"], "nan": lambda x: x.sum(axis=1) * np.nan})
+    with pytest.raises(tune.TuneError, match="no candidate matches"):
+        tune.Tuner(FP, FakeTimer({})).choose("rowsum", "float64", X.shape, bad, build2, expected=truth)
+
+
+def test_clear_lead_ends_the_rounds(cache_path):
+    cands, build, _ = _family(X, GOOD)
+    tuner = tune.Tuner(FP, FakeTimer({"ref": 2.0, "slow": 3.0, "fast": 1.0}), budget=1e9,
+                       min_rounds=5, max_rounds=10)
+    assert tuner.choose("rowsum", "float32", X.shape, cands, build).name == "fast"
+    assert tuner.last_report["rounds"] == 1          # every sample of fast beats all others'
+    tuner = tune.Tuner(FP, FakeTimer({"ref": 3.0, "slow": 2.5, "fast": 1.0}), budget=1e9,
+                       min_rounds=5, max_rounds=10)
+    assert tuner.choose("rowsum", "float32", (500, 40), cands, build).name == "fast"
+    assert tuner.last_report["rounds"] == 0          # one sample each, but over twice as fast
+    tuner = tune.Tuner(FP, FakeTimer({"ref": 1.1, "slow": 1.05, "fast": 1.0}), budget=1e9,
+                       min_rounds=3, max_rounds=6)
+    assert tuner.choose("rowsum", "float32", (200, 40), cands, build).name == "fast"
+    assert tuner.last_report["rounds"] == 6          # close: measured to the end
+
+
+def test_slow_tuning_says_so_once_on_stderr(cache_path, capsys):
+    cands, build, _ = _family(X, GOOD)
+    cost = {"ref": 3e-3, "slow": 5e-3, "fast": 1e-3}
+    tune.Tuner(FP, FakeTimer(cost)).choose("rowsum", "float32", X.shape, cands, build)
+    assert capsys.readouterr().err == ""             # a quick tuning run: nothing to say
+    tuner = tune.Tuner(FP, FakeTimer(cost), notice_after=0.0)     # every run counts as slow
+    tuner.choose("rowsum", "float64", (60, 40), cands, build)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("ruda: tuning rowsum for float64 64x64 on cpu test-device")
+    for part in ("once per device and shape bucket", f"cached in {cache_path}", "RUDA_TUNE=off skips",
+                 "RUDA_TUNE_BUDGET=<seconds> caps it"):
+        assert part in err, err
+    tuner.choose("rowsum", "float64", (60, 40), cands, build)      # remembered: no tuning, no notice
+    tune.Tuner(FP, FakeTimer(cost), notice_after=0.0).choose("rowsum", "float64", (60, 40), cands, build)
+    assert capsys.readouterr().err == ""             # answered from the cache file
+    tune.Tuner(FP, FakeTimer(cost), notice_after=None).choose("rowsum", "int64", (60, 40), cands, build)
+    assert capsys.readouterr().err == ""             # notices off
 
 
 def test_host_timer_real_clock(cache_path):
@@ -463,3 +538,27 @@ def test_tuner_picks_a_correct_wgsl_matmul(gpu, cache_path, rng):
     assert all(t > 0 for t in timed.values())
     C = _mm_run(gpu, mm.MatmulParams.from_dict(choice.params), A, B)
     assert tune.compare(C, A.astype(np.float64) @ B, 1e-5, 0) is None
+
+
+def test_first_wgpu_matmul_that_tunes_says_so(wgpu_device, tmp_path, monkeypatch, capsys, rng):
+    """ruda's wgpu matmul through the tuner: a slow tuning run (here: any, the threshold is 0)
+    names the op, dtype, bucket, device, cache file and the way to skip it; then it is cached."""
+    import ruda as xp
+    from ruda.runtime.tune import _tuner
+    monkeypatch.setattr(_tuner, "NOTICE_AFTER_S", 0.0)
+    monkeypatch.setenv("RUDA_TUNE_CACHE", str(tmp_path / "tune.json"))
+    monkeypatch.setenv("RUDA_TUNE", "on")
+    monkeypatch.setenv("RUDA_TUNE_BUDGET", "0.05")
+    a = rng.standard_normal((40, 70)).astype(np.float32)
+    b = rng.standard_normal((70, 50)).astype(np.float32)
+    x, y = xp.asarray(a, device=wgpu_device), xp.asarray(b, device=wgpu_device)
+    got = np.asarray((x @ y).to_device("cpu"))
+    assert tune.compare(got, a.astype(np.float64) @ b, 1e-5, 0) is None
+    err = capsys.readouterr().err
+    assert err.count("ruda: tuning matmul for float32 64x64x128 on wgpu ") == 1, err
+    assert f"cached in {tmp_path / 'tune.json'}" in err and "RUDA_TUNE=off skips tuning" in err
+    assert (tmp_path / "tune.json").exists()
+    np.asarray((x @ y[:, :20]).to_device("cpu"))      # another bucket (64x32x128): said once more
+    assert capsys.readouterr().err.count("ruda: tuning matmul") == 1
+    np.asarray((x @ y).to_device("cpu"))              # a tuned bucket: silent
+    assert capsys.readouterr().err == ""

@@ -13,11 +13,14 @@ Choice of kernel
 ----------------
 The shape bucket is ``tune.bucket((M, N, K))`` (each dimension rounded up to a power of two).
 The first call of a bucket on a device asks the tuner (``RUDA_TUNE=on``, the default: the
-cache file, else measure; ``force``: measure once per process).  Measuring runs every
-candidate that fits the device limits (tiles no larger than the bucket) once on scratch
-random operands of shape ``(M, round4(N), round4(K))``, rejects any whose output differs
-from the reference candidate's, then times the rest with timestamp queries (host clock where
-the adapter has none) within ``$RUDA_TUNE_BUDGET`` seconds (default here 1.0).  The scratch
+cache file, else measure; ``force``: measure once per process).  Measuring tries the
+candidates that fit the device limits (tiles no larger than the bucket), the ``RUDA_TUNE=off``
+default first, then the largest tiles, each once on scratch random operands of shape
+``(M, round4(N), round4(K))``, rejects any whose output differs from the operands' float64
+product, and times the others with timestamp queries (host clock where the adapter has none)
+until ``$RUDA_TUNE_BUDGET`` seconds (default here 1.0) went to running them: a slow device
+tries two or a few, a fast one all (tuner details in :mod:`ruda.runtime.tune`; a run past a
+second says so on stderr).  The scratch
 data is the tuner's own; the caller's operands are never read back.  ``RUDA_TUNE=off`` never
 measures and uses a fixed default (64x64 tiles, 4x4 blocks, vec4 loads when M, N >= 64;
 32x32 tiles otherwise).  The choice is memoized per (device, ``RUDA_TUNE``,
@@ -227,6 +230,10 @@ class MatmulOps:
         Mb, Nb, _ = bd
         cands = [p for i, p in enumerate(st.candidates(ir))
                  if i == 0 or (p.tm <= max(16, Mb) and p.tn <= max(16, Nb))]
+        # tried while the budget lasts, so by promise: the untuned default (the reference), then
+        # the largest tiles (the most reuse per load), vec4 stores to shared memory first
+        dflt = st.default(ir, M, N)
+        cands.sort(key=lambda p: (p != dflt, -p.tm * p.tn, -p.svec))
         by_name = {p.name: p for p in cands}
         tuner = st.tuner(self.ctx)
         budget = tune.default_budget() if os.environ.get("RUDA_TUNE_BUDGET") else _DEFAULT_BUDGET
@@ -234,16 +241,17 @@ class MatmulOps:
         tc = [tune.Candidate(p.name, p.as_dict()) for p in cands]
         hit = tuner.lookup("matmul", _np_name(ir), bucket, tc) if tune.mode() == "on" else None
         if hit is None and len(tc) > 1:
-            build, fetch = self._mm_tuning_run(st, ir, M, _round4(N), _round4(K))
+            build, fetch, expected = self._mm_tuning_run(st, ir, M, _round4(N), _round4(K))
         else:       # cached, or nothing to choose: choose() answers without building anything
-            build = fetch = None
+            build = fetch = expected = None
         choice = tuner.choose("matmul", _np_name(ir), bucket, tc, build=build, fetch=fetch,
-                              budget=budget)
+                              budget=budget, expected=expected)
         how = "cache" if hit is not None else ("tuned" if build is not None else "only candidate")
         return by_name[choice.name], how
 
     def _mm_tuning_run(self, st, ir, M, N, K):
-        """build/fetch for the tuner: each candidate on scratch operands of shape (M, N, K)."""
+        """build/fetch/expected for the tuner: each candidate on scratch operands of shape
+        (M, N, K), checked against their float64 product on the host."""
         ctx = self.ctx
         dt = _F32 if ir == "f32" else _F16
         rng = np.random.default_rng(12345)
@@ -279,7 +287,7 @@ class MatmulOps:
             host = np.empty((M, N), dt)
             ctx.read(storage, 0, host.nbytes, host.reshape(-1).view(np.uint8))
             return host
-        return build, fetch
+        return build, fetch, lambda: A.astype(np.float64) @ B.astype(np.float64)
 
 
 def _np_name(ir):

@@ -2,7 +2,7 @@
 
 This package knows nothing of ruda arrays: it times callables it is given, with a timer
 the caller supplies, validates their outputs (host NumPy copies the caller fetches) against
-a reference candidate, and remembers the fastest valid candidate in a cache file.
+an expected output or a reference candidate's, and remembers the fastest valid candidate in a cache file.
 
 Use (a backend, once per kernel family and call site)::
 
@@ -17,11 +17,17 @@ Use (a backend, once per kernel family and call site)::
 * Timers (``measure(fn, number) -> total seconds``): :class:`HostTimer` (host clock with a
   ``sync`` callable, e.g. ``backend.synchronize``), :class:`CudaEventTimer` (CuPy events),
   :class:`WgpuTimestampTimer` (timestamp queries; ``fn`` takes ``timestamp_writes=``).
-* Selection: every candidate is built and run once; a candidate that raises, or whose output
-  differs from the reference beyond :func:`tolerance` (norm-wise), or has NaN/Inf where the
-  reference is finite, is rejected.  The others are timed in interleaved rounds (rotating
-  order, at least ``min_rounds``, until the per-key budget ``$RUDA_TUNE_BUDGET``, default 2 s,
-  is spent) and the lowest median wins.
+* Selection: candidates are tried in order, the reference first: each is built and run once;
+  one that raises, or whose output differs from the truth (``expected=``, else the reference's
+  output) beyond :func:`tolerance` (norm-wise), or has NaN/Inf where the truth is finite, is
+  rejected.  Once the per-key budget ``$RUDA_TUNE_BUDGET`` (default 2 s) has gone to running
+  candidates (building them is not counted), the remaining ones are skipped (order them by
+  promise).  With one valid candidate nothing is timed; otherwise each is timed once, those
+  far slower on that first timing are dropped and the rest timed in interleaved rounds
+  (rotating order, at least ``min_rounds`` unless one is clearly ahead, until the budget is
+  spent) and the lowest median wins.
+* Notice: a tuning run that lasts over a second (``Tuner(notice_after=)``) says on stderr, once,
+  what it tunes on which device, that the choice is cached, and how to skip it.
 * Key: device fingerprint (backend, name, driver) | ruda version | op | dtype | shape bucket
   (:func:`bucket`: each dimension rounded up to a power of two; or pass a bucket string).
 * ``RUDA_TUNE=off|on|force`` (:func:`mode`): off = never measure, use the default (reference)

@@ -2,6 +2,7 @@
 import dataclasses
 import math
 import os
+import sys
 import threading
 import time
 import warnings
@@ -47,6 +48,13 @@ def default_budget():
         return float(os.environ.get("RUDA_TUNE_BUDGET", "2.0"))
     except ValueError:
         return 2.0
+
+
+#: Seconds a first call may tune before a one-line notice goes to stderr (``Tuner(notice_after=)``).
+NOTICE_AFTER_S = 1.0
+#: A candidate whose every sample beats all the others' by this factor ends the rounds early
+#: (by the second factor while some candidate has a single sample).
+CLEAR_LEAD = (1.25, 2.0)
 
 
 class TuneError(RuntimeError):
@@ -146,12 +154,15 @@ class Tuner:
     ``fingerprint``: a :class:`Fingerprint` (or a dict with backend/name/driver);
     ``timer``: an object with ``measure(fn, number) -> seconds`` (see ``_timers``);
     ``cache``: a :class:`TuneCache` (default: the user cache file, or ``$RUDA_TUNE_CACHE``);
-    ``version``: ruda's version (part of every key); ``budget``: seconds of measuring per key
-    (default ``$RUDA_TUNE_BUDGET`` or 2.0).
+    ``version``: ruda's version (part of every key); ``budget``: seconds of running candidates
+    per key (default ``$RUDA_TUNE_BUDGET`` or 2.0); ``notice_after``: seconds a tuning run may take before
+    it says so on stderr, once (default :data:`NOTICE_AFTER_S`; None: never); ``min_tried``: valid
+    candidates tried whatever the budget (so that a slow device still compares two).
     """
 
     def __init__(self, fingerprint, timer, *, cache=None, version=None, budget=None,
-                 min_rounds=3, max_rounds=15, min_sample_s=2e-4, max_number=1000):
+                 min_rounds=3, max_rounds=15, min_sample_s=2e-4, max_number=1000,
+                 notice_after="default", min_tried=2):
         if isinstance(fingerprint, dict):
             fingerprint = Fingerprint(**fingerprint)
         self.fingerprint = fingerprint
@@ -165,6 +176,8 @@ class Tuner:
         self.max_rounds = max_rounds
         self.min_sample_s = min_sample_s
         self.max_number = max_number
+        self.min_tried = min_tried
+        self.notice_after = NOTICE_AFTER_S if notice_after == "default" else notice_after
         self._memo = {}
         self._lock = threading.RLock()
         self.last_report = None       # details of the latest tuning run (for tests and `ruda info`)
@@ -188,7 +201,7 @@ class Tuner:
         return None
 
     def choose(self, op, dtype, shape, candidates, build, fetch=np.asarray, *, reference=None,
-               default=None, rtol=None, atol=None, budget=None):
+               default=None, rtol=None, atol=None, budget=None, expected=None):
         """The candidate to use for ``op`` on ``dtype`` inputs of ``shape``.
 
         ``candidates``: sequence of :class:`Candidate` (unique names).
@@ -199,6 +212,11 @@ class Tuner:
         ``reference``: name of the candidate whose output is the truth (default: the first).
         ``default``: name used when ``RUDA_TUNE=off`` (default: the reference).
         ``rtol``/``atol``: override :func:`tolerance` (norm-wise, see :func:`compare`).
+        ``expected``: the true output (a host array, or a callable returning one, called only
+        when tuning): every candidate, the reference too, is checked against it instead of
+        against the reference's output, so the reference may be the likeliest winner rather
+        than the simplest kernel.  Candidates are tried in the given order (the reference
+        first) while the budget lasts: order them by how likely they are to win.
         ``shape`` may be a shape tuple (bucketed with :func:`bucket`) or a bucket string.
         A hit costs a few microseconds (key building, env lookup): hot paths should keep the
         returned candidate per (op, dtype, bucket) themselves.
@@ -236,7 +254,9 @@ class Tuner:
                 atol = a0 if atol is None else atol
             budget = budget if budget is not None else (self.budget if self.budget is not None
                                                         else default_budget())
-            report = self._tune(candidates, names, ref_name, build, fetch, rtol, atol, budget)
+            notice = _Notice(self, op, dtype, key.rsplit("|", 1)[-1])
+            report = self._tune(candidates, names, ref_name, build, fetch, rtol, atol, budget,
+                                expected, notice)
             report["key"] = key
             self.last_report = report
             _count("tuning_runs")
@@ -249,54 +269,79 @@ class Tuner:
             return choice
 
     # -------------------------------------------------------------------------
-    def _tune(self, candidates, names, ref_name, build, fetch, rtol, atol, budget):
+    def _tune(self, candidates, names, ref_name, build, fetch, rtol, atol, budget, expected, notice):
+        """Try the candidates in order (the reference first): build, run once, validate, time
+        once.  Once ``budget`` seconds went to running them (building not counted), the rest are
+        skipped.  The far slower ones are dropped, the others timed in interleaved rounds."""
         t_start = time.perf_counter()
-        rejected = {}
-        fns = {}
-        outputs = {}
+        rejected, fns, first, number = {}, {}, {}, {}
+        skipped = []
+        spent = [0.0]       # seconds running candidates (first runs and timings)
         order = [ref_name] + [c.name for c in candidates if c.name != ref_name]
+        truth = None
+        if expected is not None:
+            truth = np.asarray(expected() if callable(expected) else expected)
+        timer = self.timer
+
+        def measure(name, n):
+            _count("measurements")
+            t = time.perf_counter()
+            total = timer.measure(fns[name], n)
+            spent[0] += time.perf_counter() - t
+            notice.tick(t_start)
+            return total
+
         for name in order:
+            if len(fns) >= max(1, self.min_tried) and spent[0] > budget:   # spent: try no more
+                skipped.append(name)
+                continue
             try:
                 fn = build(names[name])
+                t = time.perf_counter()
                 out = fetch(fn())
+                spent[0] += time.perf_counter() - t
             except Exception as e:  # noqa: BLE001 - a failing candidate is rejected, not fatal
-                if name == ref_name:
+                if name == ref_name and truth is None:
                     raise TuneError(f"ruda.tune: reference candidate {name!r} failed: {e!r}") from e
                 rejected[name] = f"failed: {type(e).__name__}: {e}"
                 continue
-            fns[name] = fn
-            outputs[name] = out
-        ref_out = outputs[ref_name]
-        for name in order[1:]:
-            if name in fns:
-                reason = compare(outputs[name], ref_out, rtol, atol)
+            finally:
+                notice.tick(t_start)
+            if truth is None:
+                truth = out
+            else:
+                reason = compare(out, truth, rtol, atol)
                 if reason is not None:
                     rejected[name] = f"wrong result: {reason}"
-                    del fns[name]
-        outputs.clear()
+                    continue
+            del out
+            fns[name] = fn
         if rejected:
             _count("rejected", len(rejected))
+        if not fns:
+            raise TuneError(f"ruda.tune: no candidate matches the expected output: {rejected}")
         live = [n for n in order if n in fns]
-        timer = self.timer
-
-        def measure(name, number):
-            _count("measurements")
-            return timer.measure(fns[name], number)
-
-        # calibrate: enough calls per sample that each sample lasts >= min_sample_s
-        number, first = {}, {}
-        for name in live:
+        if len(live) == 1:          # nothing to choose between: no timing
+            return {"choice": live[0], "median_s": {}, "rejected": rejected, "rounds": 0,
+                    "slow_first_call_s": {}, "skipped": skipped,
+                    "seconds": time.perf_counter() - t_start}
+        for name in live:   # calibrate: enough calls per sample that each lasts >= min_sample_s
             t1 = first[name] = measure(name, 1)
             number[name] = max(1, min(self.max_number, math.ceil(self.min_sample_s / max(t1, 1e-9))))
-        if first:   # far slower on the first timed call: not worth the budget
-            fastest = min(first.values())
-            slow = {n: first[n] for n in live if first[n] > 4 * fastest and n != ref_name}
-            live = [n for n in live if n not in slow]
-        else:
-            slow = {}
-        samples = {n: [] for n in live}
+        # far slower on the first timed call: not worth the budget
+        fastest = min(first.values())
+        slow = {n: first[n] for n in live if first[n] > 4 * fastest and n != ref_name}
+        live = [n for n in live if n not in slow]
+        # a calibration of one call is a sample like those of the rounds
+        samples = {n: [first[n]] if number[n] == 1 else [] for n in live}
+        if len(live) == 1:          # the others far slower: its first timing is its report
+            samples[live[0]] = [first[live[0]]]
+            live = []
         rounds = 0
-        while live:
+        while live and not _clear_lead(samples, live):
+            elapsed = time.perf_counter() - t_start
+            if elapsed > 3 * budget and all(samples[n] for n in live):   # hard stop, even before
+                break                                                     # min_rounds
             k = rounds % len(live)
             for name in live[k:] + live[:k]:          # interleaved, rotating order
                 samples[name].append(measure(name, number[name]) / number[name])
@@ -304,21 +349,53 @@ class Tuner:
             if rounds >= self.max_rounds:
                 break
             elapsed = time.perf_counter() - t_start
-            if elapsed > 3 * budget:                  # hard stop, even before min_rounds
-                break
+            med = {n: float(np.median(samples[n])) for n in live}
+            best = min(live, key=med.get)
             if rounds >= self.min_rounds:
                 if elapsed > budget:
                     break
-                best = min(float(np.median(samples[n])) for n in live)
                 # drop candidates clearly slower than the best (keeps the budget for close ones)
-                live = [n for n in live if float(np.median(samples[n])) <= 1.5 * best]
+                live = [n for n in live if med[n] <= 1.5 * med[best]]
                 if len(live) == 1:
                     break
         med = {n: float(np.median(s)) for n, s in samples.items() if s}
         choice = min(med, key=lambda n: (med[n], order.index(n)))
         return {"choice": choice, "median_s": med, "rejected": rejected, "rounds": rounds,
-                "slow_first_call_s": slow,
+                "slow_first_call_s": slow, "skipped": skipped,
                 "seconds": time.perf_counter() - t_start}
+
+
+def _clear_lead(samples, live):
+    """One of ``live`` is clearly ahead: each of its samples beats every other's by CLEAR_LEAD."""
+    if len(live) < 2 or not all(samples[n] for n in live):
+        return False
+    lead = CLEAR_LEAD[0] if all(len(samples[n]) > 1 for n in live) else CLEAR_LEAD[1]
+    best = min(live, key=lambda n: max(samples[n]))
+    return all(lead * max(samples[best]) < min(samples[n]) for n in live if n != best)
+
+
+class _Notice:
+    """Says once on stderr, when a tuning run passes ``tuner.notice_after`` seconds, what is
+    tuned, where, that it happens once, where it is kept and how to skip it."""
+
+    def __init__(self, tuner, op, dtype, bucket):
+        self.tuner, self.what = tuner, (op, _dtype_name(dtype), bucket)
+        self.done = tuner.notice_after is None
+
+    def tick(self, t_start):
+        if self.done or time.perf_counter() - t_start <= self.tuner.notice_after:
+            return
+        self.done = True
+        op, dt, bucket = self.what
+        fp = self.tuner.fingerprint
+        try:
+            sys.stderr.write(
+                f"ruda: tuning {op} for {dt} {bucket} on {fp.backend} {fp.name}: once per device and "
+                f"shape bucket, then cached in {self.tuner.cache.path} (RUDA_TUNE=off skips tuning, "
+                f"RUDA_TUNE_BUDGET=<seconds> caps it)\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):     # no usable stderr: tuning goes on silently
+            pass
 
 
 def _dtype_name(dtype):
