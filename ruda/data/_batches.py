@@ -7,8 +7,9 @@ import numpy as np
 import ruda as xp
 
 _FN = "ruda.data.Dataset.batches"
-_DONE = object()
 GROUP_BYTES = 8 << 20      # the prefetch thread hands over batches in groups of about this size
+_END = object()
+WINDOW_BYTES = 1 << 30     # default bytes of records that a shuffled read gathers at once
 
 
 def plan(n, batch_size, shuffle, seed, drop_last, shard):
@@ -23,7 +24,40 @@ def plan(n, batch_size, shuffle, seed, drop_last, shard):
     return [order[i:i + batch_size] for i in range(0, stop, batch_size)]
 
 
-def _check(batch_size, shard, prefetch, device, shuffle, seed):
+def windows(batches, record_bytes, window):
+    """Consecutive groups of ``batches`` of at most about ``window`` bytes of records each
+    (at least one batch), as equal in size as whole batches allow."""
+    total = sum(len(b) for b in batches)
+    count = max(1, -(-total // max(1, int(window // record_bytes))))
+    per = max(1, -(-len(batches) // count))
+    return [batches[i:i + per] for i in range(0, len(batches), per)]
+
+
+def read(reader, batches, window):
+    """Host batches in order.  With a ``window`` (shuffled batches), they are read a window
+    at a time: the window's records (a run of the permutation covering many batches) are
+    gathered into one buffer grouped by chunk, each chunk it touches read whole once, and
+    each batch is then picked from that buffer with NumPy fancy indexing, as from a memory
+    map.  The buffer serves every window and is kept for the next epoch; batches are
+    copies, never views of it."""
+    if not window:
+        for b in batches:
+            yield reader.take(b)
+        return
+    groups = windows(batches, reader.record_bytes(), window)
+    room = reader.room(max((sum(len(b) for b in g) for g in groups), default=0))
+    try:
+        for group in groups:
+            buffers, rows = reader.gather(np.concatenate(group), room)
+            start = 0
+            for b in group:
+                yield reader.pick(buffers, rows[start:start + len(b)])
+                start += len(b)
+    finally:
+        reader.unroom(room)
+
+
+def _check(batch_size, shard, prefetch, device, shuffle, seed, window):
     def is_int(v):
         return isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
     if not is_int(batch_size) or batch_size < 1:
@@ -37,16 +71,20 @@ def _check(batch_size, shard, prefetch, device, shuffle, seed):
                          f"every rank (otherwise ranks draw different orders); got seed=None")
     if not is_int(prefetch) or prefetch < 0:
         raise ValueError(f"{_FN}: expected prefetch as a non-negative int; got {prefetch!r}")
+    if window is not None and (not is_int(window) or window < 1):
+        raise ValueError(f"{_FN}: expected window as a positive int (bytes) or None; got "
+                         f"{window!r}")
     return None if device is None else xp.device(device)
 
 
-def iterate(ds, batch_size, shuffle, seed, drop_last, device, shard, prefetch):
-    device = _check(batch_size, shard, prefetch, device, shuffle, seed)
+def iterate(ds, batch_size, shuffle, seed, drop_last, device, shard, prefetch, window):
+    device = _check(batch_size, shard, prefetch, device, shuffle, seed, window)
     batches = plan(len(ds), batch_size, shuffle, seed, drop_last, shard)
+    window = (WINDOW_BYTES if window is None else window) if shuffle else None
     reader = ds._reader
     if prefetch:
-        return _convert(ds, _prefetched(reader, batches, prefetch), device)
-    return _convert(ds, (reader.take(b) for b in batches), device)
+        return _convert(ds, _prefetched(reader, batches, window, prefetch), device)
+    return _convert(ds, read(reader, batches, window), device)
 
 
 def _convert(ds, host_batches, device):
@@ -61,23 +99,23 @@ def _nbytes(host):
     return sum(a.nbytes if isinstance(a, np.ndarray) else sum(x.nbytes for x in a) for a in host)
 
 
-def _fill(reader, batches, put):
-    """Read the batches and put them in groups; False if the consumer stopped listening."""
+def _groups(host_batches):
+    """The host batches in lists of about GROUP_BYTES."""
     group, size = [], 0
-    for b in batches:
-        group.append(reader.take(b))
-        size += _nbytes(group[-1])
+    for b in host_batches:
+        group.append(b)
+        size += _nbytes(b)
         if size >= GROUP_BYTES:
-            if not put(group):
-                return False
+            yield group
             group, size = [], 0
-    return not group or put(group)
+    if group:
+        yield group
 
 
-def _prefetched(main, batches, depth):
-    """Host batches read by a background thread, up to ``depth`` groups ahead (handing over
-    groups rather than single batches keeps thread switches rare)."""
-    reader = main.worker()
+def background(items, depth, name):
+    """The items of generator ``items``, produced by a thread of that ``name`` up to ``depth``
+    items ahead.  Its errors reach the consumer; closing this generator stops the thread
+    (``items`` is closed there, so its own cleanup runs before the consumer hears the end)."""
     q = queue.Queue(depth)
     stop = threading.Event()
 
@@ -91,25 +129,44 @@ def _prefetched(main, batches, depth):
         return False
 
     def work():
+        outcome = _END
         try:
-            outcome = _DONE if _fill(reader, batches, put) else None
+            for item in items:
+                if not put(item):
+                    break
         except BaseException as e:  # handed to the consumer
             outcome = e
         finally:
-            main.release(reader)    # before the consumer hears of the end and asks again
-        if outcome is not None:
-            put(outcome)
+            items.close()
+        put(outcome)
 
-    thread = threading.Thread(target=work, name="ruda.data prefetch", daemon=True)
+    thread = threading.Thread(target=work, name=name, daemon=True)
     thread.start()
     try:
         while True:
             item = q.get()
-            if item is _DONE:
+            if item is _END:
                 return
             if isinstance(item, BaseException):
                 raise item
-            yield from item
+            yield item
     finally:
         stop.set()
         thread.join()
+
+
+def _prefetched(main, batches, window, depth):
+    """Host batches read by a background thread, up to ``depth`` groups ahead (handing over
+    groups rather than single batches keeps thread switches rare)."""
+    def produce():
+        reader = main.worker()
+        try:
+            yield from _groups(read(reader, batches, window))
+        finally:
+            main.release(reader)    # before the consumer hears of the end and asks again
+    groups = background(produce(), depth, "ruda.data prefetch")
+    try:
+        for group in groups:
+            yield from group
+    finally:
+        groups.close()

@@ -189,18 +189,27 @@ class Dataset:
                 for f, a in zip(self.fields, host)}
 
     def batches(self, batch_size, *, shuffle=False, seed=None, drop_last=False, device=None,
-                shard=None, prefetch=2):
+                shard=None, prefetch=2, window=None):
         """Iterate batches (dicts of arrays on ``device``) of the records present now.
 
-        ``shuffle`` draws one permutation from ``numpy.random.default_rng(seed)``;
+        ``shuffle`` draws one permutation of all the records from
+        ``numpy.random.default_rng(seed)`` (the same seed, the same order);
         ``shard=(rank, world_size)`` gives rank its contiguous part of that order, so ranks
         that share the seed get disjoint parts that together cover every record (their sizes
         differ by at most one record); with ``drop_last`` every rank gets the same number of
         full batches, as collectives in lockstep need.  Up to ``prefetch`` groups of batches
         (about 8 MiB each) are read ahead by a background thread (0: none).
+
+        Shuffled batches are read ``window`` bytes of records at a time (default 1 GiB, or
+        the rank's whole share if smaller): the chunk rows that a window's records lie in are
+        each read once and the batches gathered from one buffer of that size, which the
+        dataset keeps for the next epoch until it is closed.  A larger window reads each
+        chunk row fewer times per epoch (about share / window times); the order is the same
+        whatever the window.
         """
         from ruda.data._batches import iterate
-        return iterate(self, batch_size, shuffle, seed, drop_last, device, shard, prefetch)
+        return iterate(self, batch_size, shuffle, seed, drop_last, device, shard, prefetch,
+                       window)
 
     def verify(self):
         """Read and check every chunk of every split; returns {split: records}."""

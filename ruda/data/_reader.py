@@ -5,12 +5,23 @@ A reader keeps, per part (one split of one file), the record count of every chun
 is checked (checksums, lengths, shapes) the first time it is read, by any path, so a
 corrupted file gives DatasetError instead of wrong values.  Results are host NumPy
 arrays: fixed fields batched along a new leading axis, variable fields as lists.
+
+Scattered indices (``gather``) are grouped by chunk: a chunk holding many of them is read
+whole once and its records copied out with NumPy ``take``; a chunk holding a few, already
+verified, is read record by record through blob handles, which then costs less.
 """
 import bisect
+import os
+import threading
 
 import numpy as np
 
 _CACHE_CHUNKS = 2
+READERS = min(4, os.cpu_count() or 1)    # threads that read the chunks of a window
+# Costs (microseconds) that choose between reading a chunk row whole and record by record:
+# a whole row costs about ROW_US plus its bytes at ROW_BYTES_PER_US; one record's field
+# through a blob handle about FIELD_US.
+ROW_US, ROW_BYTES_PER_US, FIELD_US = 30.0, 5000.0, 8.0
 
 
 class Part:
@@ -58,6 +69,8 @@ class Reader:
         self._cache = {}           # (part, chunk, n) -> decoded chunk, most recent last
         self._checked = set()      # (part, chunk, n) verified
         self._spares = []          # idle worker readers, kept for their warm connections
+        self._table = None         # (parts' starts lists, first record of every chunk, where)
+        self._rooms = []           # idle window buffers, shared with the workers (see room)
 
     def sync(self):
         total = 0
@@ -76,6 +89,7 @@ class Reader:
             theirs.sizes, theirs.starts, theirs.version = mine.sizes, mine.starts, mine.version
         r.offsets = list(self.offsets)
         r._checked = self._checked
+        r._rooms = self._rooms
         return r
 
     def release(self, worker):
@@ -85,6 +99,7 @@ class Reader:
         self._spares.append(worker)
 
     def close(self):
+        self._rooms.clear()
         for r in self._spares:
             r.close()
         for p in self.parts:
@@ -139,8 +154,119 @@ class Reader:
         """Records at the (valid, non-negative) indices ``idx``, batched."""
         if len(idx) and idx[-1] - idx[0] == len(idx) - 1 and (np.diff(idx) == 1).all():
             return self.range(int(idx[0]), int(idx[-1]) + 1)
-        return self._join([[a[None] if f.fixed else [a] for f, a in zip(self.fields, self.one(i))]
-                           for i in idx.tolist()])
+        return self.pick(*self.gather(np.asarray(idx, np.int64)))
+
+    def record_bytes(self):
+        """Mean stored bytes per record (fixed fields exactly; variable ones as stored)."""
+        fixed = sum(f.item_bytes for f in self.fields if f.fixed)
+        if all(f.fixed for f in self.fields) or not len(self):
+            return max(fixed, 1)
+        stored = sum(p.store.stored_bytes(p.sid) for p in self.parts if p.sid is not None)
+        return max(stored / len(self), 1)
+
+    def _chunks(self):
+        """(first global record of every chunk then the total, [(part, chunk)]), for the
+        index as of the last sync; rebuilt only when a part's index changed."""
+        t = self._table
+        if t is None or len(t[0]) != len(self.parts) or \
+                any(a is not p.starts for a, p in zip(t[0], self.parts)):
+            firsts, where = [], []
+            for j, p in enumerate(self.parts):
+                firsts.append(np.asarray(p.starts[:-1], np.int64) + self.offsets[j])
+                where += [(j, c) for c in range(len(p.sizes))]
+            firsts.append(np.array([self.offsets[-1]], np.int64))
+            t = self._table = ([p.starts for p in self.parts], np.concatenate(firsts), where)
+        return t[1], t[2]
+
+    def room(self, m):
+        """Arrays for ``m`` records of each fixed field, taken from the idle ones that this
+        reader and its workers share (give them back with ``unroom``): fresh memory costs a
+        page fault per 4 KiB page on first touch, about as much as filling it, so windows
+        and epochs reuse it.  The dataset holds them until it is closed."""
+        room = self._rooms.pop() if self._rooms else None
+        if room is None or room and len(room[0]) < m:
+            room = None                        # free the old ones first
+            room = [np.empty((m,) + f.shape, f.dtype) for f in self.fields if f.fixed]
+        return room
+
+    def unroom(self, room):
+        self._rooms.append(room)
+
+    def gather(self, idx, room=None):
+        """Records at ``idx`` (any order, repeats allowed) read chunk by chunk, grouped by
+        chunk so that each chunk's records are written in one run, into buffers: ``room``'s
+        arrays (see ``room``) or new ones for fixed fields, new lists for variable ones.
+        Returns (buffers, rows) where row ``rows[i]`` holds record ``idx[i]``."""
+        firsts, where = self._chunks()
+        g = np.searchsorted(firsts, idx, "right") - 1
+        local = idx - firsts[g]
+        order = np.argsort(g, kind="stable")
+        rows = np.empty(len(idx), np.int64)
+        rows[order] = np.arange(len(idx))
+        m = len(idx)
+        fixed = iter(room or [np.empty((m,) + f.shape, f.dtype) for f in self.fields if f.fixed])
+        out = [next(fixed) if f.fixed else [None] * m for f in self.fields]
+        row_bytes = self.record_bytes()
+        runs, dense, start = [], [], 0
+        for loc in np.split(local[order], np.flatnonzero(np.diff(g[order])) + 1) \
+                if len(idx) else ():
+            j, c = where[int(g[order[start]])]
+            p, stop = self.parts[j], start + len(loc)
+            if (j, c, p.sizes[c]) in self._checked and len(loc) * len(self.fields) * FIELD_US < \
+                    ROW_US + p.sizes[c] * row_bytes / ROW_BYTES_PER_US:
+                for i, lo in enumerate(loc.tolist(), start):
+                    for k, a in enumerate(p.store.record(p.sid, c, p.sizes[c], lo)):
+                        out[k][i] = a
+            else:
+                runs.append((start, stop, loc))
+                dense.append((j, c))
+            start = stop
+        self._copy_out(runs, dense, out)
+        return out, rows
+
+    def _copy_out(self, runs, keys, out):
+        """Read the chunks ``keys`` whole and copy records ``runs[i]`` = (start, stop, loc)
+        of chunk ``keys[i]`` to ``out[start:stop]``.  READERS threads share the chunks, each
+        on its own connections (this one, then workers): blob copies, checksums and NumPy
+        copies all run with the GIL released."""
+        def work(reader, share):
+            for (start, stop, loc), (j, c) in share:
+                if failed:
+                    return
+                for k, (f, a) in enumerate(zip(self.fields, reader._chunk(j, c))):
+                    if f.fixed:
+                        np.take(a, loc, axis=0, out=out[k][start:stop], mode="clip")
+                    else:
+                        out[k][start:stop] = [np.array(a[lo]) for lo in loc.tolist()]
+
+        def helper(share):
+            reader = self.worker()
+            try:
+                work(reader, share)
+            except BaseException as e:  # re-raised by the calling thread
+                failed.append(e)
+            finally:
+                self.release(reader)
+
+        failed, jobs = [], list(zip(runs, keys))
+        count = min(READERS, max(1, len(jobs) // 8))    # a thread for a few chunks costs more
+        threads = [threading.Thread(target=helper, args=(jobs[t::count],), daemon=True,
+                                    name="ruda.data reader") for t in range(1, count)]
+        for t in threads:
+            t.start()
+        try:
+            work(self, jobs[::max(count, 1)])
+        except BaseException as e:
+            failed.append(e)
+        for t in threads:
+            t.join()
+        if failed:
+            raise failed[0]
+
+    def pick(self, buffers, rows):
+        """The records at ``rows`` of ``buffers``, as a new batch."""
+        return [np.take(a, rows, axis=0) if f.fixed else [a[r] for r in rows.tolist()]
+                for f, a in zip(self.fields, buffers)]
 
     def _join(self, pieces):
         out = []

@@ -88,7 +88,6 @@ class Store:
         self.chunk_records = chunk_records
         self.writable = writable
         self.columns = _columns(fields)
-        self._select = ", ".join(c for c, _, _ in self.columns)
         self._blobs = {}            # (sid, column, chunk) -> open read-only Blob
 
     def drop_blobs(self):
@@ -205,19 +204,18 @@ class Store:
             raise self.corrupt(f"split table c{sid} has missing or malformed chunk rows")
         return row[0], [n for _, n in rows]
 
+    def stored_bytes(self, sid):
+        """Blob bytes of every chunk row of split ``sid`` (the rows' ``bytes`` column)."""
+        with guard(self.path):
+            return self.conn.execute(f"SELECT total(bytes) FROM c{sid}").fetchone()[0]
+
     def chunk(self, sid, c, checksum=True):
         """(n, [array with a leading axis per fixed field, list of arrays per variable field]).
 
         Lengths and shapes are always checked, checksums unless ``checksum`` is false.
         """
         with guard(self.path):
-            row = self.conn.execute(f"SELECT n, crc, {self._select} FROM c{sid} WHERE chunk=?",
-                                    (c,)).fetchone()
-        if row is None:
-            raise self.corrupt(f"chunk {c} of split table c{sid} is missing")
-        n, crc, blobs = row[0], row[1], row[2:]
-        if not isinstance(n, int) or not all(isinstance(b, bytes) for b in blobs):
-            raise self.corrupt(f"chunk {c} of split table c{sid} has values of the wrong type")
+            n, crc, blobs = self._row(sid, c)
         if not isinstance(crc, bytes) or len(crc) != 4 * len(blobs) or checksum and \
                 np.frombuffer(crc, "<u4").tolist() != [zlib.crc32(b) for b in blobs]:
             raise self.corrupt(f"chunk {c} of split table c{sid} fails its checksum")
@@ -228,6 +226,33 @@ class Store:
             else:
                 out[k] = blob
         return n, out
+
+    def _row(self, sid, c):
+        """(n, crc, blobs) of chunk row ``c``.  The blobs are read through blob handles, one
+        copy each straight into a bytes object with the GIL released (a SELECT copies twice,
+        into SQLite's memory and then into Python's).  The handles are opened first: while
+        they are open the connection keeps one read snapshot, so n and crc match the blobs."""
+        handles = []
+        try:
+            for col, _, _ in self.columns:
+                try:
+                    handles.append(self.conn.blobopen(f"c{sid}", col, c, readonly=True))
+                except sqlite3.OperationalError as e:
+                    if "no such rowid" in str(e):
+                        raise self.corrupt(f"chunk {c} of split table c{sid} is missing") from None
+                    if "cannot open value" in str(e):
+                        raise self.corrupt(f"chunk {c} of split table c{sid} has values of the "
+                                           f"wrong type") from None
+                    raise
+            row = self.conn.execute(f"SELECT n, crc FROM c{sid} WHERE chunk=?", (c,)).fetchone()
+            if row is None:
+                raise self.corrupt(f"chunk {c} of split table c{sid} is missing")
+            if not isinstance(row[0], int):
+                raise self.corrupt(f"chunk {c} of split table c{sid} has values of the wrong type")
+            return row[0], row[1], [b.read() for b in handles]
+        finally:
+            for b in handles:
+                b.close()
 
     def _decode(self, f, n, data, shapes, c):
         if f.fixed:
