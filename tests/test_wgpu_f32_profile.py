@@ -24,7 +24,7 @@ PROFILE = "shader-f64,shader-int64"
 REAL = {
     "sin": (lambda r, n: _wide(r, n, 88), 2), "cos": (lambda r, n: _wide(r, n, 88), 2),
     "tan": (lambda r, n: _wide(r, n, 88), 3),
-    "exp": (lambda r, n: r.uniform(-104, 89, n), 1.5), "expm1": (lambda r, n: _near0(r, n, -20, 89), 2),
+    "exp": (lambda r, n: r.uniform(-104, 89, n), 2), "expm1": (lambda r, n: _near0(r, n, -20, 89), 2),
     "log": (lambda r, n: np.exp(r.uniform(-103, 88.7, n)), 1.5),
     "log2": (lambda r, n: np.exp(r.uniform(-103, 88.7, n)), 2),
     "log10": (lambda r, n: np.exp(r.uniform(-103, 88.7, n)), 2),
@@ -154,8 +154,9 @@ def test_dtypes_defaults_rank_and_info_note(results):
                                    "uint16", "uint32", "uint8"]
     assert list(out["defaults"]) == ["float32", "complex64", "int32", "int32"]
     assert out["rank"].dtype == np.int32 and int(out["rank"]) == 1
-    (note,) = out["notes"]
-    assert "float64, complex128, int64, uint64" in note and "RUDA_WGPU_WITHOUT" in note
+    (note,) = out["notes"]        # withheld here, or a real adapter's own lack (OpenGL...)
+    assert "no float64, complex128, int64, uint64" in note
+    assert "RUDA_WGPU_WITHOUT" in note or "lacks shader-f64, shader-int64" in note
 
 
 def test_info_note_on_an_opengl_adapter(monkeypatch):

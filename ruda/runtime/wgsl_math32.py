@@ -11,9 +11,10 @@ from f32 arithmetic that no compiler can bend:
   every finite float32, and immune to the float re-association that Mesa applies to
   error-free transforms (see the wgpu README).  The kernels are Taylor polynomials on
   |r| <= pi/4.
-* exp/expm1 reduce by ln 2 with a split constant whose products with k are exact, as ``fma``
-  chains (no compiler regroups an fma); 2^k is applied in two steps, so subnormal results
-  round once.
+* exp/expm1 reduce by the high part of a split ln 2 (exact: its products with k are) and apply
+  the low part as a factor, so no compiler can fold the two parts back into one rounded ln 2
+  (Mesa's GLSL path does that to an fma chain); 2^k is applied in two steps, so subnormal
+  results round once.
 * log/log2/log10 split x = 2^e m (subnormals scaled first) and take log m from the atanh series
   in musl's form, e ln 2 added through a split constant.
 
@@ -67,7 +68,7 @@ _TAN = horner("z", [2.0 ** (2 * n) * (2.0 ** (2 * n) - 1) * float(abs(b)) / fact
                                        Fraction(-236364091, 2730), Fraction(8553103, 6),
                                        Fraction(-23749461029, 870), Fraction(8615841276005, 14322)])], "f")
 _EXP = horner("r", [1.0 / fact(i) for i in range(2, 9)], "f")                    # (e^r - 1 - r) / r^2
-_EXPM1 = horner("x", [1.0 / fact(i) for i in range(2, 12)], "f")                 # (expm1(x) - x) / x^2
+_EXPM1 = horner("x", [1.0 / fact(i) for i in range(2, 14)], "f")                 # (expm1(x) - x) / x^2, |x| < 1
 LOG_R = horner("z", [2.0 / (2 * i + 3) for i in range(6)], "f")                  # (2 atanh(s) / s - 2) / z
 
 F32_HELPERS = {
@@ -150,47 +151,52 @@ fn rem_pio2_f32(x: f32) -> vec3<f32> {{
   return t;
 }}"""),
     "scalbn_f32": ((), """fn scalbn_f32(x: f32, n: i32) -> f32 {
-  // x 2^n for |x| in [0.5, 2], n in [-151, 128]: one rounding (subnormal results included)
+  // x 2^n for |x| in [0.5, 2], n in [-152, 130]: one rounding (subnormal results included)
   if (n > 127) { return x * 1.7014118e38f * bitcast<f32>(u32(n) << 23u); }
   if (n < -126) { return x * bitcast<f32>(u32(n + 24 + 127) << 23u) * 5.9604645e-8f; }
   return x * bitcast<f32>(u32(n + 127) << 23u);
 }"""),
-    "exp_f32": (("scalbn_f32", "inf_f32", "isnan_f32"), f"""fn exp_f32(x: f32) -> f32 {{
+    # x = k ln 2 + r + c: r = x - k ln2_hi is exact (ln2_hi has 15 bits, |k| <= 150), the rest
+    # c = k ln2_lo enters as a factor e^-c = 1 - c.  Not as x - k hi - k lo: Mesa's GLSL path
+    # splits the fma chain and folds it into x - k (hi + lo), 66 ulp off at x = 72.
+    "exps_f32": (("scalbn_f32", "inf_f32", "isnan_f32"), f"""fn exps_f32(x: f32, s: i32) -> f32 {{
+  // e^x 2^s (s = -1: sinh/cosh's e^x / 2 without overflowing first)
   if (isnan_f32(x)) {{ return x; }}
-  if (x > 89.0f) {{ return inf_f32(); }}
+  if (x > 90.0f) {{ return inf_f32(); }}
   if (x < -104.0f) {{ return 0.0f; }}
   let k = round(x * 1.44269504f);
-  // ln 2 = 0.693145751953125 (15 bits: k times it is exact) + 1.42860677e-6
-  let r = fma(-k, 1.42860677e-6f, fma(-k, 0.693145751953125f, x));
-  return scalbn_f32(1.0f + (r + r * r * {_EXP}), i32(k));
+  let r = fma(-k, 0.693145751953125f, x);
+  let e = 1.0f + (r + r * r * {_EXP});
+  return scalbn_f32(e - e * (k * 1.42860677e-6f), i32(k) + s);
 }}"""),
+    "exp_f32": (("exps_f32",), "fn exp_f32(x: f32) -> f32 { return exps_f32(x, 0); }"),
     "expm1_f32": (("exp_f32",), f"""fn expm1_f32(x: f32) -> f32 {{
   if (x == 0.0f) {{ return x; }}
-  if (abs(x) < 0.34657359f) {{ return x + x * x * {_EXPM1}; }}
+  if (abs(x) < 1.0f) {{ return x + x * x * {_EXPM1}; }}
   if (x < -18.0f) {{ return -1.0f; }}
   if (x > 80.0f) {{ return exp_f32(x); }}
   let k = round(x * 1.44269504f);
-  let r = fma(-k, 1.42860677e-6f, fma(-k, 0.693145751953125f, x));
+  let r = fma(-k, 0.693145751953125f, x);             // as in exp_f32; c = k ln2_lo
+  let e1 = r + r * r * {_EXPM1.replace('x', 'r')};
+  let em = e1 - (k * 1.42860677e-6f) * (1.0f + e1);   // expm1(r - c)
   let p = bitcast<f32>(u32(i32(k) + 127) << 23u);     // 2^k, k in [-26, 116]
-  return (r + r * r * {_EXPM1.replace('x', 'r')}) * p + (p - 1.0f);
+  return em * p + (p - 1.0f);
 }}"""),
-    # sinh/cosh as the f64 library's, with float32's overflow threshold (e^a overflows past 88.7)
-    "sinh_f32": (("expm1_f32", "exp_f32"), """fn sinh_f32(x: f32) -> f32 {
+    # sinh/cosh as the f64 library's, e^a / 2 scaled inside exp (e^a overflows past 88.7)
+    "sinh_f32": (("expm1_f32", "exps_f32"), """fn sinh_f32(x: f32) -> f32 {
   if (x == 0.0f) { return x; }
   let a = abs(x);
   var r: f32;
   if (a < 9.0f) { let t = expm1_f32(a); r = 0.5f * (t + t / (t + 1.0f)); }
-  else if (a < 88.0f) { r = 0.5f * exp_f32(a); }
-  else { let w = exp_f32(0.5f * a); r = (0.5f * w) * w; }
+  else { r = exps_f32(a, -1); }
   if (x < 0.0f) { return -r; }
   return r;
 }"""),
-    "cosh_f32": (("expm1_f32", "exp_f32"), """fn cosh_f32(x: f32) -> f32 {
+    "cosh_f32": (("expm1_f32", "exp_f32", "exps_f32"), """fn cosh_f32(x: f32) -> f32 {
   let a = abs(x);
   if (a < 0.34657359f) { let t = expm1_f32(a); let w = 1.0f + t; return 1.0f + (t * t) / (w + w); }
   if (a < 9.0f) { let t = exp_f32(a); return 0.5f * t + 0.5f / t; }
-  if (a < 88.0f) { return 0.5f * exp_f32(a); }
-  let w = exp_f32(0.5f * a); return (0.5f * w) * w;
+  return exps_f32(a, -1);
 }"""),
     # ---------------------------------------------------------------- logs
     "logk_f32": ((), f"""fn logk_f32(x0: f32) -> vec2<f32> {{
