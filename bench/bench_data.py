@@ -1,6 +1,7 @@
 """Benchmark of ruda.data against h5py and a NumPy memmap, measured in the same run.
 
     python bench/bench_data.py [--records 200000] [--random 50000] [--repeat 1] [--dir /tmp]
+                               [--small 1000000] [--epochs 2] [--shuffled-only]
 
 Records: a (3, 32, 32) uint8 image and an int64 label.  Prints ingestion (MB/s),
 sequential batched reads (batch 256, GB/s; a first pass, which for ruda.data includes
@@ -9,6 +10,11 @@ single-record reads (records/s) for each store, the ratio of ruda to each anchor
 issue's targets.  Files are read right after they are written (warm OS page cache) in all
 three stores alike.  With --repeat, each figure is the best of the repeats (the machine may
 be shared).
+
+Shuffled batches: ``ds.batches(256, shuffle=True, seed=epoch)`` over --small records of
+40 bytes (a float32 (8,) vector and an int64 label) and over the --records image records,
+against a NumPy memmap gathering the same permutation's batches (``m[idx]``); the first
+epoch (for ruda.data: with the CRC-32 checks) and the best of the next --epochs.
 """
 import argparse
 import os
@@ -151,15 +157,72 @@ def bench_feed(folder, images, labels, device):
     return dev, t_ruda, t_anchor, pause, t_compute, t_serial, t_overlap
 
 
+def bench_shuffled(folder, arrays, epochs):
+    """Seconds per shuffled epoch (the first, then the best of the next ``epochs``) for
+    ruda.data and a memmap anchor, with the values of one batch checked against NumPy."""
+    n = len(next(iter(arrays.values())))
+    path = os.path.join(folder, "shuffled.ruda")
+    rd.from_numpy(path, arrays, progress=False).close()
+    paths = {k: os.path.join(folder, f"shuffled-{k}.npy") for k in arrays}
+    for k, a in arrays.items():
+        np.save(paths[k], a)
+    maps = {k: np.load(p, mmap_mode="r") for k, p in paths.items()}
+    ds = rd.Dataset.open(path)
+
+    def ruda_epoch(seed):
+        for b in ds.batches(BATCH, shuffle=True, seed=seed, device="cpu"):
+            pass
+
+    def memmap_epoch(seed):
+        perm = np.random.default_rng(seed).permutation(n)
+        for i in range(0, n, BATCH):
+            idx = perm[i:i + BATCH]
+            for m in maps.values():
+                m[idx]
+
+    out = {}
+    for name, epoch in (("ruda.data", ruda_epoch), ("memmap", memmap_epoch)):
+        times = [_timed(lambda fn=epoch, seed=e: fn(seed)) for e in range(epochs + 1)]
+        out[name] = times[0], min(times[1:])
+    first = next(ds.batches(BATCH, shuffle=True, seed=7, device="cpu"))
+    idx = np.random.default_rng(7).permutation(n)[:BATCH]
+    for k, a in arrays.items():
+        _check(first[k], a[idx])
+    ds.close()
+    return out
+
+
+def _small(n):
+    rng = np.random.default_rng(2)
+    return {"x": rng.standard_normal((n, 8), dtype=np.float32), "y": np.arange(n, dtype=np.int64)}
+
+
+def _mb(v):
+    return f"{v:,.1f}" if v < 100 else f"{v:,.0f}"
+
+
+def _print_shuffled(what, n, nbytes, runs):
+    print(f"shuffled batches ({BATCH}), {n} records of {nbytes / n:.0f} bytes ({what}): "
+          f"records/s (MB/s) in the first epoch, then the best later epoch")
+    for k, times in runs.items():
+        print(f"  {k:<11}" + "".join(f"{n / t:>14,.0f} ({_mb(nbytes / t / 1e6)})" for t in times))
+    ratio = [m / r for r, m in zip(runs["ruda.data"], runs["memmap"])]
+    print(f"  {'ratio':<11}" + "".join(f"{v:>22.3f}" for v in ratio))
+
+
 def _check(got, want):
     if not np.array_equal(np.asarray(got), want):
         raise SystemExit("bench_data: ruda.data read back wrong values")
 
 
 def _versions():
-    import h5py
+    try:
+        import h5py
+        h5 = h5py.__version__
+    except ImportError:                 # only the shuffled cases run without it
+        h5 = "absent"
     return (f"Python {platform.python_version()}, NumPy {np.__version__}, SQLite "
-            f"{sqlite3.sqlite_version}, h5py {h5py.__version__}, ruda {ruda.__version__}, "
+            f"{sqlite3.sqlite_version}, h5py {h5}, ruda {ruda.__version__}, "
             f"CPU {_cpu()} ({os.cpu_count()} cores)")
 
 
@@ -178,8 +241,13 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=1, help="runs; each figure is the best")
     ap.add_argument("--dir", default=None, help="folder for the files (default: a temp folder)")
     ap.add_argument("--device", default="cpu", help="device that batches are fed to")
+    ap.add_argument("--small", type=int, default=1_000_000, help="40-byte records, shuffled")
+    ap.add_argument("--epochs", type=int, default=2, help="shuffled epochs after the first")
+    ap.add_argument("--shuffled-only", action="store_true", help="only the shuffled batches")
     args = ap.parse_args(argv)
     images, labels = _data(args.records)
+    if args.shuffled_only:
+        return _shuffled(args, images, labels)
     order = np.random.default_rng(1).integers(0, args.records, args.random)
     nbytes = images.nbytes + labels.nbytes
     amounts = (nbytes / 1e6, nbytes / 1e9, nbytes / 1e9, args.random)
@@ -218,6 +286,21 @@ def main(argv=None):
           f"alone {t_ruda:.2f} s, compute alone {t_compute:.2f} s")
     print("targets: " + ", ".join(f"{COLUMNS[j]} >= {t}: {'met' if ours[j] >= t else 'NOT met'}"
                                   for j, t in TARGETS.items()))
+    return _shuffled(args, images, labels)
+
+
+def _shuffled(args, images, labels):
+    print(f"{time.strftime('%Y-%m-%d %H:%M')}; {_versions()}")
+    for what, arrays in (("float32 (8,) and int64", _small(args.small)),
+                         ("uint8 (3, 32, 32) and int64", {"image": images, "label": labels})):
+        folder = tempfile.mkdtemp(prefix="bench_data_", dir=args.dir)
+        try:
+            runs = bench_shuffled(folder, arrays, args.epochs)
+        finally:
+            shutil.rmtree(folder)
+        n = len(next(iter(arrays.values())))
+        _print_shuffled(what, n, sum(a.nbytes for a in arrays.values()), runs)
+    print(f"load average {os.getloadavg()[0]:.1f}")
     return 0
 
 
