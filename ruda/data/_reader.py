@@ -239,27 +239,29 @@ class Reader:
                     else:
                         out[k][start:stop] = [np.array(a[lo]) for lo in loc.tolist()]
 
-        def helper(share):
-            reader = self.worker()
+        def helper(reader, share):
             try:
                 work(reader, share)
             except BaseException as e:  # re-raised by the calling thread
                 failed.append(e)
-            finally:
-                self.release(reader)
 
         failed, jobs = [], list(zip(runs, keys))
         count = min(READERS, max(1, len(jobs) // 8))    # a thread for a few chunks costs more
-        threads = [threading.Thread(target=helper, args=(jobs[t::count],), daemon=True,
-                                    name="ruda.data reader") for t in range(1, count)]
-        for t in threads:
-            t.start()
+        helpers = [self.worker() for _ in range(1, count)]
+        threads = [threading.Thread(target=helper, args=(r, jobs[t::count]), daemon=True,
+                                    name="ruda.data reader") for t, r in enumerate(helpers, 1)]
         try:
-            work(self, jobs[::max(count, 1)])
+            for t in threads:
+                t.start()
+            work(self, jobs[::count])
         except BaseException as e:
             failed.append(e)
-        for t in threads:
-            t.join()
+        finally:
+            for t in threads:
+                if t.ident is not None:         # started
+                    t.join()
+            for r in helpers:
+                self.release(r)
         if failed:
             raise failed[0]
 
