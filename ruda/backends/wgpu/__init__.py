@@ -206,7 +206,7 @@ class WgpuBackend(FftOps, MatmulOps, Ops, Backend):
 
 
 for _op, _reason in (
-        ("linalg_cholesky", "decomposition: no native kernel yet (issue 3 allows host linalg decompositions)"),
+        ("linalg_cholesky", "decomposition: no native kernel yet; host LAPACK"),
         ("linalg_det", "decomposition (LU): host LAPACK"),
         ("linalg_eig", "decomposition: host LAPACK"),
         ("linalg_eigh", "decomposition: host LAPACK"),

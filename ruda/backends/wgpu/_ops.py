@@ -23,7 +23,7 @@ _view_key = operator.attrgetter("ir", "shape", "strides", "offset")   # an opera
 PLANS = 4096        # replayable elementwise launches kept per device (see Ops._replayed)
 VEC4_MIN = 1 << 16   # elements: from here on, unit-stride 4-byte maps and full reductions use vec4 kernels
 RED_PARTS = 1024     # vec4 full reductions: at most this many partials (workgroups) in the first pass
-#                      (H200, 1 GiB f32 sum: 264-2112 within 3% of each other, 4096 11% slower)
+#                      (a flat optimum: a few hundred to a few thousand do alike; far more is slower)
 RED_BLOCK = 4 * WG * VEC_UNROLL   # ... which take the elements in blocks of this many, round robin
 SINGLE_PASS = os.environ.get("RUDA_WGPU_TWO_PASS", "") in ("", "0")   # ... and the last one folds them
 I = ir.INDEX
