@@ -70,6 +70,8 @@ for key, x in d.items():
         out[f"{key}|{n}"] = np.asarray(getattr(xp, n)(xp.asarray(x, device="wgpu")).to_device("cpu"))
 m = xp.asarray([[1.0, 2.0], [2.0, 4.0]], device="wgpu")
 out["rank"] = np.asarray(xp.linalg.matrix_rank(m).to_device("cpu"))
+v = xp.asarray(np.array([0.5, 0.25, 3.0], np.float32), device="wgpu")
+out["norms"] = np.array([float(xp.linalg.vector_norm(v, ord=o)) for o in (3.04e-60, 1e-3, 2.5)])
 out["notes"] = np.array(xp.device("wgpu").backend.notes())
 info = xp.__array_namespace_info__()
 out["dtypes"] = np.array(sorted(info.dtypes(device="wgpu")))
@@ -148,12 +150,18 @@ def test_complex64_functions_track_numpy(results, name):
 
 def test_dtypes_defaults_rank_and_info_note(results):
     """float32/int32 defaults; matrix_rank in the default integer dtype (NumPy's int64 result no
-    longer refused on upload); ``python -m ruda info``'s note names what the profile costs."""
+    longer refused on upload); vector_norm of a tiny ord; ``python -m ruda info``'s note names
+    what the profile costs."""
     _, out = results
     assert list(out["dtypes"]) == ["bool", "complex64", "float32", "int16", "int32", "int8",
                                    "uint16", "uint32", "uint8"]
     assert list(out["defaults"]) == ["float32", "complex64", "int32", "int32"]
     assert out["rank"].dtype == np.int32 and int(out["rank"]) == 1
+    # vector_norm's p and 1/p held as float32 (1 / 3e-60 is past its range: inf, as NumPy's)
+    a = np.array([0.5, 0.25, 3.0], np.float32)
+    with np.errstate(all="ignore"):
+        want = [float(np.linalg.vector_norm(a, ord=o)) for o in (3.04e-60, 1e-3, 2.5)]
+    np.testing.assert_allclose(out["norms"], want, rtol=1e-5)
     (note,) = out["notes"]        # withheld here, or a real adapter's own lack (OpenGL...)
     assert "no float64, complex128, int64, uint64" in note
     assert "RUDA_WGPU_WITHOUT" in note or "lacks shader-f64, shader-int64" in note

@@ -1062,10 +1062,11 @@ class Ops:
                              value=lambda a: ir.op("square", ir.op("abs", a)), key="nrm_2")
             res = self.sqrt(s)
         else:
-            p = float(ord)
+            with np.errstate(over="ignore"):     # p, 1 / p as the computing dtype holds them (inf past its range)
+                p, q = (float(np.array(v, np.float32 if r == "f32" else np.float64)) for v in (ord, 1.0 / ord))
             s = self._reduce(x, axes, "sum", r, rdt, keepdims,
                              value=lambda a: ir.op("pow", ir.op("abs", a), ir.Const(p, r)), key=("nrm_p", p))
-            res = self._map(("pow_c", 1.0 / p), lambda a: ir.op("pow", a, ir.Const(1.0 / p, r)), [s])
+            res = self._map(("pow_c", q), lambda a: ir.op("pow", a, ir.Const(q, r)), [s])
         if axis is None and keepdims:
             res = res.view((1,) * x.ndim, (0,) * x.ndim, res.offset)
         return res
