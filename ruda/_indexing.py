@@ -27,6 +27,18 @@ def _slice(fn, s):
     return slice(*parts)
 
 
+def _index_dtype(fn, dev, k):
+    """A NumPy index array in a dtype ``dev`` holds (int64 -> its index dtype without int64)."""
+    if isinstance(k, np.ndarray) and k.dtype.kind in "iu" and not dev.backend.supports(k.dtype):
+        idx = np.dtype(v.default_dtype(dev, "indexing"))
+        info = np.iinfo(idx)
+        if k.size and (k.min() < info.min or k.max() > info.max):
+            raise IndexError(f"ruda: {fn}: index values beyond {_dtypes.name(idx)}, the index "
+                             f"dtype of device '{dev}'")
+        return k.astype(idx)
+    return k
+
+
 def normalize_key(fn, x, key):
     """Validate ``key`` for array ``x``; return it with native arrays in place of ruda arrays."""
     if not isinstance(key, tuple):
@@ -63,7 +75,7 @@ def normalize_key(fn, x, key):
             dims.append(0)
         elif isinstance(k, list | np.ndarray):   # as an index array on x's device
             from ruda._creation import asarray
-            arr = asarray(k, device=dev)
+            arr = asarray(_index_dtype(fn, dev, k), device=dev)
             if arr._dtype.kind not in "iub":
                 raise IndexError(f"ruda: {fn}: list and NumPy array indices must hold integers "
                                  f"or booleans")
