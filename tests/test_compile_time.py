@@ -96,6 +96,9 @@ def _worker():
     for name, sizes, make, call in _cases():
         for n in sizes:
             host = make(rng, n)
+            if not all(dev.backend.supports(h.dtype) for h in host):   # an adapter without f64/i64
+                print(json.dumps({"case": name, "n": n, "skipped": True}), flush=True)
+                continue
             args = [xp.asarray(h, device=dev) for h in host]
             dev.backend.synchronize()
             ctx.cache = TimedCache(ctx.renderer, ctx._compile)
@@ -133,6 +136,8 @@ def test_compile_time_of_searchsorted_and_isin_is_small_and_size_free(wgpu_devic
     recs = [json.loads(ln) for ln in out.splitlines() if ln.startswith("{")]
     assert recs and recs[-1]["n"] == ISIN_SIZES[-1] and len(recs) == sum(len(c[1]) for c in _cases()), \
         f"worker stopped early:\n{out[-3000:]}\n{err[-3000:]}"
+    recs = [r for r in recs if not r.get("skipped")]
+    assert recs, "every case needs a dtype this adapter lacks"
     slow = [f"{r['case']} n={r['n']}: {r['compile_s']:.2f} s" for r in recs if r["compile_s"] > LIMIT_S]
     assert not slow, f"compiling took over {LIMIT_S} s: {slow}"
     wrong = [f"{r['case']} n={r['n']}" for r in recs if not r["correct"]]
