@@ -29,6 +29,8 @@ def _slice(fn, s):
 
 def _index_dtype(fn, dev, k):
     """A NumPy index array in a dtype ``dev`` holds (int64 -> its index dtype without int64)."""
+    if isinstance(k, np.ndarray) and k.dtype.kind not in "iub":
+        raise IndexError(f"ruda: {fn}: list and NumPy array indices must hold integers or booleans")
     if isinstance(k, np.ndarray) and k.dtype.kind in "iu" and not dev.backend.supports(k.dtype):
         idx = np.dtype(v.default_dtype(dev, "indexing"))
         info = np.iinfo(idx)

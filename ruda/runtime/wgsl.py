@@ -485,6 +485,9 @@ class _Render(ExprRender):
             return f"({x} * {x})"
         if name == "reciprocal":
             return f"({one} / {x})"
+        if name in ("floor", "ceil", "trunc", "round") and dt in ("f32", "f64"):
+            # the result has x's sign (round(-0.4) is -0.0); lavapipe's f64 round drops it
+            return f"{self.need('copysign_' + dt)}({name}({x}), {x})"
         if name in ("abs", "sqrt", "floor", "ceil", "trunc", "round"):
             return f"{name}({x})"
         if name in ("real", "conj", "positive"):
