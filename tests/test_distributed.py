@@ -122,8 +122,9 @@ def test_usable_after_mismatch(ranks):
 
 @pytest.mark.parametrize("mode, check", [("kill", "1"), ("exit", "1"), ("hang", "1"), ("hang", "0")])
 def test_dead_rank_fails_within_timeout(mode, check):
-    """A killed rank ends the job through mpiexec; a rank that exits or hangs is caught by the
-    watchdog (check=0 skips the agreement check, so it fires inside the data transfer)."""
+    """A killed rank ends the job through mpiexec, one that exits (os._exit) through the
+    launcher; a hung rank is caught by the watchdog (check=0 skips the agreement check, so it
+    fires inside the data transfer)."""
     t0 = time.monotonic()
     env = {"RUDA_DIST_TIMEOUT": "3", "RUDA_DIST_CHECK": check}
     proc = launch(2, "dead_rank.py", mode, env=env, timeout=120)
@@ -139,6 +140,71 @@ def test_dead_rank_fails_within_timeout(mode, check):
     if mode == "hang":
         what = "all_reduce (agreement check)" if check == "1" else "all_reduce"
         assert f"rank 0: {what} did not complete within 3 s" in proc.stderr, proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("mode, says", [
+    ("raise-after-init", ["ValueError: rank one broke after init"]),
+    ("raise-before-init", ["ValueError: rank one broke before init"]),
+    ("exit-before-init", ["rank 1 ended its script without calling ruda.distributed.init() "
+                          "while rank(s) [0] called it"]),
+    ("status-after-init", ["fail_fast.py exited with status 3"]),
+    ("end-after-init", ["the ranks disagree on which collective they call: rank 0 has "
+                           "ruda.distributed.barrier, rank 1 has ruda.distributed.finalize"]),
+])
+def test_failing_rank_ends_the_job_at_once_and_is_named(mode, says):
+    """Rank 1 fails (or ends early) while rank 0 waits for it: the job ends within seconds,
+    not after RUDA_DIST_TIMEOUT (left at 600 s), and the launcher names rank 1 with its
+    traceback or message and exits non-zero (with rank 1's status where it gave one)."""
+    t0 = time.monotonic()
+    proc = launch(2, "fail_fast.py", mode, env={"RUDA_DIST_TIMEOUT": "600"}, timeout=60)
+    took = time.monotonic() - t0
+    err = proc.stderr
+    assert proc.returncode == (3 if mode == "status-after-init" else 1), err[-3000:]
+    assert "got past the wait" not in proc.stdout
+    assert "ruda.distributed.run: rank 1 failed" in err, err[-3000:]
+    report = err[err.index("ruda.distributed.run: rank 1 failed"):]
+    for words in says:
+        assert words in report, err[-3000:]
+        assert "[rank 1] " in err and words in err[:err.index("ruda.distributed.run:")]
+    if mode.startswith("raise"):
+        assert 'fail_fast.py", line' in report and "Traceback (most recent call last)" in report
+        assert "runpy" not in report and "_bootstrap" not in report
+    assert took < 10, f"the job took {took:.1f} s"
+
+
+def test_exception_after_init_ends_the_job_under_a_bare_mpiexec():
+    """Without the launcher's bootstrap, init() installs the hook that ends the job."""
+    from ruda.distributed import run
+    cmd = [run.find_mpiexec(), "-n", "2", sys.executable, os.path.join(SCRIPTS, "fail_fast.py"),
+           "raise-after-init"]
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "RUDA_DIST_TIMEOUT": "600"})
+    took = time.monotonic() - t0
+    assert proc.returncode != 0 and "got past the wait" not in proc.stdout
+    assert "[rank 1] ValueError: rank one broke after init" in proc.stderr, proc.stderr[-3000:]
+    assert took < 10, f"the job took {took:.1f} s"
+
+
+def test_rank_vanishing_before_init_ends_the_job_at_once():
+    t0 = time.monotonic()
+    proc = launch(2, "fail_fast.py", "osexit-before-init", env={"RUDA_DIST_TIMEOUT": "600"},
+                  timeout=60)
+    took = time.monotonic() - t0
+    assert proc.returncode != 0
+    assert "got past the wait" not in proc.stdout
+    assert ("rank(s) [1] ended without a normal exit (killed or os._exit) while rank(s) [0] "
+            "used ruda.distributed") in proc.stderr, proc.stderr[-3000:]
+    assert took < 10, f"the job took {took:.1f} s"
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_job_without_init_ends_normally(n):
+    proc = launch(n, "fail_fast.py", "no-init", timeout=60)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert sorted(proc.stdout.split("\n")[:-1]) == [f"rank {r} ran without ruda.distributed"
+                                                     for r in range(n)]
+    assert "ruda.distributed.run:" not in proc.stderr
 
 
 class _CommunicatorTakingBytes:         # CuPy 14's signature

@@ -121,8 +121,8 @@ def test_launcher_command_passes_hosts_and_hostfile(tmp_path):
     fake.chmod(0o755)
     cmd = run.command(4, "train.py", ["--lr", "0.1"], hosts="a,b", hostfile="hf",
                       mpiexec=str(fake))
-    assert cmd == [str(fake), "-n", "4", "-hosts", "a,b", "-f", "hf", sys.executable,
-                   "train.py", "--lr", "0.1"]
+    assert cmd == [str(fake), "-n", "4", "-hosts", "a,b", "-f", "hf", sys.executable, "-m",
+                   "ruda.distributed._bootstrap", "train.py", "--lr", "0.1"]
 
 
 def test_launcher_finds_mpiexec_from_env(monkeypatch):
@@ -138,13 +138,56 @@ def test_launcher_names_a_vanished_rank_whatever_mpiexec_returns(tmp_path, monke
     """mpiexec may end a job whose rank vanished with 0 or with a signal's status; the
     launcher names the rank either way and never returns 0."""
     fake = tmp_path / "mpiexec"
-    fake.write_text('#!/bin/sh\n[ "$1" = --version ] && exit 0\n'
-                    f'touch "$RUDA_DIST_STATUS_DIR/1.started"\nexit {status}\n')
+    fake.write_text('#!/bin/sh\n[ "$1" = --version ] && exit 0\ncd "$RUDA_DIST_STATUS_DIR"\n'
+                    'echo 999999999 > 0.pid; touch 0.init 0.end\n'
+                    f'echo 999999998 > 1.pid; touch 1.init\nexit {status}\n')
     fake.chmod(0o755)
     monkeypatch.setenv("RUDA_MPIEXEC", str(fake))
     rc = run.main(["-n", "2", "script.py"])
     assert rc == (status or 1)
     assert "rank(s) [1] ended without a normal exit" in capsys.readouterr().err
+
+
+def test_launcher_reports_the_failed_rank_first_with_its_status(tmp_path, monkeypatch, capsys):
+    """Failure reports (the bootstrap's JSON) come out oldest first, with the first one's exit
+    status, whatever mpiexec returned; ranks torn down with the job are not blamed."""
+    import json
+    import time
+    folder = tmp_path / "status"
+    folder.mkdir()
+    (folder / "1.failed").write_text(json.dumps({"status": 3, "text": "Traceback\nKeyError: 'w'"}))
+    (folder / "0.failed").write_text(json.dumps({"status": 1, "text": "RuntimeError: later"}))
+    now = time.time()
+    os.utime(folder / "1.failed", (now - 5, now - 5))
+    for r in (0, 1):
+        (folder / f"{r}.pid").write_text("999999999")
+    assert run.report(str(folder), 9) == 3
+    err = capsys.readouterr().err
+    assert err.index("rank 1 failed (exit status 3):\nTraceback\nKeyError: 'w'") < \
+        err.index("rank 0 failed (exit status 1):\nRuntimeError: later")
+    assert "ended without a normal exit" not in err
+
+
+@pytest.mark.parametrize("call, what", [
+    ("fail('Traceback\\nValueError: x', 4)", "failed"),
+    ("timed_out('rank 2: init did not complete')", "timeout"),
+])
+def test_failing_before_mpi_dies_by_sigkill_and_tells_the_launcher(tmp_path, call, what):
+    """Before MPI_Init a rank can only end the job by dying from a signal (mpiexec then
+    tears the job down); it leaves its report for the launcher first."""
+    import json
+    code = f"from ruda.distributed import _failfast\n_failfast.{call}\nprint('survived')"
+    env = {**os.environ, "RUDA_DIST_STATUS_DIR": str(tmp_path), "PMI_RANK": "2"}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=60)
+    assert p.returncode == -9 and "survived" not in p.stdout
+    assert "mpi4py" not in p.stderr
+    text = (tmp_path / f"2.{what}").read_text()
+    if what == "failed":
+        assert json.loads(text) == {"status": 4, "text": "Traceback\nValueError: x"}
+        assert "[rank 2] Traceback\n[rank 2] ValueError: x\n" in p.stderr
+    else:
+        assert text == "rank 2: init did not complete"
 
 
 def test_nccl_backend_without_cupy_raises_import_error():

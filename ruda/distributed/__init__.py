@@ -16,7 +16,11 @@ return None off the root.  Integer sums wrap like NumPy's same-dtype arithmetic.
 Every collective first checks, with one small Allgather, that all ranks agree on
 the call, shape, dtype and device kind (raising the same error everywhere);
 ``RUDA_DIST_CHECK=0`` skips it.  A blocking call that waits longer than
-``RUDA_DIST_TIMEOUT`` seconds (default 600) aborts the job with a message.
+``RUDA_DIST_TIMEOUT`` seconds (default 600) aborts the job with a message.  A rank
+that fails ends every rank at once (``_failfast``): under the launcher each rank runs
+through ``_bootstrap``, which also ends the job when a rank's script ends without
+``init()`` while other ranks are in it; under a bare mpiexec, ``init()`` installs an
+excepthook that does the same for unhandled exceptions.
 ``async_op=True`` returns a :class:`Work` handle: ``.wait()`` gives the result.
 """
 from ruda.distributed._collectives import (  # noqa: F401

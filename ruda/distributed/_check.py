@@ -17,7 +17,7 @@ from ruda._array import Array
 
 OPS = ("sum", "prod", "min", "max", "mean")
 FUNCTIONS = ("all_reduce", "reduce", "broadcast", "all_gather", "gather", "scatter",
-             "reduce_scatter", "all_to_all", "barrier", "send")
+             "reduce_scatter", "all_to_all", "barrier", "send", "finalize")
 DTYPES = _dtypes.all_dtypes + _dtypes.extension_dtypes
 KINDS = ("cpu", "cuda", "wgpu")
 _NDIMS = 12

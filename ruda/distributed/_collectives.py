@@ -160,4 +160,6 @@ def scatter(x, root=0, axis=0, *, async_op=False):
 def barrier(*, async_op=False):
     """Wait until every rank has called barrier()."""
     ctx = _state.get("barrier")
+    if _check.ENABLED:
+        _check.agree("barrier", _exchange(ctx, "barrier", _check.record("barrier")))
     return _finish(ctx.mpi.barrier(async_op), lambda a: None, async_op)

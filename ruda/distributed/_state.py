@@ -1,17 +1,24 @@
 """Process-wide state: the MPI communicator, the engines and the watchdog."""
 import os
 
-from ruda.distributed import _watchdog
+import numpy as np
+
+from ruda.distributed import _check, _failfast, _watchdog
 
 BACKENDS = (None, "mpi", "nccl")
 _ctx = None
 
 
 class Context:
-    def __init__(self, backend, timeout):
+    def __init__(self, backend, wd):
         from mpi4py import MPI
         from ruda.distributed._mpi import MpiEngine
         self.MPI = MPI
+        ended = _failfast.join(MPI, calling_init=True)
+        _failfast.set_rank(MPI.COMM_WORLD.Get_rank())
+        if ended:
+            raise RuntimeError(f"ruda.distributed.init: rank(s) {ended} ended their script "
+                               f"without calling ruda.distributed.init(); every rank must call it")
         self.comm = MPI.COMM_WORLD.Dup()       # our own tag space
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
         node = self.comm.Split_type(MPI.COMM_TYPE_SHARED)
@@ -19,13 +26,19 @@ class Context:
         node.Free()
         self.backend = backend
         self.nccl = None
-        self.wd = _watchdog.Watchdog(timeout, self.rank, self._abort)
+        self.wd = wd
+        wd.rank, wd.abort = self.rank, self._abort
         self.mpi = MpiEngine(self.comm, self.wd)
 
     def _abort(self, message):
+        _failfast.mark("timeout", message)
+        self.abort(1)
+
+    def abort(self, status):
+        """End every rank of the job (the NCCL communicator first: its kernels may block)."""
         if self.nccl is not None:
             self.nccl.abort()
-        self.MPI.COMM_WORLD.Abort(1)
+        self.MPI.COMM_WORLD.Abort(status)
 
     def close(self):
         self.wd.stop()
@@ -42,7 +55,10 @@ def init(backend=None, *, timeout=None):
     CUDA-aware MPI), ``"mpi"`` (MPI for every array) or ``"nccl"`` (NCCL for cuda
     arrays, required now).  Host and wgpu arrays always use MPI.  ``timeout``:
     seconds a blocking call may wait for the other ranks (default
-    ``RUDA_DIST_TIMEOUT`` or 600; 0 disables the watchdog).
+    ``RUDA_DIST_TIMEOUT`` or 600; 0 disables the watchdog); ``init`` itself waits for
+    every rank to start up to that or 600 s, whichever is longer.  Every rank must call
+    it: under the launcher, a rank whose script ends without calling it while others
+    are in it ends the job.
     """
     global _ctx
     if backend not in BACKENDS:
@@ -53,13 +69,25 @@ def init(backend=None, *, timeout=None):
             raise ValueError(f"ruda.distributed.init: already initialized with backend "
                              f"{_ctx.backend!r}; got backend={backend!r}")
         return
-    try:
-        import mpi4py.MPI  # noqa: F401
-    except ImportError as e:
-        raise ImportError(f"ruda.distributed.init: needs mpi4py and an MPI library "
-                          f"(pip install 'ruda[mpi]'): {e}") from None
     t = _watchdog.timeout_from_env() if timeout is None else float(timeout)
-    ctx = Context(backend, t)
+    _failfast.mark("init")
+    # Armed before MPI_Init, which waits for every rank: a rank that never comes ends the
+    # job (by SIGKILL: MPI cannot be used from here during MPI_Init).  Starting up (imports
+    # on a shared file system) may be slow, so this wait gets at least the default timeout.
+    wd = _watchdog.Watchdog(t, _failfast.env_rank(), _failfast.timed_out)
+    wd.arm("init (waiting for every rank to call it)", max(t, _watchdog.DEFAULT_TIMEOUT))
+    try:
+        try:
+            import mpi4py.MPI  # noqa: F401
+        except ImportError as e:
+            raise ImportError(f"ruda.distributed.init: needs mpi4py and an MPI library "
+                              f"(pip install 'ruda[mpi]'): {e}") from None
+        ctx = Context(backend, wd)
+    except BaseException:
+        wd.stop()
+        raise
+    finally:
+        wd.disarm()
     if backend == "nccl":
         from ruda.distributed import _route
         try:
@@ -68,18 +96,8 @@ def init(backend=None, *, timeout=None):
             ctx.close()
             raise
     _ctx = ctx
-    _mark_started(ctx.rank)
-
-
-def _mark_started(rank):
-    """Under the launcher, leave '<rank>.started' now and '<rank>.done' at a normal exit, so
-    it can tell a rank that vanished (mpiexec may then end the job with status 0)."""
-    folder = os.environ.get("RUDA_DIST_STATUS_DIR")
-    if not folder or not os.path.isdir(folder):
-        return
-    import atexit
-    open(os.path.join(folder, f"{rank}.started"), "w").close()
-    atexit.register(lambda: open(os.path.join(folder, f"{rank}.done"), "w").close())
+    if ctx.size > 1:
+        _failfast.install_excepthook()
 
 
 def default_cuda_index(ctx):
@@ -88,11 +106,22 @@ def default_cuda_index(ctx):
 
 
 def finalize():
-    """Release the communicators and finalize MPI (no ruda.distributed call after this)."""
+    """Release the communicators and finalize MPI (no ruda.distributed call after this).
+
+    Every rank must call it (the launcher's bootstrap does at the end of the script): with
+    the agreement check on, a rank that finalizes while another waits in a collective makes
+    both raise at once.  The exchange is not under the watchdog: a rank may compute long
+    after its last collective.
+    """
     global _ctx
     if _ctx is None:
         return
-    ctx, _ctx = _ctx, None
+    ctx = _ctx
+    if _check.ENABLED and ctx.size > 1:
+        table = np.empty((ctx.size, _check.WIDTH), np.int64)
+        ctx.comm.Allgather(_check.record("finalize"), table)
+        _check.agree("finalize", table)
+    _ctx = None
     ctx.close()
     if not ctx.MPI.Is_finalized():
         ctx.MPI.Finalize()

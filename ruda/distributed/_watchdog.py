@@ -31,9 +31,10 @@ class Watchdog:
     def __init__(self, timeout, rank, abort):
         self.timeout = timeout
         self.rank = rank
-        self._abort = abort          # callable(message) that ends the job
+        self.abort = abort           # callable(message) that ends the job
         self._deadline = 0.0
         self._what = ""
+        self._limit = timeout
         self._stop = threading.Event()
         self._thread = None
         if timeout > 0:
@@ -41,9 +42,10 @@ class Watchdog:
                                             daemon=True)
             self._thread.start()
 
-    def arm(self, what):
+    def arm(self, what, timeout=None):
         self._what = what
-        self._deadline = time.monotonic() + self.timeout
+        self._limit = self.timeout if timeout is None else timeout
+        self._deadline = time.monotonic() + self._limit
 
     def disarm(self):
         self._deadline = 0.0
@@ -62,9 +64,10 @@ class Watchdog:
                 return
 
     def _fire(self):
-        msg = (f"ruda.distributed: rank {self.rank}: {self._what} did not complete within "
-               f"{self.timeout:g} s (RUDA_DIST_TIMEOUT); another rank died, hung or did not "
+        who = "?" if self.rank is None else self.rank
+        msg = (f"ruda.distributed: rank {who}: {self._what} did not complete within "
+               f"{self._limit:g} s (RUDA_DIST_TIMEOUT); another rank died, hung or did not "
                f"call it; aborting the job")
         print(msg, file=sys.stderr, flush=True)
         time.sleep(0.5)         # let mpiexec forward the message before the job is torn down
-        self._abort(msg)
+        self.abort(msg)
