@@ -165,7 +165,9 @@ def test_failing_rank_ends_the_job_at_once_and_is_named(mode, says):
     report = err[err.index("ruda.distributed.run: rank 1 failed"):]
     for words in says:
         assert words in report, err[-3000:]
-        assert "[rank 1] " in err and words in err[:err.index("ruda.distributed.run:")]
+        if mode != "end-after-init":   # there both ranks see the disagreement at once, and the
+            # first to abort may end the other before its own lines reach the stream
+            assert "[rank 1] " in err and words in err[:err.index("ruda.distributed.run:")]
     if mode.startswith("raise"):
         assert 'fail_fast.py", line' in report and "Traceback (most recent call last)" in report
         assert "runpy" not in report and "_bootstrap" not in report
