@@ -163,11 +163,10 @@ def test_failing_rank_ends_the_job_at_once_and_is_named(mode, says):
     assert "got past the wait" not in proc.stdout
     assert "ruda.distributed.run: rank 1 failed" in err, err[-3000:]
     report = err[err.index("ruda.distributed.run: rank 1 failed"):]
+    # the launcher's report is the guarantee: a rank's own [rank N] lines can be cut off when
+    # mpiexec tears the job down before forwarding them
     for words in says:
         assert words in report, err[-3000:]
-        if mode != "end-after-init":   # there both ranks see the disagreement at once, and the
-            # first to abort may end the other before its own lines reach the stream
-            assert "[rank 1] " in err and words in err[:err.index("ruda.distributed.run:")]
     if mode.startswith("raise"):
         assert 'fail_fast.py", line' in report and "Traceback (most recent call last)" in report
         assert "runpy" not in report and "_bootstrap" not in report
