@@ -38,10 +38,11 @@ def _wide(x):
     return _dtypes.uint64 in x._device.backend._dtype_set
 
 
-def _mulhilo(x, m, wide=None):
-    """High and low 32-bit words of uint32 array ``x`` times the constant ``m`` < 2**32."""
+def _mulhilo(x, m, wide):
+    """High and low 32-bit words of uint32 array ``x`` times the constant ``m`` < 2**32
+    (``wide``: through a uint64 product, else in 16-bit limbs)."""
     lo = x * m
-    if wide if wide is not None else _wide(x):
+    if wide:
         return _data_type.astype(_data_type.astype(x, _U64) * m >> 32, _U32), lo
     mh, ml = m >> 16, m & 0xFFFF           # 16-bit limbs: every partial product fits 32 bits
     xh, xl = x >> 16, x & 0xFFFF
@@ -58,6 +59,7 @@ def philox4x32(counter, key, rounds=10, *, wide=None):
     ``wide=False`` forces the 32-bit-only arithmetic that devices without uint64 use (the
     results are the same bits either way)."""
     c0, c1, c2, c3 = counter
+    wide = _wide(c0) if wide is None else wide
     k0, k1 = (operator.index(k) & _MASK for k in key)
     for r in range(rounds):
         if r:
@@ -76,13 +78,13 @@ def _carry(s, a):
 def _mulhigh(x, r):
     """floor(X * r / 2**(32 m)) for the m-limb random number X (uint32 arrays, least significant
     first) and the Python int 0 < r < 2**(32 m): the top limbs of the product, exactly."""
-    m = len(x)
+    m, wide = len(x), _wide(x[0])
     rl = [(r >> (32 * j)) & _MASK for j in range((r.bit_length() + 31) // 32)]
     p = [None] * (m + len(rl))          # product limbs; None is zero
     for j, rj in enumerate(rl):
         carry = None
         for i in range(m):
-            hi, lo = _mulhilo(x[i], rj)
+            hi, lo = _mulhilo(x[i], rj, wide)
             for add in (p[i + j], carry):   # lo + p + carry: each add may wrap once
                 if add is not None:
                     s = lo + add
@@ -141,10 +143,10 @@ class Generator:
         """n floats in [0, 1) of NumPy dtype dt, from one call's words."""
         if dt.itemsize <= 4:
             w = self._words(n, dev)
-            return _data_type.astype(_data_type.astype(w >> 8, _dtypes.public(dt)), dt) * 2.0**-24
+            return _data_type.astype(w >> 8, dt) * 2.0**-24
         w = _manipulation.reshape(self._words(2 * n, dev), (n, 2))
-        a = _data_type.astype(w[:, 0] >> 5, _dtypes.public(dt))
-        b = _data_type.astype(w[:, 1] >> 6, _dtypes.public(dt))
+        a = _data_type.astype(w[:, 0] >> 5, dt)
+        b = _data_type.astype(w[:, 1] >> 6, dt)
         return (a * 67108864.0 + b) * 2.0**-53
 
     def random(self, shape=(), *, dtype=None, device=None):
