@@ -27,18 +27,21 @@ def _slice(fn, s):
     return slice(*parts)
 
 
-def _index_dtype(fn, dev, k):
-    """A NumPy index array in a dtype ``dev`` holds (int64 -> its index dtype without int64)."""
-    if isinstance(k, np.ndarray) and k.dtype.kind not in "iub":
+def _index_array(fn, dev, k):
+    """A list or NumPy array index as a native index array on ``dev``, checked on the host
+    first (integers or booleans; int64 goes as the index dtype of a device without it)."""
+    from ruda._creation import asarray
+    k = np.asarray(k)
+    if k.dtype.kind not in "iub":
         raise IndexError(f"ruda: {fn}: list and NumPy array indices must hold integers or booleans")
-    if isinstance(k, np.ndarray) and k.dtype.kind in "iu" and not dev.backend.supports(k.dtype):
+    if k.dtype.kind in "iu" and not dev.backend.supports(k.dtype):
         idx = np.dtype(v.default_dtype(dev, "indexing"))
         info = np.iinfo(idx)
         if k.size and (k.min() < info.min or k.max() > info.max):
             raise IndexError(f"ruda: {fn}: index values beyond {_dtypes.name(idx)}, the index "
                              f"dtype of device '{dev}'")
-        return k.astype(idx)
-    return k
+        k = k.astype(idx)
+    return asarray(k, device=dev)._data
 
 
 def normalize_key(fn, x, key):
@@ -76,13 +79,9 @@ def normalize_key(fn, x, key):
             out.append(k)
             dims.append(0)
         elif isinstance(k, list | np.ndarray):   # as an index array on x's device
-            from ruda._creation import asarray
-            arr = asarray(_index_dtype(fn, dev, k), device=dev)
-            if arr._dtype.kind not in "iub":
-                raise IndexError(f"ruda: {fn}: list and NumPy array indices must hold integers "
-                                 f"or booleans")
-            out.append(arr._data)
-            dims.append(arr.ndim if arr._dtype.kind == "b" else 1)
+            arr = _index_array(fn, dev, k)
+            out.append(arr)
+            dims.append(arr.ndim if arr.dtype.kind == "b" else 1)
         else:
             out.append(_index(fn, k))
             dims.append(1)
