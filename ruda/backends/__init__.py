@@ -35,6 +35,13 @@ ops
     ``getitem``, ``setitem``, ``astype``.  Signatures are the standard's, with
     native arrays in place of ``Array``.
 
+nn kernels
+    ``nn``: ``None``, or a module of the fused kernels ``ruda.nn`` may call, one function per
+    name in :data:`NN_KERNELS` (``None`` where the device has no such kernel).  A kernel takes
+    validated native arrays and Python parameters and returns native arrays, or
+    ``NotImplemented`` for a dtype or shape it does not handle; ``ruda.nn`` then composes
+    namespace ops.  Signatures are in ``ruda/nn/README.md``.
+
 An op the backend lacks raises ``NotImplementedError`` naming op and device.
 A backend may run an op through the host only via :meth:`Backend.host_fallback`,
 which records it, with its reason, in the class's ``fallbacks`` table (shown by
@@ -95,6 +102,11 @@ OPS = ELEMENTWISE_UNARY + ELEMENTWISE_BINARY + (
     "fft_ifftshift",
 )
 
+# The fused kernels a backend's ``nn`` module may provide (see ruda/nn/README.md).
+NN_KERNELS = (
+    "softmax", "layer_norm", "rms_norm", "swiglu", "apply_rope", "sdpa", "top_k",
+)
+
 
 class Backend:
     """Base class of a device backend.  One instance per device index."""
@@ -102,6 +114,7 @@ class Backend:
     kind = None          # "cpu", "cuda", "wgpu": the device's string prefix
     fallbacks = {}       # op name -> reason it goes through the host
     features = frozenset()
+    nn = None            # module of fused nn kernels (NN_KERNELS), or None
 
     def __init__(self, index=0):
         self.index = index

@@ -67,6 +67,12 @@ class CudaBackend(Backend):
     kind = "cuda"
     features = frozenset({"float64", "complex128", "int64"})
     fallbacks = {}
+
+    @property
+    def nn(self):
+        """This device's fused nn kernels (``ruda.backends.NN_KERNELS``), imported on first use."""
+        from ruda.backends.cuda import _nn
+        return _nn
     _probed = None
     _allow_tf32 = None       # per-device TF32 setting; None follows ruda.backends.cuda.allow_tf32
 

@@ -61,6 +61,12 @@ class HostBackend(Backend):
     kind = "cpu"
     features = frozenset({"float64", "complex128", "int64"})
     fallbacks = {}
+
+    @property
+    def nn(self):
+        """This device's fused nn kernels (``ruda.backends.NN_KERNELS``), imported on first use."""
+        from ruda.backends.host import _nn
+        return _nn
     _instance = None
 
     @classmethod
