@@ -314,7 +314,9 @@ def test_cuda_event_timer_protocol(monkeypatch):
     cuda = types.SimpleNamespace(Event=Event, get_current_stream=lambda: stream,
                                  get_elapsed_time=lambda a, b: 2.5 * (b.t - a.t))   # ms
     monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=cuda))
-    timer = tune.CudaEventTimer()
+    from ruda.backends.cuda._timer import CudaEventTimer, tuning_timer
+    assert isinstance(tuning_timer(), CudaEventTimer) and isinstance(tuning_timer(), tune.Timer)
+    timer = CudaEventTimer()
     secs = timer.measure(lambda: log.append(("call",)), 3)
     assert [e[0] for e in log] == ["record", "call", "call", "call", "record", "sync"]
     assert log[0][1] is stream and secs == pytest.approx(2.5 * 4 * 1e-3)
@@ -514,10 +516,10 @@ def test_tuner_picks_a_correct_wgsl_matmul(gpu, cache_path, rng):
     M, N, K = 64, 96, 80
     A = rng.standard_normal((M, K)).astype(np.float32)
     B = rng.standard_normal((K, N)).astype(np.float32)
-    if tune.WgpuTimestampTimer.supported(dev):
-        timer = tune.WgpuTimestampTimer(dev)
-    else:
-        timer = tune.HostTimer(sync=lambda: dev.queue.on_submitted_work_done_sync())
+    from ruda.backends.wgpu import _timer
+    timer = _timer.tuning_timer(dev, lambda: dev.queue.on_submitted_work_done_sync())
+    assert isinstance(timer, _timer.WgpuTimestampTimer if _timer.WgpuTimestampTimer.supported(dev)
+                      else tune.HostTimer)
     cands = [tune.Candidate(p.name, p.as_dict()) for p in (_SOME[0], _SOME[2], _SOME[5])]
     # a deliberately broken candidate (drops the last k-tile) must be rejected
     broken = mm.MatmulParams(32, 32, 16, 2, 2, 1)
@@ -562,3 +564,9 @@ def test_first_wgpu_matmul_that_tunes_says_so(wgpu_device, tmp_path, monkeypatch
     assert capsys.readouterr().err.count("ruda: tuning matmul") == 1
     np.asarray((x @ y).to_device("cpu"))              # a tuned bucket: silent
     assert capsys.readouterr().err == ""
+
+
+def test_tuner_needs_a_timer():
+    with pytest.raises(TypeError, match=r"ruda\.runtime\.tune\.Tuner: timer must have a measure"):
+        tune.Tuner(FP, object())
+    assert isinstance(tune.HostTimer(), tune.Timer) and not isinstance(object(), tune.Timer)

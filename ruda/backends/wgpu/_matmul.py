@@ -41,6 +41,7 @@ import weakref
 
 import numpy as np
 
+from ruda.backends.wgpu import _timer
 from ruda.backends.wgpu._array import broadcast_strides, collapse
 from ruda.backends.wgpu._ops import _as_matrices, _drop_vector_dims
 from ruda.runtime import tune
@@ -128,10 +129,7 @@ class _State:
             info = ctx.adapter.info
             fp = tune.Fingerprint("wgpu", f"{info.get('device', '?')} ({info.get('backend_type', '?')})",
                                   str(info.get("description", "")))
-            if "timestamp-query" in ctx.features:
-                timer = tune.WgpuTimestampTimer(ctx.device)
-            else:
-                timer = tune.HostTimer(sync=ctx.synchronize)
+            timer = _timer.tuning_timer(ctx.device, ctx.synchronize)
             t = self.tuners[path] = tune.Tuner(fp, timer, cache=tune.TuneCache(path))
         return t
 

@@ -7,6 +7,7 @@ an expected output or a reference candidate's, and remembers the fastest valid c
 Use (a backend, once per kernel family and call site)::
 
     from ruda.runtime import tune
+    timer = _timer.tuning_timer(device, sync)                                  # the backend's
     tuner = tune.Tuner(tune.Fingerprint("wgpu", adapter_name, driver), timer)   # one per device
     cands = [tune.Candidate("t64x64_r4x4_v4", {"tm": 64, ...}), ...]           # first = reference
     best = tuner.choose("matmul", "float32", (M, N, K), cands,
@@ -14,9 +15,11 @@ Use (a backend, once per kernel family and call site)::
                         fetch=to_numpy)                                        # output -> ndarray
     run_kernel(best.params, a, b)
 
-* Timers (``measure(fn, number) -> total seconds``): :class:`HostTimer` (host clock with a
-  ``sync`` callable, e.g. ``backend.synchronize``), :class:`CudaEventTimer` (CuPy events),
-  :class:`WgpuTimestampTimer` (timestamp queries; ``fn`` takes ``timestamp_writes=``).
+* Timers (the :class:`Timer` interface, ``measure(fn, number) -> total seconds``): the backend
+  supplies one, ``ruda.backends.<device>._timer.tuning_timer(...)`` (CUDA events on cuda;
+  timestamp queries on wgpu, where ``fn`` takes ``timestamp_writes=``, else the host clock).
+  Here: :class:`HostTimer` (host clock with a ``sync`` callable, e.g. ``backend.synchronize``)
+  and :class:`CallableTimer`.
 * Selection: candidates are tried in order, the reference first: each is built and run once;
   one that raises, or whose output differs from the truth (``expected=``, else the reference's
   output) beyond :func:`tolerance` (norm-wise), or has NaN/Inf where the truth is finite, is
@@ -37,14 +40,13 @@ Use (a backend, once per kernel family and call site)::
   is ignored with a ``RuntimeWarning`` and rebuilt.  :func:`stats` counts tuning runs and hits.
 """
 from ruda.runtime.tune._cache import TuneCache, default_path
-from ruda.runtime.tune._timers import CallableTimer, CudaEventTimer, HostTimer, WgpuTimestampTimer
+from ruda.runtime.tune._timers import CallableTimer, HostTimer, Timer, check_timer
 from ruda.runtime.tune._tuner import (
     MODES, STATS, Candidate, Fingerprint, TuneError, Tuner, bucket, compare, default_budget, mode,
     stats, tolerance,
 )
 
 __all__ = [
-    "TuneCache", "default_path", "CallableTimer", "CudaEventTimer", "HostTimer",
-    "WgpuTimestampTimer", "MODES", "STATS", "Candidate", "Fingerprint", "TuneError", "Tuner",
+    "TuneCache", "default_path", "CallableTimer", "HostTimer", "Timer", "check_timer", "MODES", "STATS", "Candidate", "Fingerprint", "TuneError", "Tuner",
     "bucket", "compare", "default_budget", "mode", "stats", "tolerance",
 ]

@@ -9,7 +9,9 @@ import warnings
 
 import numpy as np
 
+from ruda._version import __version__
 from ruda.runtime.tune._cache import TuneCache
+from ruda.runtime.tune._timers import check_timer
 
 MODES = ("off", "on", "force")
 
@@ -152,7 +154,7 @@ class Tuner:
     """Chooses among candidates for one device.
 
     ``fingerprint``: a :class:`Fingerprint` (or a dict with backend/name/driver);
-    ``timer``: an object with ``measure(fn, number) -> seconds`` (see ``_timers``);
+    ``timer``: the backend's timer, a :class:`Timer` (``measure(fn, number) -> seconds``);
     ``cache``: a :class:`TuneCache` (default: the user cache file, or ``$RUDA_TUNE_CACHE``);
     ``version``: ruda's version (part of every key); ``budget``: seconds of running candidates
     per key (default ``$RUDA_TUNE_BUDGET`` or 2.0); ``notice_after``: seconds a tuning run may take before
@@ -166,11 +168,9 @@ class Tuner:
         if isinstance(fingerprint, dict):
             fingerprint = Fingerprint(**fingerprint)
         self.fingerprint = fingerprint
-        self.timer = timer
+        self.timer = check_timer(timer)
         self.cache = cache if cache is not None else TuneCache()
-        if version is None:
-            from ruda import __version__ as version
-        self.version = version
+        self.version = __version__ if version is None else version
         self.budget = budget
         self.min_rounds = min_rounds
         self.max_rounds = max_rounds
