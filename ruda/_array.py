@@ -27,7 +27,24 @@ if os.environ.get("RUDA_PURE_PYTHON", "") in ("", "0"):
     except ImportError:   # not built (no compiler at install): the pure-Python path
         _speedups = None
 
+
+
+def check_build(speedups):
+    """ImportError unless C module ``speedups`` knows exactly the table's binary elementwise ops
+    (ruda/_speedups.c's OP_NAMES against ruda.backends.ELEMENTWISE_BINARY_CATEGORIES)."""
+    from ruda.backends import ELEMENTWISE_BINARY
+    built = getattr(speedups, "BINARY_OPS", ())
+    if set(built) != set(ELEMENTWISE_BINARY) or len(built) != len(ELEMENTWISE_BINARY):
+        raise ImportError(
+            "ruda._speedups was built for other binary elementwise ops than "
+            "ruda.backends.ELEMENTWISE_BINARY_CATEGORIES (ruda/_speedups.c: OP_NAMES): missing in "
+            f"C {sorted(set(ELEMENTWISE_BINARY) - set(built))}, not in the table "
+            f"{sorted(set(built) - set(ELEMENTWISE_BINARY))}; rebuild it "
+            "(python3 setup.py build_ext --inplace) or set RUDA_PURE_PYTHON=1")
+
+
 if _speedups is not None:
+    check_build(_speedups)
     _Base = _speedups.Base
 else:
     class _Base:
@@ -244,7 +261,8 @@ if _speedups is not None:
     new = _speedups.new
     Array._new = staticmethod(new)
     from ruda import _devices
-    _speedups.devices(_devices.default, _devices._block_default, vars(_devices))
+    _speedups.devices(_devices.default, _devices.block_default)   # what ruda.asarray's fast path
+    _devices.watch_default(_speedups.fixed_default)                # asks: is the default cpu?
 
 Device.__module__ = "ruda"
 Array.__module__ = "ruda"

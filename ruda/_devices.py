@@ -16,8 +16,10 @@ from ruda import backends
 
 _devices = {}          # (kind, index) -> Device
 _set_default = None
-_block_default = contextvars.ContextVar("ruda_default_device", default=None)
+# the innermost `with default_device(...)` block's Device (None outside any)
+block_default = contextvars.ContextVar("ruda_default_device", default=None)
 _env_default = None    # the Device named by RUDA_DEVICE, read at import (see read_env)
+_watchers = []         # callables told the default outside blocks (see watch_default)
 
 
 class Device:
@@ -151,7 +153,7 @@ CPU.backend  # instantiated eagerly: fast paths wrap host arrays without asking 
 
 
 def default():
-    d = _block_default.get()
+    d = block_default.get()
     if d is not None:
         return d
     if _set_default is not None:
@@ -164,6 +166,7 @@ def default():
 def _resolve_env():
     global _env_default
     _env_default = device(_env_default)   # ValueError naming RUDA_DEVICE's device if absent
+    _tell_watchers()
     return _env_default
 
 
@@ -171,19 +174,39 @@ def read_env():
     """(Re)read ``RUDA_DEVICE``: done when ruda is imported; call again after changing it."""
     global _env_default
     _env_default = os.environ.get("RUDA_DEVICE") or None
+    _tell_watchers()
 
 
 def set_default_device(dev):
     """Set the process-wide default device (None restores RUDA_DEVICE / cpu)."""
     global _set_default
     _set_default = None if dev is None else device(dev)
+    _tell_watchers()
+
+
+def watch_default(callback):
+    """Call ``callback(fixed)`` now and whenever the default outside ``with default_device``
+    blocks changes: ``fixed`` is a Device, None (nothing set: cpu) or RUDA_DEVICE's spelling not
+    yet resolved (a str; :func:`default` resolves it).  The C accelerator keeps its copy so."""
+    _watchers.append(callback)
+    callback(_fixed_default())
+
+
+def _fixed_default():
+    return _set_default if _set_default is not None else _env_default
+
+
+def _tell_watchers():
+    fixed = _fixed_default()
+    for callback in _watchers:
+        callback(fixed)
 
 
 @contextlib.contextmanager
 def default_device(dev):
     """``with ruda.default_device("wgpu"):`` makes ``dev`` the default inside the block."""
-    token = _block_default.set(device(dev))
+    token = block_default.set(device(dev))
     try:
-        yield _block_default.get()
+        yield block_default.get()
     finally:
-        _block_default.reset(token)
+        block_default.reset(token)

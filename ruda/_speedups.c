@@ -34,7 +34,7 @@ static PyObject *set_float_dtypes = NULL; /* ... a Python float (kinds fc) */
 static PyObject *dt_float64 = NULL, *dt_int64 = NULL, *dt_complex128 = NULL;
 static PyObject *index_dtypes = NULL;    /* tuple: integer and boolean dtypes (index arrays) */
 
-static PyObject *s_dtype, *s_shape, *s_transpose, *s_set_default, *s_env_default, *s_reshape,
+static PyObject *s_dtype, *s_shape, *s_transpose, *s_reshape,
     *s_astype, *s_size, *s_copy, *s_sort;
 
 #define N_OPS 28
@@ -1102,11 +1102,12 @@ error:
 /* --- module functions -------------------------------------------------------------------- */
 
 /* Is ruda._devices.default() the cpu Device?  Its rules read in C: the innermost
-   `with default_device(...)` block (a context variable), else set_default_device's device, else
-   RUDA_DEVICE's (None: cpu); anything else is asked of the Python function. */
+   `with default_device(...)` block (a context variable), else the default outside blocks, which
+   ruda._devices tells fixed_default() whenever it changes (watch_default): a Device, None (cpu),
+   or RUDA_DEVICE's unresolved spelling, which is asked of the Python function. */
 static PyObject *py_default_device = NULL;   /* ruda._devices.default */
-static PyObject *dev_block = NULL;           /* its context variable */
-static PyObject *dev_globals = NULL;         /* ruda._devices' module dict */
+static PyObject *dev_block = NULL;           /* ruda._devices.block_default */
+static PyObject *fixed_dev = NULL;           /* the default outside blocks (NULL: None) */
 
 static int
 default_is_cpu(void)
@@ -1120,14 +1121,12 @@ default_is_cpu(void)
     }
     Py_DECREF(d);   /* the context keeps it alive */
     if (d == Py_None) {
-        PyObject *sd = PyDict_GetItemWithError(dev_globals, s_set_default);
-        if (sd == Py_None) {
-            PyObject *env = PyDict_GetItemWithError(dev_globals, s_env_default);
-            if (env == Py_None)
-                return 1;
-        } else if (sd != NULL) {
-            return sd == CPU;
-        }
+        if (fixed_dev == NULL || fixed_dev == CPU)
+            return 1;
+        if (!PyUnicode_Check(fixed_dev))
+            return 0;   /* another Device */
+    } else {
+        return d == CPU;
     }
     d = PyObject_CallNoArgs(py_default_device);
     if (d == NULL) {
@@ -1602,12 +1601,12 @@ m_elision(PyObject *mod, PyObject *args)
     return PyBool_FromLong(CAN_ELIDE && elide_dtypes != NULL);
 }
 
-/* devices(default, contextvar, module_dict): ruda._devices' default() and what it reads */
+/* devices(default, contextvar): ruda._devices' default() and its `with` blocks' variable */
 static PyObject *
 m_devices(PyObject *mod, PyObject *args)
 {
-    PyObject *fn, *var, *g;
-    if (!PyArg_ParseTuple(args, "OOO!:devices", &fn, &var, &PyDict_Type, &g))
+    PyObject *fn, *var;
+    if (!PyArg_ParseTuple(args, "OO:devices", &fn, &var))
         return NULL;
     if (!PyContextVar_CheckExact(var)) {
         PyErr_SetString(PyExc_TypeError, "devices: expected a ContextVar");
@@ -1615,7 +1614,14 @@ m_devices(PyObject *mod, PyObject *args)
     }
     set_ref(&py_default_device, fn);
     set_ref(&dev_block, var);
-    set_ref(&dev_globals, g);
+    Py_RETURN_NONE;
+}
+
+/* fixed_default(device_or_None_or_str): the default outside `with default_device` blocks */
+static PyObject *
+m_fixed_default(PyObject *mod, PyObject *dev)
+{
+    set_ref(&fixed_dev, dev == Py_None ? NULL : dev);
     Py_RETURN_NONE;
 }
 
@@ -1711,7 +1717,8 @@ static PyMethodDef module_methods[] = {
     {"new", (PyCFunction)(void (*)(void))m_new, METH_FASTCALL, "new(data, device): an Array"},
     {"setup", m_setup, METH_VARARGS, "register ruda's Array, cpu Device and NumPy objects"},
     {"indexing", m_indexing, METH_VARARGS, "register ruda._indexing's functions"},
-    {"devices", m_devices, METH_VARARGS, "register ruda._devices' default device"},
+    {"devices", m_devices, METH_VARARGS, "register ruda._devices' default() and block variable"},
+    {"fixed_default", m_fixed_default, METH_O, "the default device outside `with` blocks"},
     {"elision", m_elision, METH_VARARGS, "temporary elision for these dtypes (() turns it off)"},
     {"binary", m_binary, METH_VARARGS, "an elementwise function with the host fast path"},
     {"operators", m_operators, METH_VARARGS, "register the Python operators of one op"},
@@ -1740,9 +1747,7 @@ PyInit__speedups(void)
     s_size = PyUnicode_InternFromString("size");
     s_copy = PyUnicode_InternFromString("copy");
     s_sort = PyUnicode_InternFromString("sort");
-    s_set_default = PyUnicode_InternFromString("_set_default");
-    s_env_default = PyUnicode_InternFromString("_env_default");
-    if (!s_dtype || !s_shape || !s_transpose || !s_set_default || !s_env_default || !s_reshape ||
+    if (!s_dtype || !s_shape || !s_transpose || !s_reshape ||
             !s_astype || !s_size || !s_copy || !s_sort)
         return NULL;
     PyObject *m = PyModule_Create(&speedups_module);
@@ -1751,6 +1756,26 @@ PyInit__speedups(void)
     Py_INCREF(&BaseType);
     if (PyModule_AddObject(m, "Base", (PyObject *)&BaseType) < 0) {
         Py_DECREF(&BaseType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    /* the binary ops this build knows (ruda/_array.py checks them against ruda.backends' table) */
+    PyObject *names = PyTuple_New(N_OPS);
+    if (names == NULL) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    for (int i = 0; i < N_OPS; i++) {
+        PyObject *n = PyUnicode_FromString(OP_NAMES[i]);
+        if (n == NULL) {
+            Py_DECREF(names);
+            Py_DECREF(m);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(names, i, n);
+    }
+    if (PyModule_AddObject(m, "BINARY_OPS", names) < 0) {
+        Py_DECREF(names);
         Py_DECREF(m);
         return NULL;
     }

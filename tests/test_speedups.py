@@ -227,7 +227,8 @@ def test_asarray_follows_the_default_device():
 def test_wrapped_functions_look_like_functions():
     import inspect
     assert xp.add.__name__ == "add" and "Elementwise add" in xp.add.__doc__
-    assert str(inspect.signature(xp.add)) == "(x1, x2, /)"
+    assert str(inspect.signature(xp.add)) == str(inspect.signature(xp.add.__wrapped__))
+    assert list(inspect.signature(xp.add).parameters) == ["x1", "x2"]
     assert str(inspect.signature(xp.reshape)) == str(inspect.signature(xp.reshape.__wrapped__))
     x = xp.asarray(np.arange(3.0))
     assert x.__add__(1.0).shape == (3,)

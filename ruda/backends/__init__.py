@@ -53,19 +53,39 @@ device.
 """
 import importlib
 
-ELEMENTWISE_UNARY = (
-    "abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "bitwise_invert", "ceil",
-    "conj", "cos", "cosh", "exp", "expm1", "floor", "imag", "isfinite", "isinf", "isnan",
-    "log", "log1p", "log2", "log10", "logical_not", "negative", "positive", "real",
-    "reciprocal", "round", "sign", "signbit", "sin", "sinh", "sqrt", "square", "tan",
-    "tanh", "trunc",
-)
-ELEMENTWISE_BINARY = (
-    "add", "atan2", "bitwise_and", "bitwise_left_shift", "bitwise_or", "bitwise_right_shift",
-    "bitwise_xor", "copysign", "divide", "equal", "floor_divide", "greater", "greater_equal",
-    "hypot", "less", "less_equal", "logaddexp", "logical_and", "logical_or", "logical_xor",
-    "maximum", "minimum", "multiply", "nextafter", "not_equal", "pow", "remainder", "subtract",
-)
+# The standard's elementwise functions and the dtype category each accepts (ruda._dtypes'
+# CATEGORIES): the one table.  The namespace functions (generated from it: ruda/_generate.py), the
+# operators, the backends and the C accelerator's op list (checked against it at import) read it.
+ELEMENTWISE_UNARY_CATEGORIES = {
+    "abs": "numeric", "acos": "floating-point", "acosh": "floating-point",
+    "asin": "floating-point", "asinh": "floating-point", "atan": "floating-point",
+    "atanh": "floating-point", "bitwise_invert": "integer or boolean", "ceil": "real numeric",
+    "conj": "numeric", "cos": "floating-point", "cosh": "floating-point",
+    "exp": "floating-point", "expm1": "floating-point", "floor": "real numeric",
+    "imag": "complex floating-point", "isfinite": "numeric", "isinf": "numeric",
+    "isnan": "numeric", "log": "floating-point", "log1p": "floating-point",
+    "log2": "floating-point", "log10": "floating-point", "logical_not": "boolean",
+    "negative": "numeric", "positive": "numeric", "real": "numeric",
+    "reciprocal": "floating-point", "round": "numeric", "sign": "numeric",
+    "signbit": "real floating-point", "sin": "floating-point", "sinh": "floating-point",
+    "sqrt": "floating-point", "square": "numeric", "tan": "floating-point",
+    "tanh": "floating-point", "trunc": "real numeric",
+}
+ELEMENTWISE_BINARY_CATEGORIES = {
+    "add": "numeric", "atan2": "real floating-point", "bitwise_and": "integer or boolean",
+    "bitwise_left_shift": "integer", "bitwise_or": "integer or boolean",
+    "bitwise_right_shift": "integer", "bitwise_xor": "integer or boolean",
+    "copysign": "real floating-point", "divide": "numeric", "equal": "all",
+    "floor_divide": "real numeric", "greater": "real numeric", "greater_equal": "real numeric",
+    "hypot": "real floating-point", "less": "real numeric", "less_equal": "real numeric",
+    "logaddexp": "real floating-point", "logical_and": "boolean", "logical_or": "boolean",
+    "logical_xor": "boolean", "maximum": "real numeric", "minimum": "real numeric",
+    "multiply": "numeric", "nextafter": "real floating-point", "not_equal": "all",
+    "pow": "numeric", "remainder": "real numeric", "subtract": "numeric",
+}
+# the names alone, in the table's order
+ELEMENTWISE_UNARY = tuple(ELEMENTWISE_UNARY_CATEGORIES)
+ELEMENTWISE_BINARY = tuple(ELEMENTWISE_BINARY_CATEGORIES)
 OPS = ELEMENTWISE_UNARY + ELEMENTWISE_BINARY + (
     # elementwise with extra operands
     "clip",

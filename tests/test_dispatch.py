@@ -1,0 +1,116 @@
+"""How a namespace call reaches its backend: the one elementwise table, the generated functions,
+the C accelerator's op list, the type hints."""
+import inspect
+import re
+import subprocess
+import sys
+import types
+import typing
+
+import numpy as np
+import pytest
+
+import ruda as xp
+from ruda import _array, _generate
+from ruda.backends import (ELEMENTWISE_BINARY, ELEMENTWISE_BINARY_CATEGORIES, ELEMENTWISE_UNARY,
+                           ELEMENTWISE_UNARY_CATEGORIES)
+from ruda._dtypes import CATEGORIES
+
+
+def _python(fn):
+    """The Python function behind a namespace function (C Functions keep it as __wrapped__)."""
+    return fn if isinstance(fn, types.FunctionType) else fn.__wrapped__
+
+
+def test_generated_elementwise_module_is_current():
+    with open(_generate.PATH) as f:
+        assert f.read() == _generate.render(), "run: python3 -m ruda._generate"
+    assert _generate.main(["--check"]) == 0
+
+
+def test_table_names_and_categories():
+    assert ELEMENTWISE_UNARY == tuple(ELEMENTWISE_UNARY_CATEGORIES)
+    assert ELEMENTWISE_BINARY == tuple(ELEMENTWISE_BINARY_CATEGORIES)
+    assert len(ELEMENTWISE_UNARY) == 38 and len(ELEMENTWISE_BINARY) == 28
+    cats = set(ELEMENTWISE_UNARY_CATEGORIES.values()) | set(ELEMENTWISE_BINARY_CATEGORIES.values())
+    assert cats <= set(CATEGORIES)
+
+
+@pytest.mark.parametrize("name", ELEMENTWISE_UNARY + ELEMENTWISE_BINARY)
+def test_each_function_calls_its_backend_method_by_attribute(name):
+    fn = _python(getattr(xp, name))
+    assert fn.__module__ == "ruda._elementwise" and fn.__name__ == name
+    src = inspect.getsource(fn)
+    assert f"._backend.{name}(" in src and "getattr" not in src
+    cat = {**ELEMENTWISE_UNARY_CATEGORIES, **ELEMENTWISE_BINARY_CATEGORIES}[name]
+    assert f'"{cat}"' in src
+
+
+@pytest.mark.parametrize("name", ["sin", "isnan", "logical_not", "imag"])
+def test_unary_category_error_names_function_and_dtype(name, device):
+    cat = ELEMENTWISE_UNARY_CATEGORIES[name]
+    bad = next(d for d in (xp.bool, xp.int32, xp.float32) if np.dtype(d.name) not in CATEGORIES[cat])
+    x = xp.asarray([True, False] if bad == xp.bool else [1, 2], dtype=bad, device=device)
+    with pytest.raises(TypeError, match=rf"ruda\.{name}.*x.*{cat}"):
+        getattr(xp, name)(x)
+
+
+def test_type_hints_resolve():
+    for name in ELEMENTWISE_UNARY:
+        hints = typing.get_type_hints(_python(getattr(xp, name)))
+        assert hints == {"x": xp.Array, "return": xp.Array}
+    hints = typing.get_type_hints(_python(xp.add))
+    assert hints["return"] is xp.Array and xp.Array in typing.get_args(hints["x1"])
+    assert float in typing.get_args(hints["x2"])
+    hints = typing.get_type_hints(_python(xp.clip))
+    assert type(None) in typing.get_args(hints["min"])
+
+
+def test_py_typed_is_shipped():
+    import pathlib
+    import tomllib
+    root = pathlib.Path(xp.__file__).parent
+    assert (root / "py.typed").exists()
+    with open(root.parent / "pyproject.toml", "rb") as f:
+        data = tomllib.load(f)["tool"]["setuptools"]["package-data"]["ruda"]
+    assert "py.typed" in data
+
+
+@pytest.mark.skipif(_array._speedups is None, reason="ruda._speedups not built or disabled")
+def test_c_op_list_matches_the_table():
+    c = _array._speedups.BINARY_OPS
+    assert sorted(c) == sorted(ELEMENTWISE_BINARY)
+    # and the C source's list is what the build holds
+    with open(_generate.PATH.with_name("_speedups.c")) as f:
+        src = f.read()
+    body = re.search(r"OP_NAMES\[N_OPS\] = \{(.*?)\};", src, re.S).group(1)
+    assert tuple(re.findall(r'"(\w+)"', body)) == c
+
+
+def test_stale_c_build_is_a_clear_import_error():
+    stale = types.SimpleNamespace(BINARY_OPS=tuple(n for n in ELEMENTWISE_BINARY if n != "hypot")
+                                  + ("fmod",))
+    with pytest.raises(ImportError, match=r"missing in C \['hypot'\], not in the table \['fmod'\]"
+                                          r".*build_ext --inplace.*RUDA_PURE_PYTHON=1"):
+        _array.check_build(stale)
+    _array.check_build(types.SimpleNamespace(BINARY_OPS=ELEMENTWISE_BINARY))
+
+
+def test_default_device_as_the_c_fast_path_sees_it():
+    """asarray of a NumPy array follows set_default_device, `with default_device` and
+    RUDA_DEVICE (the C accelerator is told the default through ruda._devices.watch_default)."""
+    code = (
+        "import numpy as np, ruda as xp\n"
+        "a = np.ones(2)\n"
+        "assert str(xp.asarray(a).device) == 'wgpu'\n"          # RUDA_DEVICE
+        "xp.set_default_device('cpu'); assert str(xp.asarray(a).device) == 'cpu'\n"
+        "with xp.default_device('wgpu'): assert str(xp.asarray(a).device) == 'wgpu'\n"
+        "assert str(xp.asarray(a).device) == 'cpu'\n"
+        "xp.set_default_device(None); assert str(xp.asarray(a).device) == 'wgpu'\n"
+    )
+    if "wgpu" not in [d.kind for d in xp.devices()]:
+        pytest.skip("no wgpu device")
+    import os
+    env = dict(os.environ, RUDA_DEVICE="wgpu")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
