@@ -6,6 +6,7 @@ device-parametrized suite (every other test file) runs on cuda wherever one is f
 import numpy as np
 import pytest
 
+import _fake_cupy
 import ruda
 from ruda._devices import unavailable
 
@@ -37,32 +38,16 @@ def test_asarray_on_missing_cuda_says_what_is_missing():
     assert "cuda" in msg and CUDA_REASON in msg
 
 
-class _FakeRuntime:
-    def __init__(self, result):
-        self.result = result
-
-    def getDeviceCount(self):
-        if isinstance(self.result, Exception):
-            raise self.result
-        return self.result
-
-
-class _FakeCupy:
-    __version__ = "0.0-fake"
-
-    def __init__(self, result):
-        self.cuda = type("cuda", (), {"runtime": _FakeRuntime(result)})()
-
-
-@pytest.mark.parametrize("fake, words", [
+@pytest.mark.parametrize("count, words", [
     (None, "CuPy is not installed"),
-    (_FakeCupy(RuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient")),
+    (RuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient"),
      "driver is missing or unusable"),
-    (_FakeCupy(RuntimeError("cudaErrorNoDevice: no CUDA-capable device is detected")), "no CUDA device"),
-    (_FakeCupy(0), "no CUDA device"),
+    (RuntimeError("cudaErrorNoDevice: no CUDA-capable device is detected"), "no CUDA device"),
+    (0, "no CUDA device"),
 ])
-def test_probe_names_what_is_missing(monkeypatch, fake, words):
+def test_probe_names_what_is_missing(monkeypatch, count, words):
     import ruda.backends.cuda as cb
+    fake = None if count is None else _fake_cupy.install(monkeypatch, device_count=count)
     monkeypatch.setattr(cb, "cupy", fake)
     if fake is None:
         monkeypatch.setattr(cb, "_IMPORT_ERROR", ImportError("No module named 'cupy'"))

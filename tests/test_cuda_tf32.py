@@ -1,7 +1,7 @@
 """TF32 opt-in of the cuda backend (ruda/backends/cuda/_tf32.py).
 
-The state swap is tested without a GPU against a fake of the CuPy entry points it uses
-(compute-type table, cuBLAS handle math mode); the numerical effect needs an Ampere-or-newer
+The state swap is tested without a GPU against tests/_fake_cupy (its compute-type table and
+cuBLAS handle math mode); the numerical effect needs an Ampere-or-newer
 GPU and skips without one.
 """
 import os
@@ -11,6 +11,7 @@ import sys
 import numpy as np
 import pytest
 
+import _fake_cupy
 import ruda
 from ruda._devices import unavailable
 from ruda.backends.cuda import _tf32
@@ -18,31 +19,27 @@ from ruda.backends.cuda import _tf32
 CUDA_REASON = unavailable("cuda")
 
 
-class FakeCupy:
-    """CuPy's compute-type table (float32 slot) and one cuBLAS handle's math mode."""
+class _Api(_tf32._Cupy):
+    """The CuPy entry points _tf32 uses, resolved from tests/_fake_cupy; ``ct`` is its float32
+    compute type, ``mode`` its cuBLAS handle's math mode."""
 
-    def __init__(self, compute_type=_tf32.COMPUTE_TYPE_DEFAULT, math_mode=_tf32.CUBLAS_DEFAULT_MATH):
-        self.ct = compute_type
-        self.mode = math_mode
-        self.get_compute_type = lambda dt: self.ct
-        self.get_handle = lambda: 1234
+    def __init__(self):
+        super().__init__()
+        import cupy._core
+        from cupy_backends.cuda.libs import cublas
+        self._core, self._cublas = cupy._core, cublas
 
-    def set_compute_type(self, dt, ct):
-        assert np.dtype(dt) == np.float32
-        self.ct = ct
-
-    def get_math_mode(self, handle):
-        assert handle == 1234
-        return self.mode
-
-    def set_math_mode(self, handle, mode):
-        assert handle == 1234
-        self.mode = mode
+    ct = property(lambda self: self._core.compute_types[np.dtype(np.float32)],
+                  lambda self, v: self._core.compute_types.__setitem__(np.dtype(np.float32), v))
+    mode = property(lambda self: self._cublas.math_mode,
+                    lambda self, v: setattr(self._cublas, "math_mode", v))
 
 
 @pytest.fixture
 def fake(monkeypatch):
-    f = FakeCupy()
+    _fake_cupy.install(monkeypatch)
+    f = _Api()
+    assert (f.ct, f.mode) == (_tf32.COMPUTE_TYPE_DEFAULT, _tf32.CUBLAS_DEFAULT_MATH)
     monkeypatch.setattr(_tf32, "_cupy", f)
     return f
 

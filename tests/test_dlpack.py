@@ -14,6 +14,7 @@ import types
 import numpy as np
 import pytest
 
+import _fake_cupy
 import ruda as xp
 from conftest import to_numpy
 from strategies import rand, supported
@@ -204,8 +205,9 @@ class _CupyLike(np.ndarray):
 @pytest.fixture
 def cuda_backend(monkeypatch):
     C = pytest.importorskip("ruda.backends.cuda")
-    fake_cupy = types.SimpleNamespace(array=lambda a, dtype=None, copy=True: np.array(a, dtype=dtype)
-                                      .view(_CupyLike))
+    fake_cupy = _fake_cupy.install(monkeypatch)      # its arrays: the recording stand-in
+    monkeypatch.setattr(fake_cupy, "array", lambda a, dtype=None, copy=True:
+                        np.array(a, dtype=dtype).view(_CupyLike))
     monkeypatch.setattr(C, "cupy", fake_cupy)
     monkeypatch.setattr(C, "_bf16", types.SimpleNamespace(BF16=None), raising=False)
     b = object.__new__(C.CudaBackend)

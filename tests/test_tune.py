@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 import pytest
 
+import _fake_cupy
 from ruda.runtime import tune
 
 
@@ -299,21 +300,9 @@ def test_host_timer_real_clock(cache_path):
 
 
 def test_cuda_event_timer_protocol(monkeypatch):
-    """CudaEventTimer against a stand-in for CuPy's event API (no GPU on CI)."""
-    import types
-    log = []
-
-    class Event:
-        def record(self, stream):
-            log.append(("record", stream))
-            self.t = len(log)
-
-        def synchronize(self):
-            log.append(("sync",))
-    stream = object()
-    cuda = types.SimpleNamespace(Event=Event, get_current_stream=lambda: stream,
-                                 get_elapsed_time=lambda a, b: 2.5 * (b.t - a.t))   # ms
-    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=cuda))
+    """CudaEventTimer against tests/_fake_cupy's events (no GPU on CI): 2.5 ms per logged step."""
+    cp = _fake_cupy.install(monkeypatch)
+    log, stream = cp.cuda.log, cp.cuda.get_current_stream()
     from ruda.backends.cuda._timer import CudaEventTimer, tuning_timer
     assert isinstance(tuning_timer(), CudaEventTimer) and isinstance(tuning_timer(), tune.Timer)
     timer = CudaEventTimer()

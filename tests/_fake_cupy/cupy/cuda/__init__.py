@@ -1,7 +1,11 @@
 class runtime:
-    @staticmethod
-    def getDeviceCount():
-        return 1
+    device_count = 1        # what getDeviceCount reports; an exception instance is raised
+
+    @classmethod
+    def getDeviceCount(cls):
+        if isinstance(cls.device_count, Exception):
+            raise cls.device_count
+        return cls.device_count
 
     @staticmethod
     def getDevice():
@@ -23,8 +27,27 @@ class _Stream:
         pass
 
 
+_stream = _Stream()
+log = []                # what events did, in order: ("record", stream), ("sync",); tests add theirs
+MS_PER_STEP = 2.5       # event time: each entry of ``log`` takes this long
+
+
 def get_current_stream():
-    return _Stream()
+    return _stream
+
+
+class Event:
+    def record(self, stream=None):
+        log.append(("record", stream))
+        self.step = len(log)
+
+    def synchronize(self):
+        log.append(("sync",))
+
+
+def get_elapsed_time(start, end):
+    """Milliseconds between two recorded events: MS_PER_STEP per entry of ``log`` between them."""
+    return MS_PER_STEP * (end.step - start.step)
 
 
 class Device:

@@ -1,11 +1,28 @@
-"""cuBLAS's two bfloat16 GEMMs, emulated on raw host pointers (column-major, as cuBLAS)."""
+"""cuBLAS's two bfloat16 GEMMs, emulated on raw host pointers (column-major, as cuBLAS), and the
+math mode of the one handle (``cupy.cuda.device.get_cublas_handle()``)."""
 import ctypes
 
-import ml_dtypes
 import numpy as np
 
-B = np.dtype(ml_dtypes.bfloat16)
 CUDA_R_16BF, CUBLAS_COMPUTE_32F = 14, 68
+CUBLAS_DEFAULT_MATH = 0
+math_mode = CUBLAS_DEFAULT_MATH
+
+
+def _handle(handle):
+    from cupy.cuda.device import CUBLAS_HANDLE
+    assert handle == CUBLAS_HANDLE, handle
+
+
+def getMathMode(handle):
+    _handle(handle)
+    return math_mode
+
+
+def setMathMode(handle, mode):
+    global math_mode
+    _handle(handle)
+    math_mode = mode
 
 
 def getPointerMode(handle):
@@ -26,6 +43,8 @@ def _gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc):
     assert lda >= max(1, k if ta else m) and ldb >= max(1, n if tb else k) and ldc >= max(1, m)
     x = _mat(a, k if ta else m, m if ta else k, lda)
     y = _mat(b, n if tb else k, k if tb else n, ldb)
+    import ml_dtypes
+    B = np.dtype(ml_dtypes.bfloat16)
     x = (x.T if ta else x).view(B).astype(np.float64)
     y = (y.T if tb else y).view(B).astype(np.float64)
     _mat(c, m, n, ldc)[...] = (x @ y).astype(B).view(np.uint16)
