@@ -1,2 +1,190 @@
-"""Fused nn kernels on cuda (the names in ``ruda.backends.NN_KERNELS``; None where absent)."""
-softmax = layer_norm = rms_norm = swiglu = apply_rope = sdpa = top_k = None
+"""Fused nn kernels on cuda (the names in ``ruda.backends.NN_KERNELS``; None where absent).
+
+Each kernel takes native CuPy arrays already checked by ``ruda.nn`` (see ruda/nn/README.md) and
+returns native arrays, or ``NotImplemented`` for a dtype or shape it does not cover.  Sources
+come from :mod:`ruda.runtime.kernels.nn_cuda`; modules are compiled once per configuration
+through ``_kernels.compile_source`` (NVRTC, IEEE subnormals, disk cache) and launched on CuPy's
+current stream, on the device of the input array.  float32, float64 and bfloat16 are covered
+(bfloat16 is passed as its uint16 bits and accumulates in float32).
+"""
+import numpy as np
+
+from ruda import _dtypes
+from ruda.runtime.kernels import nn_cuda as gen
+
+U16 = np.dtype(np.uint16)
+BF16 = _dtypes.bfloat16
+_FUNCS = {}            # (configuration..., device id) -> kernel function
+REG_UNITS = 4          # 16-byte vectors per thread kept in registers (scalar rows: 16 elements)
+
+
+def _cp():
+    import cupy
+    return cupy
+
+
+def function(key, make_source, name):
+    """The compiled kernel ``name`` of the module ``make_source()`` on the current device."""
+    cp = _cp()
+    dev = cp.cuda.runtime.getDevice()
+    fn = _FUNCS.get((key, dev))
+    if fn is None:
+        from ruda.backends.cuda import _kernels
+        fn = _FUNCS[(key, dev)] = _kernels.compile_source(make_source()).get_function(name)
+    return fn
+
+
+def dname(a):
+    """The generators' dtype name of ``a`` (float32, float64, bfloat16), or None."""
+    return gen.np_name(a.dtype) if a is not None else None
+
+
+def arg(a):
+    """A kernel argument: bfloat16 arrays travel as their uint16 bits."""
+    if a is None:
+        return np.uint64(0)
+    return a.view(U16) if BF16 is not None and a.dtype == BF16 else a
+
+
+def contiguous(a):
+    if a is None or a.flags.c_contiguous:
+        return a
+    cp = _cp()
+    if BF16 is not None and a.dtype == BF16:
+        return cp.ascontiguousarray(a.view(U16)).view(BF16)
+    return cp.ascontiguousarray(a)
+
+
+def empty(shape, dtype):
+    cp = _cp()
+    if BF16 is not None and dtype == BF16:
+        return cp.empty(shape, U16).view(BF16)
+    return cp.empty(shape, dtype)
+
+
+def aligned(*arrays):
+    return all(a is None or not a.data.ptr & 15 for a in arrays)
+
+
+def row_config(n, itemsize, vec):
+    """(threads per row, rows per block, units per thread) holding a row of ``n`` in registers,
+    or None when it does not fit (then the long-row kernel runs)."""
+    unit = 16 // itemsize if vec else 1
+    per = REG_UNITS if vec else 4 * REG_UNITS
+    units = -(-n // unit)
+    if units <= 32 * per:
+        return 32, 4, -(-units // 32)
+    tpr = 64
+    while tpr * per < units:
+        tpr *= 2
+    if tpr > 1024:
+        return None
+    return tpr, 1, -(-units // tpr)
+
+
+def _rows(op, x, w, b, eps):
+    dt = dname(x)
+    if dt is None or x.ndim != 2 or (w is not None and w.dtype != x.dtype) or (b is not None and b.dtype != x.dtype):
+        return NotImplemented
+    rows, n = x.shape
+    if n >= 2**31:
+        return NotImplemented
+    with x.device:
+        x, w, b = contiguous(x), contiguous(w), contiguous(b)
+        y = empty((rows, n), x.dtype)
+        if rows == 0 or n == 0:
+            return y
+        itemsize = x.dtype.itemsize
+        vec = n % (16 // itemsize) == 0 and aligned(x, y, w, b)
+        cfg = row_config(n, itemsize, vec)
+        hw, hb = w is not None, b is not None
+        if cfg is None:
+            fn = function(("rows_long", op, dt, hw, hb), lambda: gen.rows_long(op, dt, hw, hb), "ruda_rows")
+            grid, block = rows, 1024
+        else:
+            tpr, rpb, vpt = cfg
+            fn = function(("rows", op, dt, tpr, rpb, vpt, vec, hw, hb),
+                          lambda: gen.rows(op, dt, tpr, rpb, vpt, vec, hw, hb), "ruda_rows")
+            grid, block = -(-rows // rpb), tpr * rpb
+        fn((grid,), (block,), (arg(x), arg(w), arg(b), arg(y), np.int64(rows), np.int32(n), np.float64(eps)))
+        return y
+
+
+def softmax(x, log):
+    return _rows("log_softmax" if log else "softmax", x, None, None, 0.0)
+
+
+def layer_norm(x, weight, bias, eps):
+    return _rows("layer_norm", x, weight, bias, eps)
+
+
+def rms_norm(x, weight, eps):
+    return _rows("rms_norm", x, weight, None, eps)
+
+
+def _grid(n, block=256):
+    cp = _cp()
+    dev = cp.cuda.runtime.getDevice()
+    sms = _FUNCS.get(("sms", dev))
+    if sms is None:
+        sms = _FUNCS[("sms", dev)] = cp.cuda.Device(dev).attributes["MultiProcessorCount"]
+    return max(1, min(-(-n // block), sms * 8))
+
+
+def swiglu(gate, up):
+    dt = dname(gate)
+    if dt is None or up.dtype != gate.dtype or up.shape != gate.shape:
+        return NotImplemented
+    with gate.device:
+        g, u = contiguous(gate), contiguous(up)
+        y = empty(g.shape, g.dtype)
+        n = y.size
+        if n == 0:
+            return y
+        vec = aligned(g, u, y)
+        fn = function(("swiglu", dt, vec), lambda: gen.swiglu(dt, vec), "ruda_swiglu")
+        per = 16 // g.dtype.itemsize if vec else 1
+        fn((_grid(-(-n // per)),), (256,), (arg(g), arg(u), arg(y), np.int64(n)))
+        return y
+
+
+def apply_rope(x, cos, sin, interleaved, rotary_dim):
+    dt, ct = dname(x), dname(cos)
+    if dt is None or ct is None or sin.dtype != cos.dtype or x.ndim < 2:
+        return NotImplemented
+    tlen, d = x.shape[-2], x.shape[-1]
+    r = int(rotary_dim)
+    if r % 2 or r > d or cos.shape != (tlen, r // 2) or sin.shape != cos.shape:
+        return NotImplemented
+    with x.device:
+        x, cos, sin = contiguous(x), contiguous(cos), contiguous(sin)
+        y = empty(x.shape, x.dtype)
+        total = y.size
+        if total == 0:
+            return y
+        inter = bool(interleaved)
+        fn = function(("rope", dt, ct, inter), lambda: gen.rope(dt, ct, inter), "ruda_rope")
+        fn((_grid(total),), (256,), (arg(x), arg(cos), arg(sin), arg(y), np.int64(total),
+                                      np.int32(tlen), np.int32(d), np.int32(r)))
+        return y
+
+
+def top_k(x, k):
+    dt = dname(x)
+    kb = gen.kbucket(int(k))
+    if dt is None or kb is None or x.ndim != 2 or x.shape[1] >= 2**31 or k > x.shape[1]:
+        return NotImplemented
+    rows, n = x.shape
+    cp = _cp()
+    with x.device:
+        x = contiguous(x)
+        vals = empty((rows, k), x.dtype)
+        idx = cp.empty((rows, k), np.int64)
+        if rows == 0 or k == 0:
+            return vals, idx
+        fn = function(("top_k", dt, kb), lambda: gen.top_k(dt, kb), "ruda_top_k")
+        fn((-(-rows // 4),), (128,), (arg(x), arg(vals), idx, np.int64(rows), np.int32(n), np.int32(k)))
+        return vals, idx
+
+
+from ruda.backends.cuda._nn_attention import sdpa  # noqa: E402,F401 - uses the helpers above

@@ -1,0 +1,108 @@
+"""Scaled dot-product attention on cuda (``sdpa`` of ``ruda.backends.NN_KERNELS``).
+
+Two paths, both one online-softmax pass over the keys (no (L, S) score matrix), float32 math:
+
+* tiled (``nn_cuda.attention``): a block per 32 or 64 query rows of one (batch, head), K/V
+  tiles staged through shared memory; causal and sliding-window tiles outside the band skipped.
+* decode (``nn_cuda.decode``), for few queries against many keys: the keys are split over
+  blocks (enough blocks to fill the GPU), then a merge kernel combines the partial softmaxes.
+
+float32 and bfloat16, head dims up to 128; GQA reads kv head ``h // (Hq // Hkv)`` in place;
+masks are read through their broadcast strides (0 on broadcast axes).  A query whose keys are
+all masked out gets zeros.  Other cases return ``NotImplemented``.
+"""
+import math
+
+import numpy as np
+
+from ruda.backends.cuda._nn import _cp, arg, contiguous, dname, empty, function
+from ruda.runtime.kernels import nn_cuda as gen
+
+MAX_HEAD_DIM = 128
+DECODE_MAX_L = 16       # at most this many queries and ...
+DECODE_MIN_S = 256      # ... at least this many keys: split-key decode
+DECODE_MIN_CHUNK = 64   # keys per decode block, at least
+
+
+def _row_strides(a):
+    """(batch, head, row) strides in elements, with the last axis contiguous (else a copy)."""
+    if a.strides[-1] != a.dtype.itemsize and a.shape[-1] > 1:
+        a = contiguous(a)
+    return a, [np.int64(s // a.dtype.itemsize) for s in a.strides[:3]]
+
+
+def _mask_arg(mask, shape):
+    """(kind, mask dtype name, argument, strides) of a mask broadcast to ``shape``; None: unsupported."""
+    cp = _cp()
+    if mask is None:
+        return None, None, np.uint64(0), [np.int64(0)] * 4
+    if mask.dtype == np.bool_:
+        kind, md, m = "bool", None, mask
+    else:
+        md = dname(mask)
+        if md is None:
+            return None
+        kind, m = "add", arg(mask)
+    m = cp.broadcast_to(m, shape)
+    return kind, md, m, [np.int64(s // m.dtype.itemsize) for s in m.strides]
+
+
+def sdpa(q, k, v, mask, is_causal, scale, sliding_window):
+    dt = dname(q)
+    if dt not in ("float32", "bfloat16") or k.dtype != q.dtype or v.dtype != q.dtype:
+        return NotImplemented
+    if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
+        return NotImplemented
+    B, Hq, L, D = q.shape
+    Hkv, S, Dv = k.shape[1], k.shape[2], v.shape[3]
+    if D > MAX_HEAD_DIM or Dv > MAX_HEAD_DIM or Hkv == 0 or Hq % Hkv:
+        return NotImplemented
+    window = 0 if sliding_window is None else int(sliding_window)
+    if window < 0 or max(B * Hq * L, S) >= 2**31:
+        return NotImplemented
+    if B > 65535 or Hq * min(L, DECODE_MAX_L) > 65535:
+        return NotImplemented     # grid y / z limits
+    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    with q.device:
+        margs = _mask_arg(mask, (B, Hq, L, S))
+        if margs is None:
+            return NotImplemented
+        mkind, md, m, ms = margs
+        o = empty((B, Hq, L, Dv), q.dtype)
+        if o.size == 0:
+            return o
+        if S == 0 or D == 0:
+            arg(o).fill(0)
+            return o
+        q, qs = _row_strides(q)
+        k, ks = _row_strides(k)
+        v, vs = _row_strides(v)
+        os_ = [np.int64(s // o.dtype.itemsize) for s in o.strides[:3]]
+        args = (arg(q), arg(k), arg(v), m, arg(o), np.int32(Hq), np.int32(Hkv), np.int32(L), np.int32(S),
+                *qs, *ks, *vs, *ms, *os_, np.float32(scale * math.log2(math.e)), np.int32(bool(is_causal)),
+                np.int32(window))
+        if L <= DECODE_MAX_L and S >= DECODE_MIN_S:
+            _decode(dt, D, Dv, mkind, md, args, B, Hq, L, S, o, os_)
+        else:
+            bm = 64 if max(D, Dv) <= 64 else 32
+            fn = function(("attention", dt, D, Dv, mkind, md, bm), lambda: gen.attention(dt, D, Dv, mkind, md, bm, 16),
+                          "ruda_attention")
+            fn((-(-L // bm), Hq, B), (bm,), args)
+        return o
+
+
+def _decode(dt, D, Dv, mkind, md, args, B, Hq, L, S, o, os_):
+    cp = _cp()
+    dev = cp.cuda.runtime.getDevice()
+    sms = cp.cuda.Device(dev).attributes["MultiProcessorCount"]
+    rows = B * Hq * L
+    nsplit = max(1, min(-(-4 * sms // rows), -(-S // DECODE_MIN_CHUNK)))
+    chunk = -(-S // nsplit)
+    nsplit = -(-S // chunk)
+    part = cp.empty((rows, nsplit, Dv + 2), np.float32)
+    key = ("decode", dt, D, Dv, mkind, md)
+    make = lambda: gen.decode(dt, D, Dv, mkind, md)   # noqa: E731
+    fn = function(key, make, "ruda_decode")
+    merge = function(key + ("merge",), make, "ruda_decode_merge")
+    fn((nsplit, Hq * L, B), (128,), (*args, part, np.int32(chunk)))
+    merge((rows,), (128,), (part, arg(o), np.int32(nsplit), np.int32(L), np.int32(Hq), *os_))
