@@ -120,8 +120,8 @@ def test_views_share_storage(dev):
 
 
 def test_readback_is_chunked_and_exact(dev, monkeypatch):
-    from ruda.backends.wgpu import _device
-    monkeypatch.setattr(_device, "READ_CHUNK", 4096)
+    from ruda.backends.wgpu import _transfers
+    monkeypatch.setattr(_transfers, "READ_CHUNK", 4096)
     rng = np.random.default_rng(4)
     a = rng.standard_normal(50_001).astype(_float(dev))
     x = xp.asarray(a, device=dev)
@@ -133,7 +133,7 @@ def test_readback_is_chunked_and_exact(dev, monkeypatch):
 def test_waits_and_maps(dev, monkeypatch, wait):
     """Synchronize and chunked readback through the native spin / blocking waits and maps, and
     through wgpu-py's public API, after work still running when the host asks."""
-    from ruda.backends.wgpu import _device
+    from ruda.backends.wgpu import _transfers
     ctx = dev.backend.ctx
     ctx.synchronize()
     if wait == "public":
@@ -142,7 +142,7 @@ def test_waits_and_maps(dev, monkeypatch, wait):
         pytest.skip("this wgpu-py has no native entry points")
     else:
         monkeypatch.setattr(ctx.nat, "spin", wait == "spin")
-    monkeypatch.setattr(_device, "READ_CHUNK", 1 << 16)
+    monkeypatch.setattr(_transfers, "READ_CHUNK", 1 << 16)
     a = np.random.default_rng(6).standard_normal(300_001).astype(np.float32)
     x = xp.asarray(a, device=dev)
     y, ref = x, a
@@ -219,9 +219,9 @@ def test_the_next_pass_starts_with_the_last_bindings(dev, monkeypatch):
 def test_large_launches_are_submitted_at_once(dev, monkeypatch):
     """A launch over EAGER_ELEMS elements is submitted as soon as it is recorded; the results
     and the work recorded after it are unchanged."""
-    from ruda.backends.wgpu import _device
+    from ruda.backends.wgpu import _queue
     ctx = dev.backend.ctx
-    monkeypatch.setattr(_device, "EAGER_ELEMS", 3000)
+    monkeypatch.setattr(_queue, "EAGER_ELEMS", 3000)
     a = np.random.default_rng(7).standard_normal(3001).astype(np.float32)
     x = xp.asarray(a, device=dev)
     ctx.synchronize()
@@ -238,11 +238,11 @@ def test_a_repeated_large_launch_is_submitted_from_a_buffer_finished_ahead(dev, 
     the device ran the one before: nothing recorded for it, and it sums what the buffers hold
     then.  Anything else (other data, work recorded between, a new arena generation) records
     the call as usual, and every result is right."""
-    from ruda.backends.wgpu import _device
+    from ruda.backends.wgpu import _queue
     ctx = dev.backend.ctx
     if ctx.nat is None:
         pytest.skip("this wgpu-py has no native entry points")
-    monkeypatch.setattr(_device, "EAGER_ELEMS", 3000)
+    monkeypatch.setattr(_queue, "EAGER_ELEMS", 3000)
     rng = np.random.default_rng(12)
     a, b = (rng.standard_normal(5001).astype(np.float32) for _ in range(2))
     x, y = xp.asarray(a, device=dev), xp.asarray(b, device=dev)
@@ -435,8 +435,8 @@ def test_fallback_table_lists_only_linalg():
 
 def test_vec4_map_variant_matches(dev, monkeypatch):
     """Unit-stride 4-byte maps take the vec4 kernel; misaligned views and broadcast scalars too."""
-    from ruda.backends.wgpu import _ops
-    monkeypatch.setattr(_ops, "VEC4_MIN", 8)
+    from ruda.backends.wgpu import _base
+    monkeypatch.setattr(_base, "VEC4_MIN", 8)
     rng = np.random.default_rng(9)
     a = rng.standard_normal(1000).astype(np.float32)
     b = rng.standard_normal(1000).astype(np.float32)
@@ -446,7 +446,7 @@ def test_vec4_map_variant_matches(dev, monkeypatch):
     np.testing.assert_array_equal(np.asarray((x[4:] - y[:996]).to_device("cpu")), a[4:] - b[:996])
     np.testing.assert_array_equal(np.asarray((x[1:997] - y[:996]).to_device("cpu")), a[1:997] - b[:996])
     np.testing.assert_array_equal(np.asarray(xp.where(x > y, x, y).to_device("cpu")), np.where(a > b, a, b))
-    assert any(getattr(k, "name", "").endswith("_v4") for k in _ops._K.values())
+    assert any(getattr(k, "name", "").endswith("_v4") for k in _base._K.values())
 
 
 @pytest.mark.parametrize("name", ["asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "tanh",
@@ -524,13 +524,13 @@ def _sample(rng, dt, n, kind=None):
 def test_vec4_elementwise_every_category_and_tail(dev, monkeypatch, name):
     """Same-shape contiguous 4-byte operands take the vec4 kernel at every length (n % 4 tails,
     n < 4, n = 0); values and dtypes equal NumPy's."""
-    from ruda.backends.wgpu import _ops
-    monkeypatch.setattr(_ops, "VEC4_MIN", 0)
+    from ruda.backends.wgpu import _base, _elementwise
+    monkeypatch.setattr(_base, "VEC4_MIN", 0)
     dts, kind = VEC4_OPS[name]
     f = getattr(xp, name)
     nf = getattr(np, {"pow": "power", "bitwise_invert": "invert", "bitwise_left_shift": "left_shift"}.get(name, name))
     rng = np.random.default_rng(abs(hash(name)) % 2**32)
-    binary = name in _ops.BINARY
+    binary = name in _elementwise.BINARY
     for dt in dts.split():
         for n in VEC4_SIZES + [0]:
             ins = [_sample(rng, dt, n, kind if i == 1 or not binary else None) for i in range(2 if binary else 1)]
@@ -547,17 +547,17 @@ def test_vec4_elementwise_every_category_and_tail(dev, monkeypatch, name):
                 np.testing.assert_allclose(g, ref, rtol=2e-6, atol=1e-6, err_msg=f"{dt} n={n}")
             else:
                 np.testing.assert_array_equal(g, ref, err_msg=f"{dt} n={n}")
-    irop = {**_ops.UNARY, **_ops.BINARY}[name]
+    irop = {**_elementwise.UNARY, **_elementwise.BINARY}[name]
     for dt in dts.split():                             # the vec4 kernel was the one chosen
         assert any(len(k) == 3 and k[1] == "vec4" and k[0][0] == ("ub"[binary], irop) and k[0][1] == (dt,) * (1 + binary)
-                   for k in _ops._K if isinstance(k, tuple)), dt
+                   for k in _base._K if isinstance(k, tuple)), dt
 
 
 def test_vec4_elementwise_views_scalars_and_fallbacks(dev, monkeypatch):
     """Views at offsets that are multiples of 4 and broadcast scalars stay on vec4; offsets that are
     not, strided views and 8-byte/mixed dtypes take the generic kernel; values/dtypes as NumPy."""
-    from ruda.backends.wgpu import _ops
-    monkeypatch.setattr(_ops, "VEC4_MIN", 0)
+    from ruda.backends.wgpu import _base
+    monkeypatch.setattr(_base, "VEC4_MIN", 0)
     rng = np.random.default_rng(11)
     n = 5_000_003                                     # many workgroups and grid-stride steps
     a = rng.standard_normal(n).astype(np.float32)
@@ -611,11 +611,11 @@ def test_vec4_full_reductions(dev, monkeypatch, fname, dt, subgroup):
     """Full reductions of contiguous 4-byte arrays take the split vec4 kernel (workgroup fold by
     subgroup builtins where the adapter has them, else shared memory; all/any of bool stay on the
     generic kernel); values and dtypes as NumPy's, f32 sums within 2e-6 * sum|x| of the float64 sum."""
-    from ruda.backends.wgpu import _ops
+    from ruda.backends.wgpu import _base
     ctx = dev.backend.ctx
     if subgroup and not ctx.renderer.subgroup:
         pytest.skip("adapter without subgroups")
-    monkeypatch.setattr(_ops, "VEC4_MIN", 0)
+    monkeypatch.setattr(_base, "VEC4_MIN", 0)
     monkeypatch.setattr(ctx.renderer, "subgroup", subgroup)
     monkeypatch.setattr(ctx.cache, "programs", {})       # render again under this renderer setting
     monkeypatch.setattr(ctx.cache, "by_id", {})
@@ -648,17 +648,17 @@ def test_vec4_full_reductions(dev, monkeypatch, fname, dt, subgroup):
                                            rtol=max(2e-4, ref_in.size * 2e-9))
             else:
                 np.testing.assert_array_equal(g, ref, err_msg=f"{fname} {dt} n={n}")
-    v4 = any(k[0] == "reduce_v4" and k[2][0] == dt for k in _ops._K if isinstance(k, tuple) and k)
+    v4 = any(k[0] == "reduce_v4" and k[2][0] == dt for k in _base._K if isinstance(k, tuple) and k)
     assert v4 == (dt != "bool"), (fname, dt)
 
 
 def test_vec4_reduction_without_compilable_subgroups_uses_shared_memory(dev, monkeypatch):
     """An adapter that lists subgroups but whose compiler refuses the builtins: one warning, then
     the shared-memory fold."""
-    from ruda.backends.wgpu import _ops
+    from ruda.backends.wgpu import _base
     from ruda.runtime import wgsl
     ctx = dev.backend.ctx
-    monkeypatch.setattr(_ops, "VEC4_MIN", 0)
+    monkeypatch.setattr(_base, "VEC4_MIN", 0)
     monkeypatch.setattr(ctx.renderer, "subgroup", True)
     monkeypatch.setattr(ctx.cache, "programs", {})
     monkeypatch.setattr(ctx.cache, "by_id", {})
@@ -672,8 +672,8 @@ def test_vec4_reduction_without_compilable_subgroups_uses_shared_memory(dev, mon
 
 
 def test_vec4_max_min_propagate_nan(dev, monkeypatch):
-    from ruda.backends.wgpu import _ops
-    monkeypatch.setattr(_ops, "VEC4_MIN", 0)
+    from ruda.backends.wgpu import _base
+    monkeypatch.setattr(_base, "VEC4_MIN", 0)
     rng = np.random.default_rng(12)
     for n, at in ((70_001, 70_000), (70_001, 5), (9, 2)):
         a = rng.standard_normal(n).astype(np.float32)
@@ -686,8 +686,8 @@ def test_vec4_max_min_propagate_nan(dev, monkeypatch):
 
 def test_readback_threads_are_exact(dev, monkeypatch):
     from ruda.backends import _hostcopy
-    from ruda.backends.wgpu import _device
-    monkeypatch.setattr(_device, "READ_CHUNK", 40_000)
+    from ruda.backends.wgpu import _transfers
+    monkeypatch.setattr(_transfers, "READ_CHUNK", 40_000)
     monkeypatch.setattr(_hostcopy, "SPLIT", 3000)
     monkeypatch.setattr(_hostcopy, "THREADS", 3)
     rng = np.random.default_rng(13)

@@ -177,8 +177,8 @@ def test_single_pass_reductions_back_to_back(dev, monkeypatch, two_pass):
     zeroes the counter.  Many of them recorded into one pass without a sync (so each launch
     finds the counter its predecessor left), on fresh random data, sizes with an n % 4 tail and
     vec4-aligned offsets, against NumPy in float64 (int: exact); the two-pass form alike."""
-    from ruda.backends.wgpu import _ops
-    monkeypatch.setattr(_ops, "SINGLE_PASS", not two_pass)
+    from ruda.backends.wgpu import _base
+    monkeypatch.setattr(_base, "SINGLE_PASS", not two_pass)
     ctx = dev.backend.ctx
     rng = np.random.default_rng(31 + two_pass)
     cases = []

@@ -11,11 +11,18 @@ import numpy as np
 
 from ruda import _dtypes, backends
 from ruda.backends import Backend
-from ruda.backends.wgpu import _device
+from ruda.backends.wgpu import _device, _queue
 from ruda.backends.wgpu._array import HOST_STORAGE, IR, WArray, contiguous_strides
+from ruda.backends.wgpu._base import Base
+from ruda.backends.wgpu._creation import CreationOps
+from ruda.backends.wgpu._elementwise import ElementwiseOps
 from ruda.backends.wgpu._fft import FftOps
+from ruda.backends.wgpu._indexing import IndexingOps
+from ruda.backends.wgpu._linalg import LinalgOps
 from ruda.backends.wgpu._matmul import MatmulOps
-from ruda.backends.wgpu._ops import Ops
+from ruda.backends.wgpu._plan import Plans
+from ruda.backends.wgpu._reductions import ReductionOps
+from ruda.backends.wgpu._sorting import SortingOps
 
 _contexts = {}
 # the dtypes each optional feature carries (withheld or absent on browser-class adapters)
@@ -26,7 +33,8 @@ def _enabled():
     return os.environ.get("RUDA_WGPU", "1") not in ("0", "", "no", "false")
 
 
-class WgpuBackend(FftOps, MatmulOps, Ops, Backend):
+class WgpuBackend(FftOps, MatmulOps, LinalgOps, ElementwiseOps, ReductionOps, IndexingOps, SortingOps,
+                  CreationOps, Plans, Base, Backend):
     kind = "wgpu"
     fallbacks = {}
     _unavailable = None
@@ -65,7 +73,7 @@ class WgpuBackend(FftOps, MatmulOps, Ops, Backend):
             ads = _device.adapters()
             if index >= len(ads):
                 raise ValueError(f"ruda: wgpu device {index} does not exist ({len(ads)} adapters)")
-            ctx = _contexts[index] = _device.Context(ads[index])
+            ctx = _contexts[index] = _queue.Queue(_device.Device(ads[index]))
         self.ctx = ctx
         # single-pass reductions count their finished workgroups here (zero between launches)
         self.counter = WArray(ctx.upload(np.zeros(1, np.uint32)), (1,), (1,), 0, np.dtype(np.uint32))

@@ -37,13 +37,12 @@ collapsed; what cannot be collapsed into one stride is dispatched as several lau
 import itertools
 import math
 import os
-import weakref
 
 import numpy as np
 
 from ruda.backends.wgpu import _timer
 from ruda.backends.wgpu._array import broadcast_strides, collapse
-from ruda.backends.wgpu._ops import _as_matrices, _drop_vector_dims
+from ruda.backends.wgpu._linalg import _as_matrices, _drop_vector_dims
 from ruda.runtime import tune
 from ruda.runtime.kernels import matmul_wgsl as mm
 
@@ -51,10 +50,9 @@ _F32 = np.dtype(np.float32)
 _F16 = np.dtype(np.float16)
 _IR = {_F32: "f32", _F16: "f16"}
 _U32 = 2 ** 32
-_BIND_GROUP_CACHE = 1024
 _DEFAULT_BUDGET = 1.0      # seconds of measuring per bucket unless $RUDA_TUNE_BUDGET says otherwise
 
-_STATE = weakref.WeakKeyDictionary()     # device Context -> _State
+_WRITABLE = (False, False, True)   # a, b, out
 
 
 def _bucket_dims(M, N, K):
@@ -71,42 +69,20 @@ def _with_vec(p, v):
 
 
 class _State:
-    """Per-device matmul state: pipelines, choices, tuners."""
+    """Per-device matmul state: device limits, choices, tuners."""
 
     def __init__(self, ctx):
-        wgpu = ctx.wgpu
-        dev = ctx.device
-        S = wgpu.ShaderStage.COMPUTE
-        T = wgpu.BufferBindingType
-        self.bgl = dev.create_bind_group_layout(entries=[
-            {"binding": 0, "visibility": S, "buffer": {"type": T.uniform, "has_dynamic_offset": True}},
-            {"binding": 1, "visibility": S, "buffer": {"type": T.read_only_storage}},
-            {"binding": 2, "visibility": S, "buffer": {"type": T.read_only_storage}},
-            {"binding": 3, "visibility": S, "buffer": {"type": T.storage}}])
-        self.layout = dev.create_pipeline_layout(bind_group_layouts=[self.bgl])
         lim = ctx.limits
         self.max_shared = int(lim.get("max-compute-workgroup-storage-size", 16384))
         self.max_inv = int(lim.get("max-compute-invocations-per-workgroup", 256))
         self.max_groups = int(lim.get("max-compute-workgroups-per-dimension", 65535))
-        self.pipes = {}        # MatmulParams -> GPUComputePipeline
-        self.bind_groups = {}  # buffer ids -> (bind group, weakrefs to the buffers); uniforms: dynamic offset
         self.choices = {}      # (RUDA_TUNE, RUDA_TUNE_CACHE, ir dtype, bucket dims) -> MatmulParams
         self.tuners = {}       # cache path -> tune.Tuner
         self.last_choice = None     # (bucket string, candidate name, how): for tests and `ruda info`
 
     def pipeline(self, ctx, p):
-        pipe = self.pipes.get(p)
-        if pipe is None:
-            src = mm.generate(p)
-            try:
-                module = ctx.device.create_shader_module(code=src)
-                pipe = ctx.device.create_compute_pipeline(
-                    layout=self.layout, compute={"module": module, "entry_point": "main"})
-            except Exception as e:
-                raise RuntimeError(f"ruda wgpu: matmul kernel {p.name!r} failed to compile: {e}\n"
-                                   f"--- WGSL ---\n{src}") from None
-            self.pipes[p] = pipe
-        return pipe
+        """(pipeline, layout) of candidate ``p``, compiled once per device by the queue."""
+        return ctx.raw_pipeline(("matmul", p), lambda: mm.generate(p), _WRITABLE, f"matmul {p.name}")
 
     def candidates(self, ir):
         return mm.candidates(ir, max_shared_bytes=self.max_shared, max_invocations=self.max_inv)
@@ -135,13 +111,13 @@ class _State:
 
 
 class MatmulOps:
-    """``matmul`` through the tuned tiled WGSL kernels (mixin; needs ``Ops`` after it)."""
+    """``matmul`` through the tuned tiled WGSL kernels (mixin; needs ``LinalgOps`` after it)."""
 
     def _mm_state(self):
-        ctx = self.ctx
-        st = _STATE.get(ctx)
+        ext = self.ctx.ext
+        st = ext.get("matmul")
         if st is None:
-            st = _STATE[ctx] = _State(ctx)
+            st = ext["matmul"] = _State(self.ctx)
         return st
 
     def matmul(self, x1, x2):
@@ -194,8 +170,9 @@ class MatmulOps:
                         all(s % v == 0 for s in outer):
                     p = q
                     break
-        pipe = st.pipeline(self.ctx, p)
         ctx = self.ctx
+        pipe, bgl = st.pipeline(ctx, p)
+        sts = (a.st, b.st, out.st)
         for idx in itertools.product(*(range(n) for n in cshape[:-1])):
             oa = a.offset + sum(i * s for i, s in zip(idx, csa))
             ob = b.offset + sum(i * s for i, s in zip(idx, csb))
@@ -208,7 +185,7 @@ class MatmulOps:
                                      f"indexing (shapes {a.shape} @ {b.shape})")
                 words = np.frombuffer(mm.pack_params(*vals), np.uint32)
                 gx, gy, _ = mm.grid(p, M, N, nz)
-                _record(ctx, st, pipe, words, (a.st, b.st, out.st), (gx, gy, nz))
+                ctx.launch_raw(pipe, bgl, words, sts, (gx, gy, nz), (2,))
 
     # ------------------------------------------------------------------ choice
     def _mm_choose(self, st, ir, M, N, K):
@@ -259,7 +236,8 @@ class MatmulOps:
         sc = ctx.alloc(M * N * dt.itemsize)
         ubuf = ctx.device.create_buffer_with_data(
             data=mm.pack_params(M, N, K), usage=ctx.wgpu.BufferUsage.UNIFORM)
-        bg = ctx.device.create_bind_group(layout=st.bgl, entries=[
+        _, bgl = st.pipeline(ctx, st.default(ir, M, N))
+        bg = ctx.device.create_bind_group(layout=bgl, entries=[
             {"binding": 0, "resource": {"buffer": ubuf, "offset": 0, "size": 64}}] + [
             {"binding": i + 1, "resource": {"buffer": s.buffer, "offset": 0, "size": s.buffer.size}}
             for i, s in enumerate((sa, sb, sc))])
@@ -267,7 +245,7 @@ class MatmulOps:
 
         def build(c):
             p = mm.MatmulParams.from_dict(c.params)
-            pipe = st.pipeline(ctx, p)
+            pipe, _ = st.pipeline(ctx, p)
             groups = mm.grid(p, M, N, 1)
 
             def run(timestamp_writes=None):
@@ -290,23 +268,3 @@ class MatmulOps:
 
 def _np_name(ir):
     return "float32" if ir == "f32" else "float16"
-
-
-def _record(ctx, st, pipe, words, storages, groups):
-    """Record one dispatch into the context's open compute pass (uniforms in its metadata arena)."""
-    need = -(-words.size // 4) * 4
-    at = ctx.put(words)
-    bufs = tuple(s.buffer for s in storages)
-    key = tuple(map(id, bufs))
-    hit = st.bind_groups.get(key)
-    if hit is not None and all(r() is b for r, b in zip(hit[1], bufs)):
-        bg = hit[0]
-    else:      # weak references: a released buffer whose id was reused is a miss, never a stale hit
-        entries = [{"binding": 0, "resource": {"buffer": ctx.arena_buf, "offset": 0, "size": need * 4}}]
-        for i, b in enumerate(bufs):
-            entries.append({"binding": i + 1, "resource": {"buffer": b, "offset": 0, "size": b.size}})
-        bg = ctx.device.create_bind_group(layout=st.bgl, entries=entries)
-        if len(st.bind_groups) >= _BIND_GROUP_CACHE:
-            st.bind_groups.clear()
-        st.bind_groups[key] = (bg, tuple(map(weakref.ref, bufs)))
-    ctx.record(pipe, bg, at, *groups)

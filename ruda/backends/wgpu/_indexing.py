@@ -1,0 +1,275 @@
+"""Indexing of the wgpu backend: basic indexing (views), integer-array and boolean-mask
+get and set (gather and scatter kernels over computed coordinates), take, take_along_axis and
+nonzero (a prefix count, then compaction; its size is the one value read back).
+"""
+import math
+
+import numpy as np
+
+from ruda._validation import broadcast_shapes
+from ruda.backends.wgpu._array import (IR, WArray, basic_index, broadcast_strides, contiguous_strides)
+from ruda.backends.wgpu._base import _K, I
+from ruda.runtime import ir
+
+
+class IndexingOps:
+    """Indexing (mixin of the backend)."""
+
+    def _bool_scalars(self, key):
+        """Replace Python bools / 0-d bool arrays by None; positions of the False ones (empty axis)."""
+        if not any(isinstance(k, bool) or (isinstance(k, WArray) and k.ndim == 0 and k.dtype.kind == "b")
+                   for k in key):
+            return key, ()
+        out, empty, newdim = [], [], 0
+        for k in key:
+            if isinstance(k, WArray) and k.ndim == 0 and k.dtype.kind == "b":
+                k = bool(self.to_host(k))      # size readback: the result shape depends on it
+            if isinstance(k, bool):
+                if not k:
+                    empty.append(newdim)
+                out.append(None)
+                newdim += 1
+            else:
+                out.append(k)
+                if k is not Ellipsis and not isinstance(k, int):
+                    newdim += 1
+        return tuple(out), tuple(empty)
+
+    def getitem(self, x, key):
+        if not isinstance(key, tuple):
+            key = (key,)
+        key, empty = self._bool_scalars(key)
+        if empty:
+            if any(isinstance(k, WArray) for k in key) or Ellipsis in key:
+                raise NotImplementedError("ruda: 'getitem' with a False scalar index mixed with arrays or "
+                                          "an ellipsis is not implemented on device 'wgpu'")
+            r = self.getitem(x, key)
+            shape = list(r.shape)
+            for d in empty:
+                shape[d] = 0
+            return r.view(shape, r.strides, r.offset)
+        if all(k is None or k is Ellipsis or isinstance(k, (int, slice)) for k in key):
+            return basic_index(x, key)
+        return self._advanced_getitem(x, key)
+
+    def setitem(self, x, key, value):
+        if not isinstance(key, tuple):
+            key = (key,)
+        key, empty = self._bool_scalars(key)
+        if empty:
+            return                                  # x[False] = v selects nothing
+        if all(k is None or k is Ellipsis or isinstance(k, (int, slice)) for k in key):
+            dst = basic_index(x, key)
+            if value.dtype != x.dtype:
+                value = self.astype(value, x.dtype)
+            self._write(dst, lambda v: v, [value], ("copy",))
+            return
+        self._advanced_setitem(x, key, value)
+
+    def _expand_key(self, x, key):
+        """Key entries with Ellipsis expanded and boolean arrays turned into integer arrays."""
+        used = 0
+        for k in key:
+            if k is None or k is Ellipsis or isinstance(k, bool):
+                continue
+            used += k.ndim if isinstance(k, WArray) and k.dtype.kind == "b" else 1
+        out = []
+        pos = 0
+        for k in key:
+            if k is Ellipsis:
+                out.extend([slice(None)] * (x.ndim - used))
+                pos += x.ndim - used
+            elif isinstance(k, WArray) and k.dtype.kind == "b":
+                dims = x.shape[pos:pos + k.ndim]
+                if len(dims) < k.ndim or any(ks not in (xs, 0) for ks, xs in zip(k.shape, dims)):
+                    raise IndexError(f"boolean index of shape {k.shape} does not match the indexed "
+                                     f"dimensions {tuple(dims)} of an array of shape {x.shape}")
+                pos += k.ndim
+                if k.ndim == 0:
+                    raise NotImplementedError("ruda: 'getitem' with a 0-d boolean array index is not "
+                                              "implemented on device 'wgpu'")
+                out.extend(self.nonzero(k))
+            elif isinstance(k, bool):
+                raise NotImplementedError("ruda: 'getitem' with a Python bool index is not implemented "
+                                          "on device 'wgpu'")
+            else:
+                out.append(k)
+                if k is not None:
+                    pos += 1
+        n_used = sum(1 for k in out if k is not None)
+        out.extend([slice(None)] * (x.ndim - n_used))
+        return out
+
+    def _advanced_plan(self, x, key):
+        """(view, adv, out_shape, B, bpos): adv = [(vdim, index)], index a WArray or an int."""
+        key = self._expand_key(x, key)
+        arrays = [k for k in key if isinstance(k, WArray)]
+        bkey, adv, vd = [], [], 0
+        for k in key:
+            if isinstance(k, WArray) or (arrays and isinstance(k, int)):
+                bkey.append(slice(None))
+                adv.append((vd, k))
+                vd += 1
+            else:
+                bkey.append(k)
+                if not isinstance(k, int):
+                    vd += 1
+        v = basic_index(x, tuple(bkey))
+        B = broadcast_shapes("indexing", *[a.shape for a in arrays])
+        pos = [d for d, _ in adv]
+        adjacent = pos == list(range(pos[0], pos[0] + len(pos)))
+        rest = [d for d in range(v.ndim) if d not in pos]
+        bpos = sum(1 for d in rest if d < pos[0]) if adjacent else 0
+        out_shape = tuple(v.shape[d] for d in rest[:bpos]) + B + tuple(v.shape[d] for d in rest[bpos:])
+        return v, adv, rest, out_shape, B, bpos
+
+    def _adv_kernel(self, v, adv, rest, out_shape, B, bpos, value=None):
+        """Gather (value None) or scatter kernel for an advanced index; returns (kernel, arrays, strides, params)."""
+        nd = len(out_shape)
+        nb = len(B)
+        idx_arrays = [k for _, k in adv if isinstance(k, WArray)]
+        # index views over the output coordinates
+        iviews = []
+        for a in idx_arrays:
+            bs = broadcast_strides(a, B)
+            strides = [0] * nd
+            strides[bpos:bpos + nb] = bs
+            iviews.append(a.view(out_shape, strides, a.offset))
+        kinds = tuple("a" if isinstance(k, WArray) else "i" for _, k in adv)
+        sig = (tuple(d for d, _ in adv), kinds, tuple(a.ir for a in idx_arrays), v.ir, v.ndim, nd, bpos, nb,
+               None if value is None else value.ir)
+        kkey = ("adv", sig)
+        k = _K.get(kkey)
+        if k is None:
+            c = [ir.Coord(d) for d in range(nd)]
+            rest_coords = c[:bpos] + c[bpos + nb:]
+            vc = [None] * v.ndim
+            for d, rc in zip(rest, rest_coords):
+                vc[d] = rc
+            ai = 0
+            pi = 0
+            for j, (d, kk) in enumerate(adv):
+                n = ir.Param(len(adv) + j, I)
+                if kinds[j] == "a":
+                    raw = ir.cast(ir.Load(1 + ai, ir.Strided(), idx_arrays[ai].ir), I)
+                    ai += 1
+                else:
+                    raw = ir.Param(j, I)
+                    pi += 1
+                vc[d] = ir.select(ir.op("lt", raw, ir.Const(0, I)), ir.op("add", raw, n), raw)
+            args = (ir.Arg("v", v.ir, v.ndim, value is not None),) + \
+                tuple(ir.Arg(f"i{i}", a.ir, nd) for i, a in enumerate(idx_arrays))
+            if value is None:
+                args += (ir.Arg("out", v.ir, nd, True),)
+                st = ir.Store(len(args) - 1, ir.Strided(), ir.Load(0, ir.Strided(tuple(vc)), v.ir))
+            else:
+                args += (ir.Arg("val", v.ir, nd),)
+                st = ir.Store(0, ir.Strided(tuple(vc)), ir.Load(len(args) - 1, ir.Strided(), v.ir))
+            params = (I,) * len(adv) + (I,) * len(adv)
+            k = _K[kkey] = ir.Kernel("gather" if value is None else "scatter", args, params, nd, ir.Map((st,)))
+        pvals = tuple(0 if isinstance(kk, WArray) else int(kk) for _, kk in adv) + \
+            tuple(v.shape[d] for d, _ in adv)
+        return k, iviews, pvals
+
+    def _advanced_getitem(self, x, key):
+        v, adv, rest, out_shape, B, bpos = self._advanced_plan(x, key)
+        out = self._new(out_shape, x.dtype)
+        if out.size == 0:
+            return out
+        k, iviews, pvals = self._adv_kernel(v, adv, rest, out_shape, B, bpos)
+        arrays = [v] + iviews + [out]
+        self._launch(k, arrays, [a.strides for a in arrays], out_shape, pvals)
+        return out
+
+    def _advanced_setitem(self, x, key, value):
+        if value.dtype != x.dtype:
+            value = self.astype(value, x.dtype)
+        if value.st is x.st:
+            value = self.copy(value)
+        if len(key) == 1 and isinstance(key[0], WArray) and key[0].dtype.kind == "b" and \
+                key[0].shape == x.shape and value.size == 1:
+            mask = key[0]
+            if mask.st is x.st:
+                mask = self.copy(mask)
+            val = value.view(x.shape, (0,) * x.ndim, value.offset)
+            kkey = ("mask_fill", x.ir, x.ndim)
+            k = _K.get(kkey)
+            nd = x.ndim
+            if k is None:
+                st = ir.Store(0, ir.Strided(), ir.load(2, x.ir), when=ir.load(1, "bool"))
+                k = _K[kkey] = ir.Kernel("mask_fill", (ir.Arg("x", x.ir, nd, True), ir.Arg("m", "bool", nd),
+                                                       ir.Arg("v", x.ir, nd)), (), nd, ir.Map((st,)))
+            if x.size:
+                self._launch(k, [x, mask, val], [x.strides, mask.strides, val.strides], x.shape)
+            return
+        v, adv, rest, out_shape, B, bpos = self._advanced_plan(x, key)
+        if math.prod(out_shape) == 0:
+            return
+        val = self.broadcast_to(value, out_shape)
+        k, iviews, pvals = self._adv_kernel(v, adv, rest, out_shape, B, bpos, value=val)
+        arrays = [v] + iviews + [val]
+        self._launch(k, arrays, [a.strides for a in arrays], out_shape, pvals)
+
+    def take(self, x, indices, axis=0):
+        key = (slice(None),) * axis + (indices,)
+        return self._advanced_getitem(x, key)
+
+    def take_along_axis(self, x, indices, axis=-1):
+        nd = x.ndim
+        axis %= nd
+        shape = list(broadcast_shapes("take_along_axis", tuple(1 if d == axis else n for d, n in enumerate(x.shape)),
+                             tuple(1 if d == axis else n for d, n in enumerate(indices.shape))))
+        shape[axis] = indices.shape[axis]
+        shape = tuple(shape)
+        iv = indices.view(shape, broadcast_strides(indices, shape), indices.offset)
+        n = x.shape[axis]
+        xs = list(broadcast_strides(x.view(tuple(1 if d == axis else s for d, s in enumerate(x.shape)),
+                                           x.strides, x.offset), tuple(1 if d == axis else s for d, s in enumerate(shape))))
+        xs[axis] = x.strides[axis]
+        xv = x.view(tuple(shape[d] if d != axis else n for d in range(nd)), xs, x.offset)
+
+        def coords(c, loads, ps):
+            raw = ir.cast(loads[0], I)
+            cc = list(c)
+            cc[axis] = ir.select(ir.op("lt", raw, ir.Const(0, I)), ir.op("add", raw, ps[0]), raw)
+            return cc
+        return self._gather_coords(xv, shape, coords, ("tal", axis), extra=[iv], params=(n,), param_dtypes=(I,))
+
+    def _positions(self, mask_flat):
+        """Inclusive prefix count (i32) of a contiguous 1-D bool/numeric array, and the total."""
+        n = mask_flat.shape[0]
+        pos = self._new((n,), np.int32)
+        kkey = ("posscan", mask_flat.ir)
+        k = _K.get(kkey)
+        if k is None:
+            v = ir.cast(ir.cast(ir.load(0, mask_flat.ir), "bool"), "i32")
+            k = _K[kkey] = ir.Kernel("posscan", (ir.Arg("m", mask_flat.ir, 1), ir.Arg("p", "i32", 1, True)), (), 1,
+                                     ir.Scan("add", v, 1))
+        self._launch(k, [mask_flat, pos], [mask_flat.strides, pos.strides], (n,))
+        total = int(self.to_host(basic_index(pos, (n - 1,)))) if n else 0   # size readback
+        return pos, total
+
+    def nonzero(self, x):
+        idt = self._index_dtype()
+        nd = x.ndim
+        if x.size == 0:
+            return tuple(self._new((0,), idt) for _ in range(nd))
+        xc = self._contig(x)
+        flat = xc.view((x.size,), (1,), xc.offset)
+        pos, total = self._positions(flat)
+        outs = [self._new((total,), idt) for _ in range(nd)]
+        if total == 0:
+            return tuple(outs)
+        kkey = ("compact_nz", x.ir, nd, IR[idt])
+        k = _K.get(kkey)
+        if k is None:
+            m = ir.cast(ir.load(0, x.ir), "bool")
+            p = ir.op("sub", ir.load(1, "i32"), ir.Const(1, "i32"))
+            stores = tuple(ir.Store(2 + d, ir.Flat(p), ir.cast(ir.Coord(d), IR[idt]), when=m) for d in range(nd))
+            args = (ir.Arg("x", x.ir, nd), ir.Arg("p", "i32", nd)) + \
+                tuple(ir.Arg(f"o{d}", IR[idt], 0, True) for d in range(nd))
+            k = _K[kkey] = ir.Kernel("nonzero", args, (), nd, ir.Map(stores))
+        self._launch(k, [xc, pos.view(x.shape, contiguous_strides(x.shape), 0)] + outs,
+                     [xc.strides, contiguous_strides(x.shape)] + [()] * nd, x.shape)
+        return tuple(outs)
+
