@@ -1,0 +1,188 @@
+"""Host (NumPy) kernels of ``ruda.nn``: sdpa, apply_rope, top_k (contract: ruda/nn/README.md).
+
+Attention runs by blocks of query rows: each block's scores against the keys it may see
+(blocks wholly above the causal diagonal or outside the sliding window are never computed) go
+through one BLAS matmul, an in-place exp and a second matmul; K and V are never repeated for
+grouped-query attention (the query heads of one kv head are stacked as rows of one matmul).
+"""
+import os
+
+import numpy as np
+
+from ruda import _dtypes
+
+_BF16 = _dtypes.bfloat16
+_TILE = 1 << 17            # score elements per block: stays in the caches
+_THREADS = max(1, min(8, os.cpu_count() or 1))
+_THREAD_WORK = 1 << 22     # multiply-adds from which the units go to threads
+
+
+def _work_dtype(dt):
+    """float32/float64 compute in themselves, bfloat16 in float32; None: not handled."""
+    if dt == np.float32 or dt == np.float64:
+        return dt
+    if _BF16 is not None and dt == _BF16:
+        return np.dtype(np.float32)
+    return None
+
+
+def sdpa(q, k, v, mask, is_causal, scale, sliding_window):
+    wdt = _work_dtype(q.dtype)
+    if wdt is None:
+        return NotImplemented
+    B, Hq, L, D = q.shape
+    _, Hkv, S, Dv = v.shape
+    G = Hq // Hkv
+    U = B * Hkv                                          # (batch, kv head) units
+    q4 = (np.asarray(q, dtype=wdt) * wdt.type(scale)).reshape(U, G, L, D)
+    k = np.asarray(k, dtype=wdt).reshape(U, S, D)
+    v = np.asarray(v, dtype=wdt).reshape(U, S, Dv)
+    if mask is not None:
+        mask = mask if mask.dtype == np.bool_ else np.asarray(mask, dtype=wdt)
+        mask = mask.reshape(U, G, L, S)
+    out = np.empty((U, G, L, Dv), dtype=wdt)
+    args = (q4, k, v, mask, out, is_causal, sliding_window)
+    parts = _split(U, G * L * S * (D + Dv))
+    one_blas = _blas_one_thread() if len(parts) > 1 else None
+    if one_blas is None:
+        _attend(*args, 0, U)
+    else:                                  # NumPy's ufuncs and BLAS calls release the GIL
+        with one_blas:
+            list(_pool().map(lambda p: _attend(*args, *p), parts))
+    return out.reshape(B, Hq, L, Dv).astype(q.dtype, copy=False)
+
+
+_POOL = []
+
+
+def _pool():
+    if not _POOL:
+        from concurrent.futures import ThreadPoolExecutor
+        _POOL.append(ThreadPoolExecutor(_THREADS, thread_name_prefix="ruda-nn"))
+    return _POOL[0]
+
+
+def _blas_one_thread():
+    """A context limiting BLAS to one thread (threadpoolctl, where installed), else None.
+
+    Units of attention run on a thread each; a multi-threaded BLAS called from each of them at
+    once fights over the cores (twice slower here), so BLAS runs single-threaded meanwhile (a
+    process-wide setting, restored on exit). Without threadpoolctl the units run in turn."""
+    if not _BLAS:
+        try:
+            from threadpoolctl import ThreadpoolController
+            _BLAS.append(ThreadpoolController().select(user_api="blas"))
+        except Exception:  # noqa: BLE001 - optional: any failure means no limit, one thread
+            _BLAS.append(None)
+    return None if _BLAS[0] is None else _BLAS[0].limit(limits=1)
+
+
+_BLAS = []
+
+
+def _split(units, work):
+    """Unit ranges, one per thread where the work is worth it."""
+    n = min(_THREADS, units) if work >= _THREAD_WORK else 1
+    step = -(-units // n)
+    return [(u, min(units, u + step)) for u in range(0, units, step)]
+
+
+def _attend(q4, k, v, mask, out, causal, window, u0, u1):
+    """Attention of units [u0, u1) into out, by blocks of query rows."""
+    _, G, L, D = q4.shape
+    S, Dv = k.shape[1], v.shape[2]
+    off = S - L
+    rows = max(1, min(L, _TILE // max(1, G * S)))
+    kT = np.swapaxes(k, -1, -2)
+    for u in range(u0, u1):
+        for i0 in range(0, L, rows):
+            i1 = min(L, i0 + rows)
+            n = i1 - i0
+            hi = min(S, i1 + off) if causal else S
+            lo = max(0, i0 + off - window + 1) if window is not None else 0
+            if hi <= lo:
+                out[u, :, i0:i1] = 0
+                continue
+            s = np.matmul(q4[u, :, i0:i1].reshape(G * n, D), kT[u, :, lo:hi])
+            s = s.reshape(G, n, hi - lo)
+            if mask is not None:
+                mt = mask[u, :, i0:i1, lo:hi]
+                if mt.dtype == np.bool_:
+                    np.copyto(s, -np.inf, where=~mt)
+                else:
+                    s += mt
+            _band(s, i0, i1, lo, hi, off, causal, window)
+            m = s.max(axis=-1, keepdims=True)
+            m[~np.isfinite(m)] = 0                   # a row with no key: exp gives all 0
+            s -= m
+            np.exp(s, out=s)
+            den = s.sum(axis=-1, keepdims=True)
+            den[den == 0] = 1
+            o = np.matmul(s.reshape(G * n, hi - lo), v[u, lo:hi]).reshape(G, n, Dv)
+            np.divide(o, den, out=out[u, :, i0:i1])
+
+
+def _band(s, i0, i1, lo, hi, off, causal, window):
+    """Sets -inf in scores s (G, i1-i0, hi-lo) where causality or the window forbids; only the
+    columns where some row is cut are touched."""
+    if causal and hi - 1 > i0 + off:                 # columns past row i0's last key
+        c0 = i0 + off + 1
+        i = np.arange(i0 + off, i1 + off)[:, None]
+        j = np.arange(c0, hi)[None, :]
+        np.copyto(s[:, :, c0 - lo:], -np.inf, where=j > i)
+    if window is not None and lo <= i1 - 1 + off - window:   # columns before row i1-1's first
+        c1 = i1 + off - window
+        i = np.arange(i0 + off, i1 + off)[:, None]
+        j = np.arange(lo, c1)[None, :]
+        np.copyto(s[:, :, :c1 - lo], -np.inf, where=j <= i - window)
+
+
+def apply_rope(x, cos, sin, interleaved, rotary_dim):
+    wdt = _work_dtype(x.dtype)
+    if wdt is None:
+        return NotImplemented
+    h = rotary_dim // 2
+    xw = np.asarray(x, dtype=wdt)
+    c = np.asarray(cos, dtype=wdt)
+    s = np.asarray(sin, dtype=wdt)
+    out = np.array(xw, dtype=wdt, copy=True)
+    if interleaved:
+        a, b = xw[..., 0:rotary_dim:2], xw[..., 1:rotary_dim:2]
+        out[..., 0:rotary_dim:2] = a * c - b * s
+        out[..., 1:rotary_dim:2] = b * c + a * s
+    else:
+        a, b = xw[..., :h], xw[..., h:rotary_dim]
+        out[..., :h] = a * c - b * s
+        out[..., h:rotary_dim] = b * c + a * s
+    return out.astype(x.dtype, copy=False)
+
+
+def top_k(x, k):
+    if x.dtype.kind not in "iuf" and not (_BF16 is not None and x.dtype == _BF16):
+        return NotImplemented
+    rows, n = x.shape
+    key = x.astype(np.float32) if x.dtype == _BF16 else x
+    if x.dtype.kind == "f" or x.dtype == _BF16:
+        key = np.where(np.isnan(key), np.inf, key)   # NaN counts as largest, as torch
+    if k < n:
+        # argpartition finds the k-th largest value; the kept set is every value above it and
+        # the lowest-indexed of its ties (argpartition alone may keep a tie of higher index).
+        part = np.argpartition(key, n - k, axis=1)[:, n - k:]
+        kth = np.take_along_axis(key, part, axis=1).min(axis=1, keepdims=True)
+        above = key > kth
+        need = k - above.sum(axis=1)                 # how many boundary ties to take
+        tie = key == kth
+        tie_rank = np.cumsum(tie, axis=1)
+        sel = above | (tie & (tie_rank <= need[:, None]))
+        idx = np.nonzero(sel)[1].reshape(rows, k)
+    else:
+        idx = np.broadcast_to(np.arange(n), (rows, n))
+    kv = np.take_along_axis(key, idx, axis=1)
+    order = np.argsort(-kv if kv.dtype.kind == "f" else _neg(kv), axis=1, kind="stable")
+    idx = np.take_along_axis(idx, order, axis=1)
+    return np.take_along_axis(x, idx, axis=1), idx.astype(np.int64)
+
+
+def _neg(a):
+    """A key whose ascending order is a's descending order, for integers without overflow."""
+    return (~a) if a.dtype.kind in "iu" else -a

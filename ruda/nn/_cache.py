@@ -1,0 +1,88 @@
+"""A preallocated key/value cache for autoregressive decoding."""
+import operator
+
+import ruda as xp
+from ruda.nn._check import err
+
+
+def _err(cls, arg, expected, got):
+    return err(cls, "KVCache", arg, expected, got)
+
+
+class KVCache:
+    """Keys and values of shape ``[batch, kv_heads, max_len, head_dim]``, allocated once.
+
+    ``update(k_new, v_new)`` writes the new steps (``[batch, kv_heads, t, head_dim]``) after the
+    ``length`` already held, in place, and returns the keys and values up to the new length
+    (slices of the buffers), ready for :func:`scaled_dot_product_attention` with
+    ``is_causal=True`` (lower-right aligned). ``reset()`` empties it. ``v_head_dim`` sets a
+    value size different from the key size."""
+
+    def __init__(self, batch, kv_heads, max_len, head_dim, *, dtype=None, device=None,
+                 v_head_dim=None):
+        dims = []
+        for name, n in (("batch", batch), ("kv_heads", kv_heads), ("max_len", max_len),
+                        ("head_dim", head_dim),
+                        ("v_head_dim", head_dim if v_head_dim is None else v_head_dim)):
+            try:
+                if isinstance(n, bool):
+                    raise TypeError
+                n = operator.index(n)
+            except TypeError:
+                raise _err(TypeError, name, "an int", type(n).__name__) from None
+            if n < 1:
+                raise _err(ValueError, name, "an int >= 1", n)
+            dims.append(n)
+        B, H, T, D, Dv = dims
+        dt = xp.float32 if dtype is None else dtype
+        if not xp.isdtype(dt, "real floating"):
+            raise _err(TypeError, "dtype", "a real floating dtype", dt)
+        self.k = xp.zeros((B, H, T, D), dtype=dt, device=device)
+        self.v = xp.zeros((B, H, T, Dv), dtype=dt, device=device)
+        self.max_len = T
+        self.length = 0
+
+    @property
+    def dtype(self):
+        return self.k.dtype
+
+    @property
+    def device(self):
+        return self.k.device
+
+    def __repr__(self):
+        return (f"ruda.nn.KVCache(shape={self.k.shape}, length={self.length}, "
+                f"dtype={self.k.dtype}, device={self.k.device})")
+
+    def update(self, k_new, v_new):
+        """Appends ``k_new``, ``v_new`` (B, H_kv, t, D); returns ``(k, v)`` up to the new
+        length."""
+        B, H, T, D = self.k.shape
+        Dv = self.v.shape[3]
+        t = None
+        for name, a, d in (("k_new", k_new, D), ("v_new", v_new, Dv)):
+            if not isinstance(a, xp.Array):
+                raise _err(TypeError, name, "a ruda array", type(a).__name__)
+            if a.device != self.k.device:
+                raise _err(ValueError, name, f"the cache's device {self.k.device}", a.device)
+            if a.dtype != self.k.dtype:
+                raise _err(TypeError, name, f"the cache's dtype {self.k.dtype}", a.dtype)
+            want = (B, H, a.shape[2] if a.ndim == 4 else "t", d)
+            if a.ndim != 4 or a.shape != want:
+                raise _err(ValueError, name, f"shape (B, H_kv, t, D) = {(B, H, 't', d)}",
+                           a.shape)
+            if t is not None and a.shape[2] != t:
+                raise _err(ValueError, "v_new", f"as many steps as k_new ({t})", a.shape[2])
+            t = a.shape[2]
+        end = self.length + t
+        if end > T:
+            raise _err(ValueError, "k_new", f"at most {T - self.length} more steps (the cache "
+                       f"holds {self.length} of max_len={T}; reset() or a longer cache)", t)
+        self.k[:, :, self.length:end, :] = k_new
+        self.v[:, :, self.length:end, :] = v_new
+        self.length = end
+        return self.k[:, :, :end, :], self.v[:, :, :end, :]
+
+    def reset(self):
+        """Forgets the steps held (the buffers stay allocated)."""
+        self.length = 0

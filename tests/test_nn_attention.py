@@ -1,0 +1,231 @@
+"""ruda.nn.scaled_dot_product_attention and KVCache against torch.nn.functional (float64)."""
+import numpy as np
+import pytest
+
+import ruda
+import ruda.nn as nn
+from ruda.nn import _attention
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+
+def _float(device):
+    """float64 where the device has it, else float32, with a tolerance for it."""
+    if "float64" in ruda.__array_namespace_info__().dtypes(device=device):
+        return np.float64, 1e-10
+    return np.float32, 2e-5
+
+
+def _qkv(rng, B, Hq, Hkv, L, S, D, Dv=None, dt=np.float64):
+    q = rng.standard_normal((B, Hq, L, D)).astype(dt)
+    k = rng.standard_normal((B, Hkv, S, D)).astype(dt)
+    v = rng.standard_normal((B, Hkv, S, Dv or D)).astype(dt)
+    return q, k, v
+
+
+def _band(L, S, causal=True, window=None):
+    """Bool (L, S): lower-right causal and/or sliding window, as ruda.nn defines them."""
+    i = np.arange(L)[:, None] + S - L
+    j = np.arange(S)[None, :]
+    keep = np.ones((L, S), bool)
+    if causal:
+        keep &= j <= i
+    if window is not None:
+        keep &= j > i - window
+    return keep
+
+
+def _torch(q, k, v, mask=None, causal=False, scale=None, gqa=False):
+    t = [torch.from_numpy(np.asarray(a, np.float64)) for a in (q, k, v)]
+    m = None if mask is None else torch.from_numpy(np.asarray(mask))
+    return F.scaled_dot_product_attention(*t, attn_mask=m, is_causal=causal, scale=scale,
+                                          enable_gqa=gqa).numpy()
+
+
+def _ours(device, q, k, v, mask=None, **kw):
+    def X(a):
+        return ruda.asarray(a, device=device)
+    out = nn.scaled_dot_product_attention(X(q), X(k), X(v),
+                                          None if mask is None else X(mask), **kw)
+    return out, np.asarray(out.to_device("cpu"))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_square(device, causal):
+    dt, tol = _float(device)
+    rng = np.random.default_rng(1)
+    q, k, v = _qkv(rng, 2, 4, 4, 24, 24, 16, dt=dt)
+    out, got = _ours(device, q, k, v, is_causal=causal)
+    assert out.dtype == ruda.asarray(q, device=device).dtype and out.shape == (2, 4, 24, 16)
+    np.testing.assert_allclose(got, _torch(q, k, v, causal=causal), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("L,S", [(5, 29), (1, 33), (12, 12)])
+def test_causal_lower_right(device, L, S):
+    dt, tol = _float(device)
+    rng = np.random.default_rng(2)
+    q, k, v = _qkv(rng, 2, 4, 4, L, S, 16, Dv=8, dt=dt)
+    _, got = _ours(device, q, k, v, is_causal=True, scale=0.3)
+    want = _torch(q, k, v, mask=_band(L, S), scale=0.3)
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    if L != S:      # PyTorch's is_causal is upper-left aligned: different rows
+        assert not np.allclose(got, _torch(q, k, v, causal=True, scale=0.3))
+
+
+@pytest.mark.parametrize("hkv", [2, 1])     # GQA and MQA
+def test_grouped_query(device, hkv):
+    dt, tol = _float(device)
+    rng = np.random.default_rng(3)
+    q, k, v = _qkv(rng, 2, 4, hkv, 9, 21, 16, dt=dt)
+    _, got = _ours(device, q, k, v, is_causal=True, enable_gqa=True)
+    want = _torch(q, k, v, mask=_band(9, 21), gqa=True)
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+def test_masks(device):
+    dt, tol = _float(device)
+    rng = np.random.default_rng(4)
+    q, k, v = _qkv(rng, 2, 4, 2, 11, 17, 8, dt=dt)
+    keep = rng.random((2, 1, 11, 17)) > 0.3
+    keep[..., 0] = True
+    _, got = _ours(device, q, k, v, keep, enable_gqa=True)
+    np.testing.assert_allclose(got, _torch(q, k, v, mask=keep, gqa=True), rtol=tol, atol=tol)
+    add = rng.standard_normal((11, 17)).astype(dt)
+    _, got = _ours(device, q, k, v, add, is_causal=True, enable_gqa=True)
+    want = _torch(q, k, v, mask=np.where(_band(11, 17), add, -np.inf), gqa=True)
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_sliding_window(device, causal):
+    dt, tol = _float(device)
+    rng = np.random.default_rng(5)
+    q, k, v = _qkv(rng, 1, 2, 2, 14, 20, 8, dt=dt)
+    _, got = _ours(device, q, k, v, is_causal=causal, sliding_window=4)
+    want = _torch(q, k, v, mask=_band(14, 20, causal, 4))
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+def test_fully_masked_row_is_zero(device):
+    dt, tol = _float(device)
+    rng = np.random.default_rng(6)
+    q, k, v = _qkv(rng, 1, 2, 2, 4, 6, 8, dt=dt)
+    keep = np.ones((4, 6), bool)
+    keep[2] = False
+    _, got = _ours(device, q, k, v, keep)
+    assert np.all(got[:, :, 2] == 0)
+    np.testing.assert_allclose(got, _torch(q, k, v, mask=keep), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("kw", [dict(block_q=3, block_k=5), dict(block_q=16, block_k=7),
+                                dict(decode_chunk=6), dict(decode_chunk=32)])
+def test_composite_tiles(device, kw):
+    """The namespace-op path (every device's fallback) by tiles and by split-K chunks."""
+    dt, tol = _float(device)
+    rng = np.random.default_rng(7)
+    L = 2 if "decode_chunk" in kw else 13
+    q, k, v = _qkv(rng, 2, 4, 2, L, 31, 8, Dv=4, dt=dt)
+    keep = rng.random((1, 4, L, 31)) > 0.2
+    def X(a):
+        return ruda.asarray(a, device=device)
+    for mask, window in ((None, None), (keep, 9)):
+        out = _attention._sdpa_composite(X(q), X(k), X(v), None if mask is None else X(mask),
+                                         True, 0.25, window, **kw)
+        m = _band(L, 31, True, window) & (True if mask is None else mask)
+        want = _torch(q, k, v, mask=m, scale=0.25, gqa=True)
+        np.testing.assert_allclose(np.asarray(out.to_device("cpu")), want, rtol=tol, atol=tol)
+
+
+def test_host_kernel_blocks_and_threads(monkeypatch):
+    """The cpu kernel with many row blocks and its units split over threads."""
+    from ruda.backends.host import _nn_attention as K
+    monkeypatch.setattr(K, "_TILE", 40)
+    monkeypatch.setattr(K, "_THREADS", 2)
+    monkeypatch.setattr(K, "_THREAD_WORK", 0)
+    rng = np.random.default_rng(8)
+    q, k, v = _qkv(rng, 2, 4, 2, 19, 23, 8)
+    keep = rng.random((2, 4, 19, 23)) > 0.3
+    got = K.sdpa(q, k, v, np.broadcast_to(keep, keep.shape), True, 0.5, 6)
+    want = _torch(q, k, v, mask=keep & _band(19, 23, True, 6), scale=0.5, gqa=True)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_bfloat16_cpu():
+    if getattr(ruda, "bfloat16", None) is None:
+        pytest.skip("no bfloat16 (ml_dtypes missing)")
+    rng = np.random.default_rng(9)
+    q, k, v = _qkv(rng, 1, 4, 2, 16, 16, 32, dt=np.float32)
+    def X(a):
+        return ruda.astype(ruda.asarray(a), ruda.bfloat16)
+    out = nn.scaled_dot_product_attention(X(q), X(k), X(v), is_causal=True, enable_gqa=True)
+    assert out.dtype == ruda.bfloat16
+    tq, tk, tv = (torch.from_numpy(a).to(torch.bfloat16) for a in (q, k, v))
+    want = F.scaled_dot_product_attention(tq.float(), tk.float(), tv.float(), is_causal=True,
+                                          enable_gqa=True).numpy()
+    got = np.asarray(ruda.astype(out, ruda.float32))
+    np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2)
+
+
+def test_decode_with_kv_cache(device):
+    """Prefill then one token at a time through KVCache equals causal attention over all."""
+    dt, tol = _float(device)
+    rng = np.random.default_rng(10)
+    B, Hq, Hkv, D, T = 2, 4, 2, 8, 9
+    q, k, v = _qkv(rng, B, Hq, Hkv, T, T, D, dt=dt)
+    want = _torch(q, k, v, causal=True, gqa=True)
+    def X(a):
+        return ruda.asarray(np.ascontiguousarray(a), device=device)
+    cache = nn.KVCache(B, Hkv, 12, D, dtype=X(q).dtype, device=device)
+    outs = []
+    for a, b in ((0, 5), (5, 6), (6, 7), (7, 9)):
+        kc, vc = cache.update(X(k[:, :, a:b]), X(v[:, :, a:b]))
+        assert cache.length == b and kc.shape == (B, Hkv, b, D) and vc.shape == (B, Hkv, b, D)
+        outs.append(nn.scaled_dot_product_attention(X(q[:, :, a:b]), kc, vc, is_causal=True,
+                                                    enable_gqa=True))
+    got = np.concatenate([np.asarray(o.to_device("cpu")) for o in outs], axis=2)
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    with pytest.raises(ValueError, match=r"ruda\.nn\.KVCache: k_new: .*at most 3 more steps"):
+        cache.update(X(k[:, :, :4]), X(v[:, :, :4]))
+    with pytest.raises(ValueError, match=r"ruda\.nn\.KVCache: k_new: expected shape"):
+        cache.update(X(k[:, :1]), X(v[:, :1]))
+    with pytest.raises(TypeError, match=r"ruda\.nn\.KVCache: k_new: expected the cache's dtype"):
+        cache.update(ruda.astype(X(k[:, :, :1]), ruda.int32), X(v[:, :, :1]))
+    cache.reset()
+    assert cache.length == 0
+    kc, _ = cache.update(X(k[:, :, :2]), X(v[:, :, :2]))
+    np.testing.assert_array_equal(np.asarray(kc.to_device("cpu")), k[:, :, :2])
+
+
+def test_bad_input(device):
+    def X(a):
+        return ruda.asarray(a, device=device)
+    rng = np.random.default_rng(11)
+    q, k, v = (X(a) for a in _qkv(rng, 1, 4, 3, 4, 5, 8, dt=np.float32))
+    sdpa = nn.scaled_dot_product_attention
+    with pytest.raises(ValueError, match=r"ruda\.nn\.scaled_dot_product_attention: k: .*dividing"):
+        sdpa(q, k, v, enable_gqa=True)
+    q2, k2, v2 = (X(a) for a in _qkv(rng, 1, 4, 2, 4, 5, 8, dt=np.float32))
+    with pytest.raises(ValueError, match=r"k: expected 4 heads as q \(enable_gqa=True"):
+        sdpa(q2, k2, v2)
+    with pytest.raises(ValueError, match=r"attn_mask: expected a shape broadcastable"):
+        sdpa(q2, k2, v2, X(np.ones((3, 5), bool)), enable_gqa=True)
+    with pytest.raises(TypeError, match=r"q: expected a real floating dtype, got int32"):
+        sdpa(ruda.astype(q2, ruda.int32), k2, v2, enable_gqa=True)
+    if "float64" in ruda.__array_namespace_info__().dtypes(device=device):
+        with pytest.raises(TypeError, match=r"v: expected q's dtype float32, got float64"):
+            sdpa(q2, k2, ruda.astype(v2, ruda.float64), enable_gqa=True)
+    with pytest.raises(ValueError, match=r"k: expected head size D=8"):
+        sdpa(q2, k2[..., :4], v2, enable_gqa=True)
+    with pytest.raises(ValueError, match=r"v: expected \(B, H_kv, S\)"):
+        sdpa(q2, k2, v2[:, :, :3], enable_gqa=True)
+    with pytest.raises(ValueError, match=r"q: expected 4 dimensions"):
+        sdpa(q2[0], k2, v2, enable_gqa=True)
+    with pytest.raises(ValueError, match=r"sliding_window: expected a positive int"):
+        sdpa(q2, k2, v2, enable_gqa=True, sliding_window=0)
+    other = [d for d in ruda.devices() if d != q2.device]
+    if other:
+        with pytest.raises(ValueError, match=r"k: expected q's device"):
+            sdpa(q2, k2.to_device(other[0]), v2, enable_gqa=True)
+    with pytest.raises(ValueError, match=r"ruda\.nn\.KVCache: max_len: expected an int >= 1"):
+        nn.KVCache(1, 2, 0, 8)
