@@ -1,0 +1,152 @@
+"""ruda.nn.top_k against torch.topk; sample's filters against a NumPy transcription of
+transformers' logits warpers (the kept set), its draw by a chi-square test."""
+import numpy as np
+import pytest
+
+import ruda
+import ruda.nn as nn
+import ruda.random
+from ruda.nn import _sampling
+
+torch = pytest.importorskip("torch")
+stats = pytest.importorskip("scipy.stats")
+
+
+def _host(a):
+    return np.asarray(a.to_device("cpu"))
+
+
+def _float(device):
+    return np.float64 if "float64" in ruda.__array_namespace_info__().dtypes(device=device) \
+        else np.float32
+
+
+@pytest.mark.parametrize("axis", [-1, 0])
+def test_top_k_vs_torch(device, axis):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((6, 50)).astype(_float(device))
+    vals, idx = nn.top_k(ruda.asarray(x, device=device), 5, axis=axis)
+    tv, ti = torch.topk(torch.from_numpy(x), 5, dim=axis)
+    np.testing.assert_array_equal(_host(vals), tv.numpy())
+    np.testing.assert_array_equal(_host(idx), ti.numpy())
+    info = ruda.__array_namespace_info__()
+    assert idx.dtype == info.default_dtypes(device=device)["indexing"]
+    assert vals.dtype == ruda.asarray(x, device=device).dtype
+
+
+@pytest.mark.parametrize("k", [1, 3, 7, 12])
+def test_top_k_ties_lower_index_first(device, k):
+    x = np.array([[1, 3, 3, 0, 3, 2, 2, 3, 1, 0, 2, 3],
+                  [5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5]], dtype=np.int32)
+    vals, idx = nn.top_k(ruda.asarray(x, device=device), k)
+    order = np.argsort(-x, axis=1, kind="stable")[:, :k]     # descending, ties by index
+    np.testing.assert_array_equal(_host(idx), order)
+    np.testing.assert_array_equal(_host(vals), np.take_along_axis(x, order, axis=1))
+
+
+def test_top_k_composite(device, monkeypatch):
+    """The namespace-op path (devices without a kernel)."""
+    rng = np.random.default_rng(2)
+    x = rng.integers(0, 4, (3, 40)).astype(np.float32)
+    xd = ruda.asarray(x, device=device)
+    if getattr(xd.device.backend, "nn", None) is not None:
+        monkeypatch.setattr(xd.device.backend.nn, "top_k", None)
+    vals, idx = nn.top_k(xd, 9)
+    order = np.argsort(-x, axis=1, kind="stable")[:, :9]
+    np.testing.assert_array_equal(_host(idx), order)
+    np.testing.assert_array_equal(_host(vals), np.take_along_axis(x, order, axis=1))
+
+
+def test_top_k_bad_input(device):
+    x = ruda.ones((2, 5), device=device)
+    with pytest.raises(ValueError, match=r"ruda\.nn\.top_k: k: expected 0 <= k <= 5"):
+        nn.top_k(x, 6)
+    with pytest.raises(TypeError, match=r"ruda\.nn\.top_k: x: expected a real numeric dtype"):
+        nn.top_k(ruda.ones((2, 5), dtype=ruda.bool, device=device), 1)
+    with pytest.raises(ValueError, match=r"ruda\.nn\.top_k: axis: expected an axis in"):
+        nn.top_k(x, 1, axis=2)
+
+
+# ---------------------------------------------------------------- transformers' warpers, NumPy
+def _softmax(s):
+    e = np.exp(s - s.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _ref_filter(s, top_k=None, top_p=None, min_p=None):
+    s = s.astype(np.float64).copy()
+    if top_k is not None:                               # TopKLogitsWarper
+        kth = np.sort(s, axis=-1)[:, ::-1][:, min(top_k, s.shape[1]) - 1][:, None]
+        s[s < kth] = -np.inf
+    if top_p is not None:                               # TopPLogitsWarper
+        order = np.argsort(s, axis=-1, kind="stable")
+        srt = np.take_along_axis(s, order, -1)
+        cum = np.cumsum(_softmax(srt), -1)
+        remove = cum <= 1 - top_p
+        remove[:, -1] = False
+        back = np.zeros_like(remove)
+        np.put_along_axis(back, order, remove, -1)
+        s[back] = -np.inf
+    if min_p is not None:                               # MinPLogitsWarper
+        p = _softmax(s)
+        s[p < min_p * p.max(-1, keepdims=True)] = -np.inf
+    return s
+
+
+@pytest.mark.parametrize("kw", [dict(top_k=4), dict(top_p=0.7), dict(min_p=0.2),
+                                dict(top_k=6, top_p=0.8, min_p=0.05), dict(top_p=1e-9),
+                                dict(top_k=30)])
+def test_filters_keep_the_transformers_set(device, kw):
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((5, 24)) * 2).astype(_float(device))
+    got = _host(_sampling.filter_logits(ruda.asarray(x, device=device), **kw))
+    want = _ref_filter(x, **kw)
+    np.testing.assert_array_equal(np.isfinite(got), np.isfinite(want))
+    assert np.isfinite(got).sum(axis=1).min() >= 1
+    np.testing.assert_array_equal(got[np.isfinite(got)], x[np.isfinite(want)])
+
+
+def test_temperature_zero_is_argmax(device):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((7, 30)).astype(_float(device))
+    x[2, [3, 9]] = 10.0                                  # a tie: the lower index
+    tok = nn.sample(ruda.asarray(x, device=device), temperature=0.0)
+    np.testing.assert_array_equal(_host(tok), np.argmax(x, axis=1))
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(temperature=0.5, top_k=4),
+                                dict(temperature=2.0, top_p=0.6)])
+def test_draw_follows_the_distribution(device, kw):
+    """Chi-square of the drawn tokens against softmax(filtered logits / T), fixed seed."""
+    V, n = 8, 4000
+    logits = np.array([1.0, 0.2, -0.5, 2.0, 0.0, -1.5, 1.2, 0.7])
+    T = kw.get("temperature", 1.0)
+    want_s = _ref_filter((logits / T)[None], kw.get("top_k"), kw.get("top_p"))[0]
+    p = _softmax(want_s[None])[0]
+    x = np.broadcast_to(logits, (n, V)).astype(_float(device))
+    tok = _host(nn.sample(ruda.asarray(x, device=device), generator=ruda.random.Generator(7),
+                          **kw))
+    counts = np.bincount(tok, minlength=V)
+    assert counts[p == 0].sum() == 0                     # filtered tokens never come
+    keep = p > 0
+    res = stats.chisquare(counts[keep], p[keep] * n)
+    assert res.pvalue > 1e-4, (counts, p * n)
+    again = _host(nn.sample(ruda.asarray(x, device=device), generator=ruda.random.Generator(7),
+                            **kw))
+    np.testing.assert_array_equal(again, tok)            # same seed, same draw
+
+
+def test_sample_bad_input(device):
+    x = ruda.ones((2, 5), device=device)
+    with pytest.raises(ValueError, match=r"ruda\.nn\.sample: logits: expected shape \(B, V\)"):
+        nn.sample(ruda.ones((5,), device=device))
+    with pytest.raises(TypeError, match=r"ruda\.nn\.sample: logits: expected a real floating"):
+        nn.sample(ruda.ones((2, 5), dtype=ruda.int32, device=device))
+    with pytest.raises(ValueError, match=r"ruda\.nn\.sample: top_p: expected a number in \(0"):
+        nn.sample(x, top_p=0.0)
+    with pytest.raises(ValueError, match=r"ruda\.nn\.sample: temperature: expected a number"):
+        nn.sample(x, temperature=-1.0)
+    with pytest.raises(ValueError, match=r"ruda\.nn\.sample: top_k: expected an int >= 1"):
+        nn.sample(x, top_k=0)
+    with pytest.raises(TypeError, match=r"ruda\.nn\.sample: generator: expected a ruda\.random"):
+        nn.sample(x, generator=np.random.default_rng(0))
