@@ -1,0 +1,212 @@
+"""Activations and row operations (softmax, log_softmax, logsumexp), as torch.nn.functional.
+
+Each takes and returns ruda arrays on any device, in the input's dtype; bfloat16 input is
+computed in float32 and rounded once. Integer input to a float function is a TypeError (no
+silent promotion); ``relu`` and ``relu6`` also take integers, as torch does.
+"""
+import math
+
+import ruda as xp
+from ruda.nn import _check as c
+
+_SQRT1_2 = 1.0 / math.sqrt(2.0)
+_SQRT_2_PI = math.sqrt(2.0 / math.pi)
+
+
+def _float(fn, x):
+    return c.up(c.floating(fn, "x", x))
+
+
+def relu(x):
+    """``max(x, 0)`` (integer or floating x)."""
+    c.real("relu", "x", x)
+    return xp.maximum(x, xp.zeros((), dtype=x.dtype, device=x.device))
+
+
+def relu6(x):
+    """``min(max(x, 0), 6)`` (integer or floating x)."""
+    c.real("relu6", "x", x)
+    return c.down(xp.clip(c.up(x), 0, 6), x.dtype)        # (clip of bfloat16 fails in NumPy)
+
+
+def leaky_relu(x, negative_slope=0.01):
+    """``x`` where ``x >= 0``, else ``negative_slope * x``."""
+    s = c.number("leaky_relu", "negative_slope", negative_slope)
+    y = _float("leaky_relu", x)
+    return c.down(xp.where(y >= 0, y, y * s), x.dtype)
+
+
+def elu(x, alpha=1.0):
+    """``x`` where ``x > 0``, else ``alpha * (exp(x) - 1)``."""
+    a = c.number("elu", "alpha", alpha)
+    y = _float("elu", x)
+    neg = xp.expm1(xp.minimum(y, 0.0)) * a
+    return c.down(xp.where(y > 0, y, neg), x.dtype)
+
+
+def sigmoid(x):
+    """``1 / (1 + exp(-x))``, without overflow for large ``|x|``."""
+    y = _float("sigmoid", x)
+    return c.down(_sigmoid(y), x.dtype)
+
+
+def _sigmoid(y):
+    e = xp.exp(-xp.abs(y))                       # in (0, 1]: never overflows
+    r = 1.0 / (1.0 + e)
+    return xp.where(y >= 0, r, e * r)
+
+
+def silu(x):
+    """``x * sigmoid(x)`` (SiLU, a.k.a. swish)."""
+    y = _float("silu", x)
+    return c.down(y * _sigmoid(y), x.dtype)
+
+
+def swiglu(gate, up):
+    """``silu(gate) * up`` in one pass where the device has a fused kernel (gate and up of one
+    dtype and device; shapes broadcast)."""
+    c.floating("swiglu", "gate", gate)
+    c.same("swiglu", "up", up, gate, "gate")
+    if tuple(gate.shape) == tuple(up.shape):
+        r = c.call(gate, "swiglu", gate, up)
+        if r is not None:
+            return r
+    g, u = c.up(gate), c.up(up)
+    return c.down(g * _sigmoid(g) * u, gate.dtype)
+
+
+def softplus(x, beta=1.0, threshold=20.0):
+    """``log(1 + exp(beta * x)) / beta``, and ``x`` itself where ``beta * x > threshold``."""
+    b = c.number("softplus", "beta", beta)
+    t = c.number("softplus", "threshold", threshold)
+    if b == 0:
+        raise c.err(ValueError, "softplus", "beta", "a non-zero number", b)
+    y = _float("softplus", x)
+    bx = y * b
+    sp = (xp.log1p(xp.exp(-xp.abs(bx))) + xp.maximum(bx, 0.0)) / b      # stable form
+    return c.down(xp.where(bx > t, y, sp), x.dtype)
+
+
+def gelu(x, approximate="none"):
+    """``x * Phi(x)`` (``approximate="none"``: exact, through :func:`erf`), or the tanh
+    approximation ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``."""
+    if approximate not in ("none", "tanh"):
+        raise c.err(ValueError, "gelu", "approximate", "'none' or 'tanh'", repr(approximate))
+    y = _float("gelu", x)
+    if approximate == "tanh":
+        inner = (y + 0.044715 * (y * y * y)) * _SQRT_2_PI
+        return c.down(0.5 * y * (1.0 + xp.tanh(inner)), x.dtype)
+    from ruda.nn._layers import _erf
+    return c.down(0.5 * y * (1.0 + _erf(y * _SQRT1_2)), x.dtype)
+
+
+def hardsigmoid(x):
+    """``relu6(x + 3) / 6``."""
+    y = _float("hardsigmoid", x)
+    return c.down(xp.clip(y + 3.0, 0.0, 6.0) / 6.0, x.dtype)
+
+
+def hardswish(x):
+    """``x * relu6(x + 3) / 6``."""
+    y = _float("hardswish", x)
+    return c.down(y * xp.clip(y + 3.0, 0.0, 6.0) / 6.0, x.dtype)
+
+
+def glu(x, axis=-1):
+    """``a * sigmoid(b)`` where ``a, b`` are the two halves of ``x`` along ``axis`` (its length
+    must be even)."""
+    c.floating("glu", "x", x)
+    if x.ndim == 0:
+        raise c.err(ValueError, "glu", "x", "at least 1 dimension", "a 0-d array")
+    ax = c.axis("glu", axis, x.ndim)
+    n = x.shape[ax]
+    if n % 2:
+        raise c.err(ValueError, "glu", "x", f"an even length along axis {axis}", n)
+    y = c.up(x)
+    lo = [slice(None)] * x.ndim
+    hi = [slice(None)] * x.ndim
+    lo[ax], hi[ax] = slice(0, n // 2), slice(n // 2, n)
+    return c.down(y[tuple(lo)] * _sigmoid(y[tuple(hi)]), x.dtype)
+
+
+# -- row operations ------------------------------------------------------------------------
+def _rows(fn, x, axis, dtype):
+    """x cast to ``dtype`` (when given) and its normalized axis."""
+    c.array(fn, "x", x)
+    if dtype is not None:
+        if not xp.isdtype(dtype, "real floating"):
+            raise c.err(TypeError, fn, "dtype", "a real floating dtype or None", dtype)
+        x = xp.astype(x, dtype)
+    else:
+        c.floating(fn, "x", x)
+    if x.ndim == 0:
+        return x, None
+    return x, c.axis(fn, axis, x.ndim)
+
+
+def _row_op(x, ax, log):
+    """softmax / log_softmax of x along axis ax through the (rows, n) kernel, or None."""
+    if c.kernel(x, "softmax") is None or x.size == 0:
+        return None
+    last = ax == x.ndim - 1
+    xt = x if last else xp.moveaxis(x, ax, -1)
+    shp = xt.shape
+    r = c.call(x, "softmax", xp.reshape(xt, (-1, shp[-1])), bool(log))
+    if r is None:
+        return None
+    r = xp.reshape(r, shp)
+    return r if last else xp.moveaxis(r, -1, ax)
+
+
+def _shifted(y, ax):
+    """(y - m, m) with m the row maximum; a row whose maximum is -inf is shifted by 0, so that an
+    all -inf row gives 0/0 = NaN in softmax and NaN in log_softmax, as torch."""
+    m = xp.max(y, axis=ax, keepdims=True)
+    m = xp.where(m == -xp.inf, 0.0, m)
+    return y - m
+
+
+def softmax(x, axis=-1, dtype=None):
+    """``exp(x) / sum(exp(x))`` along ``axis`` (torch's ``dim``), stably (the row maximum is
+    subtracted first). ``dtype``: cast x to it first (as torch). A row of -inf gives NaN, a row
+    holding +inf or NaN gives NaN, as torch."""
+    x, ax = _rows("softmax", x, axis, dtype)
+    if ax is None:
+        return xp.exp(x - x)                     # 1 (NaN for NaN or inf), as torch
+    r = _row_op(x, ax, False)
+    if r is not None:
+        return r
+    e = xp.exp(_shifted(c.up(x), ax))
+    return c.down(e / xp.sum(e, axis=ax, keepdims=True), x.dtype)
+
+
+def log_softmax(x, axis=-1, dtype=None):
+    """``x - logsumexp(x)`` along ``axis``, stably."""
+    x, ax = _rows("log_softmax", x, axis, dtype)
+    if ax is None:
+        return x - x
+    r = _row_op(x, ax, True)
+    if r is not None:
+        return r
+    s = _shifted(c.up(x), ax)
+    return c.down(s - xp.log(xp.sum(xp.exp(s), axis=ax, keepdims=True)), x.dtype)
+
+
+def logsumexp(x, axis, keepdims=False):
+    """``log(sum(exp(x), axis))`` stably (``axis``: an int, a tuple of ints, or None for all
+    axes). A slice of -inf gives -inf; one holding +inf gives +inf, as torch."""
+    c.floating("logsumexp", "x", x)
+    if axis is None:
+        axes = tuple(range(x.ndim))
+    else:
+        axes = (axis,) if not isinstance(axis, (tuple, list)) else tuple(axis)
+        axes = tuple(sorted({c.axis("logsumexp", a, x.ndim) for a in axes}))
+    if x.ndim == 0:
+        return x + 0.0
+    y = c.up(x)
+    m = xp.max(y, axis=axes, keepdims=True)
+    m = xp.where(xp.isinf(m), 0.0, m)
+    r = xp.log(xp.sum(xp.exp(y - m), axis=axes, keepdims=True)) + m
+    if not keepdims:
+        r = xp.squeeze(r, axis=axes)
+    return c.down(r, x.dtype)

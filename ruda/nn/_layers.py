@@ -1,0 +1,215 @@
+"""Layers and small functions: linear, embedding, one_hot, erf, dropout, normalize, pad."""
+import numbers
+
+import ruda as xp
+from ruda.nn import _check as c
+
+# Cephes' erf/erfc rational approximations (ndtr.c): |x| < 1: erf = x T(x^2) / U(x^2);
+# 1 <= |x|: erfc = exp(-x^2) P(|x|) / Q(|x|) (relative error about 1e-16 in float64).
+_T = (9.60497373987051638749E0, 9.00260197203842689217E1, 2.23200534594684319226E3,
+      7.00332514112805075473E3, 5.55923013010394962768E4)
+_U = (1.0, 3.35617141647503099647E1, 5.21357949780152679795E2, 4.59432382970980127987E3,
+      2.26290000613890934246E4, 4.92673942608635921086E4)
+_P = (2.46196981473530512524E-10, 5.64189564831068821977E-1, 7.46321056442269912687E0,
+      4.86371970985681366614E1, 1.96520832956077098242E2, 5.26445194995477358631E2,
+      9.34528527171957607540E2, 1.02755188689515710272E3, 5.57535335369399327526E2)
+_Q = (1.0, 1.32281951154744992508E1, 8.67072140885989742329E1, 3.54937778887819891062E2,
+      9.75708501743205489753E2, 1.82390916687909736289E3, 2.24633760818710981792E3,
+      1.65666309194161350182E3, 5.57535340817727675546E2)
+
+
+def _poly(coef, z):
+    r = z * coef[0] + coef[1]
+    for a in coef[2:]:
+        r = r * z + a
+    return r
+
+
+def _erf(y):
+    """erf of a floating array (computed in y's dtype) with namespace ops only."""
+    a = xp.abs(y)
+    z = y * y
+    zs = xp.where(a < 1.0, z, 0.0)               # the other branch's values stay finite
+    small = y * _poly(_T, zs) / _poly(_U, zs)
+    b = xp.clip(a, 1.0, 10.0)                    # past 10, erfc underflows: erf is +-1
+    erfc = xp.exp(-z) * _poly(_P, b) / _poly(_Q, b)
+    big = xp.where(y < 0, erfc - 1.0, 1.0 - erfc)
+    return xp.where(a < 1.0, small, big)
+
+
+def erf(x):
+    """The error function ``2/sqrt(pi) * integral_0^x exp(-t^2) dt`` (float64-accurate on
+    float64: Cephes' rational approximations, evaluated with namespace ops on any device)."""
+    y = c.up(c.floating("erf", "x", x))
+    return c.down(_erf(y), x.dtype)
+
+
+def linear(x, weight, bias=None):
+    """``x @ weight.T + bias`` with torch's ``[out_features, in_features]`` weight layout (the
+    weight is read transposed, not copied). x ``(..., in)``; bias ``(out,)`` or None."""
+    c.real("linear", "x", x)
+    c.same("linear", "weight", weight, x)
+    if weight.ndim != 2:
+        raise c.err(ValueError, "linear", "weight", "2 dimensions (out_features, in_features)",
+                    f"shape {weight.shape}")
+    if x.ndim == 0 or x.shape[-1] != weight.shape[1]:
+        raise c.err(ValueError, "linear", "x", f"last axis of length in_features={weight.shape[1]}",
+                    f"shape {x.shape}")
+    y = xp.matmul(x, xp.matrix_transpose(weight))
+    if bias is not None:
+        c.same("linear", "bias", bias, x)
+        if tuple(bias.shape) != (weight.shape[0],):
+            raise c.err(ValueError, "linear", "bias", f"shape ({weight.shape[0]},)",
+                        f"shape {bias.shape}")
+        y = y + bias
+    return y
+
+
+def _index_range(fn, arg, idx, n):
+    """Raises IndexError unless every value of integer array idx is in [0, n) (one sync)."""
+    if idx.size == 0:
+        return
+    lo, hi = int(xp.min(idx)), int(xp.max(idx))
+    if lo < 0 or hi >= n:
+        bad = lo if lo < 0 else hi
+        raise IndexError(f"ruda.nn.{fn}: {arg}: expected values in [0, {n}), got {bad}")
+
+
+def embedding(indices, weight):
+    """Rows of ``weight`` (num_embeddings, dim) at integer ``indices``: shape
+    ``indices.shape + (dim,)``. An index out of range raises IndexError."""
+    c.integral("embedding", "indices", indices)
+    c.array("embedding", "weight", weight)
+    if weight.device != indices.device:
+        raise c.err(ValueError, "embedding", "weight", f"indices' device {indices.device}",
+                    weight.device)
+    if weight.ndim != 2:
+        raise c.err(ValueError, "embedding", "weight", "2 dimensions (num_embeddings, dim)",
+                    f"shape {weight.shape}")
+    _index_range("embedding", "indices", indices, weight.shape[0])
+    flat = xp.reshape(indices, (-1,))
+    return xp.reshape(xp.take(weight, flat, axis=0), tuple(indices.shape) + (weight.shape[1],))
+
+
+def one_hot(x, num_classes=-1):
+    """``x[..., None] == arange(num_classes)`` as the device's default integer dtype (int64 where
+    the device has it, as torch). ``num_classes=-1``: ``max(x) + 1``."""
+    c.integral("one_hot", "x", x)
+    if isinstance(num_classes, bool) or not isinstance(num_classes, numbers.Integral) \
+            or num_classes < -1:
+        raise c.err(ValueError, "one_hot", "num_classes", "-1 or a non-negative int", num_classes)
+    n = int(num_classes)
+    if n == -1:
+        if x.size == 0:
+            raise c.err(ValueError, "one_hot", "num_classes", "a value for an empty x", -1)
+        n = int(xp.max(x)) + 1
+    _index_range("one_hot", "x", x, n)
+    idt = xp.__array_namespace_info__().default_dtypes(device=x.device)["integral"]
+    classes = xp.arange(n, dtype=x.dtype, device=x.device)
+    return xp.astype(x[..., None] == classes, idt)
+
+
+_DEFAULT_GEN = []
+
+
+def dropout(x, p=0.5, training=False, generator=None):
+    """Zeros each element with probability ``p`` and scales the rest by ``1 / (1 - p)`` when
+    ``training``; the identity otherwise. Deviation from torch: ``training`` defaults to False
+    (inference). The mask comes from ``generator`` (a ``ruda.random.Generator``), else from a
+    module-wide one seeded 0."""
+    c.floating("dropout", "x", x)
+    p = c.number("dropout", "p", p, 0.0, 1.0)
+    if not isinstance(training, bool):
+        raise c.err(TypeError, "dropout", "training", "a bool", type(training).__name__)
+    if not training or p == 0.0:
+        return x
+    if p == 1.0:
+        return xp.zeros_like(x)
+    import ruda.random
+    if generator is None:
+        if not _DEFAULT_GEN:
+            _DEFAULT_GEN.append(ruda.random.Generator(0))
+        generator = _DEFAULT_GEN[0]
+    elif not isinstance(generator, ruda.random.Generator):
+        raise c.err(TypeError, "dropout", "generator", "a ruda.random.Generator or None",
+                    type(generator).__name__)
+    keep = generator.random(x.shape, device=x.device, dtype=xp.float32) >= p
+    y = c.up(x)
+    return c.down(xp.where(keep, y * (1.0 / (1.0 - p)), 0.0), x.dtype)
+
+
+def normalize(x, p=2.0, axis=1, eps=1e-12):
+    """``x / max(||x||_p, eps)`` along ``axis`` (torch's ``dim``)."""
+    c.floating("normalize", "x", x)
+    p = c.number("normalize", "p", p)
+    eps = c.number("normalize", "eps", eps, 0.0)
+    ax = c.axis("normalize", axis, x.ndim)
+    y = c.up(x)
+    nrm = xp.linalg.vector_norm(y, ord=p, axis=ax, keepdims=True)
+    return c.down(y / xp.maximum(nrm, eps), x.dtype)
+
+
+_PAD_MODES = ("constant", "reflect", "replicate", "circular")
+
+
+def pad(x, pad, mode="constant", value=0.0):
+    """Pads ``x`` as torch: ``pad = (left_last, right_last, left_second_last, ...)`` (last axis
+    first). ``mode``: ``"constant"`` (with ``value``; negative pads crop), ``"reflect"`` (pad <
+    the axis' length), ``"replicate"``, ``"circular"`` (pad <= the axis' length)."""
+    c.array("pad", "x", x)
+    if mode not in _PAD_MODES:
+        raise c.err(ValueError, "pad", "mode", " or ".join(map(repr, _PAD_MODES)), repr(mode))
+    try:
+        pads = [int(v) for v in pad]
+        if any(isinstance(v, bool) or not isinstance(v, numbers.Integral) for v in pad):
+            raise TypeError
+    except TypeError:
+        raise c.err(TypeError, "pad", "pad", "a sequence of ints", repr(pad)) from None
+    if len(pads) % 2 or len(pads) > 2 * x.ndim:
+        raise c.err(ValueError, "pad", "pad", f"an even length <= 2 * x.ndim = {2 * x.ndim}",
+                    len(pads))
+    if mode != "constant" and any(v < 0 for v in pads):
+        raise c.err(ValueError, "pad", "pad", f"non-negative values in mode {mode!r}", pads)
+    out = x
+    for k in range(len(pads) // 2):
+        ax = x.ndim - 1 - k
+        lo, hi = pads[2 * k], pads[2 * k + 1]
+        if lo or hi:
+            out = _pad_axis(out, ax, lo, hi, mode, value)
+    return out
+
+
+def _pad_axis(x, ax, lo, hi, mode, value):
+    n = x.shape[ax]
+    if mode == "constant":
+        sl = [slice(None)] * x.ndim
+        sl[ax] = slice(max(0, -lo), n - max(0, -hi))
+        x = x[tuple(sl)]
+        if x.dtype == xp.bool:
+            value = bool(value)
+        elif xp.isdtype(x.dtype, "integral"):
+            value = int(value)
+        parts = []
+        for w in (lo, hi):
+            shp = list(x.shape)
+            shp[ax] = max(0, w)
+            parts.append(xp.full(tuple(shp), value, dtype=x.dtype, device=x.device))
+        return xp.concat([parts[0], x, parts[1]], axis=ax)
+    if mode == "reflect" and (lo >= n or hi >= n):
+        raise c.err(ValueError, "pad", "pad", f"values < the axis length {n} in mode 'reflect'",
+                    (lo, hi))
+    if mode == "circular" and (lo > n or hi > n):
+        raise c.err(ValueError, "pad", "pad", f"values <= the axis length {n} in mode 'circular'",
+                    (lo, hi))
+    if n == 0:
+        raise c.err(ValueError, "pad", "x", f"a non-empty axis {ax} in mode {mode!r}", x.shape)
+    idx = []
+    for i in range(-lo, n + hi):
+        if mode == "replicate":
+            j = min(max(i, 0), n - 1)
+        elif mode == "circular":
+            j = i % n
+        else:                                       # reflect without repeating the edge
+            j = -i if i < 0 else (2 * (n - 1) - i if i >= n else i)
+        idx.append(j)
+    return xp.take(x, xp.asarray(idx, device=x.device), axis=ax)

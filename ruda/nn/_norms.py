@@ -1,0 +1,143 @@
+"""Normalizations: layer_norm, rms_norm, group_norm, batch_norm, as torch.nn.functional.
+
+Statistics accumulate in float32 for bfloat16 input (in the input dtype otherwise) and the
+result is in the input dtype. Affine parameters have x's dtype (float32 also allowed for
+bfloat16 x). Variances are biased (divided by n), as torch normalizes.
+"""
+import math
+
+import ruda as xp
+from ruda.nn import _check as c
+
+
+def _rows(x, n):
+    return xp.reshape(x, (-1, n)) if x.ndim != 2 or x.shape[1] != n else x
+
+
+def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """``(x - mean) / sqrt(var + eps) * weight + bias`` over the trailing axes
+    ``normalized_shape`` (an int or a tuple matching x's last axes)."""
+    fn = "layer_norm"
+    c.floating(fn, "x", x)
+    shape = c.normalized_shape(fn, x, normalized_shape)
+    c.param(fn, "weight", weight, x, shape)
+    c.param(fn, "bias", bias, x, shape)
+    eps = c.number(fn, "eps", eps, 0.0)
+    n = math.prod(shape)
+    if x.size and n:
+        w = None if weight is None else xp.reshape(weight, (n,))
+        b = None if bias is None else xp.reshape(bias, (n,))
+        r = c.call(x, "layer_norm", _rows(x, n), w, b, eps)
+        if r is not None:
+            return xp.reshape(r, x.shape)
+    axes = tuple(range(x.ndim - len(shape), x.ndim))
+    y = c.up(x)
+    mean = xp.mean(y, axis=axes, keepdims=True)
+    d = y - mean
+    var = xp.mean(d * d, axis=axes, keepdims=True)
+    out = d / xp.sqrt(var + eps)
+    return c.down(_affine(out, weight, bias), x.dtype)
+
+
+def _affine(out, weight, bias):
+    if weight is not None:
+        out = out * c.up(weight)
+    if bias is not None:
+        out = out + c.up(bias)
+    return out
+
+
+def rms_norm(x, normalized_shape, weight=None, eps=None):
+    """``x / sqrt(mean(x^2) + eps) * weight`` over the trailing axes ``normalized_shape``;
+    ``eps=None``: the machine epsilon of the compute dtype (float32's for bfloat16), as torch."""
+    fn = "rms_norm"
+    c.floating(fn, "x", x)
+    shape = c.normalized_shape(fn, x, normalized_shape)
+    c.param(fn, "weight", weight, x, shape)
+    cdt = c.compute_dtype(x.dtype)
+    eps = float(xp.finfo(cdt).eps) if eps is None else c.number(fn, "eps", eps, 0.0)
+    n = math.prod(shape)
+    if x.size and n:
+        w = None if weight is None else xp.reshape(weight, (n,))
+        r = c.call(x, "rms_norm", _rows(x, n), w, eps)
+        if r is not None:
+            return xp.reshape(r, x.shape)
+    axes = tuple(range(x.ndim - len(shape), x.ndim))
+    y = c.up(x)
+    ms = xp.mean(y * y, axis=axes, keepdims=True)
+    return c.down(_affine(y / xp.sqrt(ms + eps), weight, None), x.dtype)
+
+
+def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
+    """x ``(N, C, *)``: the channels split into ``num_groups`` groups, each normalized over its
+    channels and spatial positions; ``weight``, ``bias`` ``(C,)`` per channel."""
+    fn = "group_norm"
+    c.floating(fn, "x", x)
+    if x.ndim < 2:
+        raise c.err(ValueError, fn, "x", "at least 2 dimensions (N, C, ...)", f"shape {x.shape}")
+    N, C = x.shape[0], x.shape[1]
+    if isinstance(num_groups, bool) or not isinstance(num_groups, int) or num_groups < 1 \
+            or C % num_groups:
+        raise c.err(ValueError, fn, "num_groups", f"a positive int dividing the {C} channels",
+                    num_groups)
+    c.param(fn, "weight", weight, x, (C,))
+    c.param(fn, "bias", bias, x, (C,))
+    eps = c.number(fn, "eps", eps, 0.0)
+    G = num_groups
+    sp = math.prod(x.shape[2:])
+    g = xp.reshape(x, (N * G, (C // G) * sp))
+    if weight is None and bias is None:
+        return xp.reshape(layer_norm(g, g.shape[1:], eps=eps), x.shape)
+    y = xp.reshape(c.up(x), (N * G, (C // G) * sp))       # stats and affine in compute dtype
+    y = xp.reshape(layer_norm(y, y.shape[1:], eps=eps), (N, C, sp))
+    cw = None if weight is None else xp.reshape(weight, (C, 1))
+    cb = None if bias is None else xp.reshape(bias, (C, 1))
+    return xp.reshape(c.down(_affine(y, cw, cb), x.dtype), x.shape)
+
+
+def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    """x ``(N, C, *)`` normalized per channel: ``(x - mean) / sqrt(var + eps) * weight + bias``.
+
+    Inference (``training=False``): ``running_mean``, ``running_var`` ``(C,)`` are the statistics.
+    Training: the batch's statistics (over N and the spatial axes, biased variance); the running
+    statistics, where given, are updated in place as torch does
+    (``r = (1 - momentum) r + momentum * stat``, the variance unbiased)."""
+    fn = "batch_norm"
+    c.floating(fn, "x", x)
+    if x.ndim < 2:
+        raise c.err(ValueError, fn, "x", "at least 2 dimensions (N, C, ...)", f"shape {x.shape}")
+    C = x.shape[1]
+    if not isinstance(training, bool):
+        raise c.err(TypeError, fn, "training", "a bool", type(training).__name__)
+    for arg, a in (("running_mean", running_mean), ("running_var", running_var)):
+        if a is None and not training:
+            raise c.err(ValueError, fn, arg, "a (C,) array when training=False", None)
+        c.param(fn, arg, a, x, (C,))
+    c.param(fn, "weight", weight, x, (C,))
+    c.param(fn, "bias", bias, x, (C,))
+    eps = c.number(fn, "eps", eps, 0.0)
+    momentum = c.number(fn, "momentum", momentum, 0.0, 1.0)
+    bshape = (1, C) + (1,) * (x.ndim - 2)
+    y = c.up(x)
+    if training:
+        axes = (0,) + tuple(range(2, x.ndim))
+        count = x.size // C if C else 0
+        if count <= 1:
+            raise c.err(ValueError, fn, "x", "more than 1 value per channel when training",
+                        f"shape {x.shape}")
+        mean = xp.mean(y, axis=axes, keepdims=True)
+        d = y - mean
+        var = xp.mean(d * d, axis=axes, keepdims=True)
+        for r, stat in ((running_mean, mean), (running_var, var * (count / (count - 1)))):
+            if r is not None:
+                new = (1.0 - momentum) * c.up(r) + momentum * xp.reshape(stat, (C,))
+                r[...] = c.down(new, r.dtype)
+    else:
+        mean = xp.reshape(c.up(running_mean), bshape)
+        var = xp.reshape(c.up(running_var), bshape)
+        d = y - mean
+    out = d / xp.sqrt(var + eps)
+    w = None if weight is None else xp.reshape(weight, bshape)
+    b = None if bias is None else xp.reshape(bias, bshape)
+    return c.down(_affine(out, w, b), x.dtype)

@@ -1,0 +1,237 @@
+"""ruda.nn activations, row ops, layers and small functions vs torch.nn.functional (CPU), on
+every device: float64 where the device has it, else float32; bfloat16 on cpu."""
+import math
+
+import numpy as np
+import pytest
+
+import ruda as xp
+import ruda.nn as nn
+from conftest import to_numpy
+from strategies import supported
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+
+def fdt(device):
+    """The widest float the device has, and the tolerance to hold it to."""
+    if xp.float64 in supported(device, "real floating"):
+        return xp.float64, 1e-12
+    return xp.float32, 2e-5
+
+
+def put(a, device, dt):
+    return xp.asarray(np.asarray(a).astype(np.dtype(dt)), device=device)
+
+
+def close(got, want, dt, tol):
+    assert got.dtype == dt, (got.dtype, dt)
+    np.testing.assert_allclose(to_numpy(got).astype(np.float64), want.astype(np.float64),
+                               rtol=tol, atol=tol, equal_nan=True)
+
+
+ACTS = [
+    ("relu", {}), ("relu6", {}), ("leaky_relu", {"negative_slope": 0.2}), ("elu", {"alpha": 1.5}),
+    ("gelu", {}), ("gelu", {"approximate": "tanh"}), ("silu", {}), ("sigmoid", {}),
+    ("softplus", {"beta": 2.0, "threshold": 5.0}), ("hardswish", {}), ("hardsigmoid", {}),
+]
+
+
+@pytest.mark.parametrize("name, kw", ACTS, ids=[f"{n}{'-' + '-'.join(map(str, k.values())) if k else ''}"
+                                                for n, k in ACTS])
+def test_activations(device, name, kw):
+    dt, tol = fdt(device)
+    rng = np.random.default_rng(1)
+    a = np.concatenate([rng.standard_normal(60) * 4, [0.0, -3.0, 3.0, 6.0, 40.0, -40.0]])
+    want = getattr(F, name)(torch.from_numpy(a), **kw).numpy()
+    close(getattr(nn, name)(put(a, device, dt), **kw), want, dt, tol)
+
+
+def test_activations_bfloat16_and_int():
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((4, 33)).astype(np.float32) * 3
+    t = torch.from_numpy(a).to(torch.bfloat16)
+    x = xp.astype(xp.asarray(a), xp.bfloat16)
+    for name, kw in ACTS:
+        got = getattr(nn, name)(x, **kw)
+        assert got.dtype == xp.bfloat16
+        want = getattr(F, name)(t, **kw).float().numpy()
+        np.testing.assert_allclose(np.asarray(xp.astype(got, xp.float32)), want, rtol=1e-2,
+                                   atol=1e-2)
+    i = xp.asarray([-3, 0, 4, 9])
+    assert nn.relu(i).dtype == i.dtype and nn.relu(i).tolist() == [0, 0, 4, 9]
+    assert nn.relu6(i).tolist() == [0, 0, 4, 6]
+    with pytest.raises(TypeError, match=r"ruda.nn.gelu: x: expected a real floating dtype"):
+        nn.gelu(i)
+    with pytest.raises(TypeError, match=r"ruda.nn.relu: x: expected a ruda array"):
+        nn.relu(np.ones(3))
+    with pytest.raises(ValueError, match=r"ruda.nn.gelu: approximate"):
+        nn.gelu(xp.ones(3), approximate="erf")
+    with pytest.raises(TypeError, match=r"ruda.nn.leaky_relu: negative_slope"):
+        nn.leaky_relu(xp.ones(3), negative_slope="0.1")
+
+
+def test_glu_swiglu(device):
+    dt, tol = fdt(device)
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((3, 8, 5))
+    for axis in (-1, 1):
+        if a.shape[axis] % 2:
+            with pytest.raises(ValueError, match=r"ruda.nn.glu: x: expected an even length"):
+                nn.glu(put(a, device, dt), axis=axis)
+            continue
+        close(nn.glu(put(a, device, dt), axis=axis), F.glu(torch.from_numpy(a), axis).numpy(),
+              dt, tol)
+    g, u = rng.standard_normal((2, 6, 40)) * 3
+    want = (F.silu(torch.from_numpy(g)) * torch.from_numpy(u)).numpy()
+    close(nn.swiglu(put(g, device, dt), put(u, device, dt)), want, dt, tol)
+    with pytest.raises(TypeError, match=r"ruda.nn.swiglu: up: expected gate's dtype"):
+        nn.swiglu(put(g, device, dt), put(u, device, xp.int32))
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax(device, name):
+    dt, tol = fdt(device)
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((3, 5, 37)) * 10
+    a[0, 0] = -np.inf                         # a row of -inf: NaN, as torch
+    a[0, 1, :3] = -np.inf
+    a[1, 2, 5] = np.inf                       # a row holding +inf: NaN, as torch
+    a[2, 3, 0] = 1000.0                       # no overflow
+    t = torch.from_numpy(a)
+    for axis in (-1, 1, 0):
+        close(getattr(nn, name)(put(a, device, dt), axis=axis), getattr(F, name)(t, axis).numpy(),
+              dt, tol * 10)
+    if dt == xp.float64:                      # dtype= casts first, as torch
+        i = np.arange(12).reshape(3, 4)
+        close(getattr(nn, name)(put(i, device, xp.int64), dtype=xp.float64),
+              getattr(F, name)(torch.from_numpy(i), -1, dtype=torch.float64).numpy(), dt, tol)
+    with pytest.raises(TypeError, match=rf"ruda.nn.{name}: x: expected a real floating dtype"):
+        getattr(nn, name)(put(np.arange(4), device, xp.int32))
+    with pytest.raises(ValueError, match=rf"ruda.nn.{name}: axis: expected an axis in"):
+        getattr(nn, name)(put(a, device, dt), axis=3)
+
+
+def test_softmax_bfloat16():
+    rng = np.random.default_rng(5)
+    a = (rng.standard_normal((7, 300)) * 5).astype(np.float32)
+    t = torch.from_numpy(a).to(torch.bfloat16)
+    x = xp.astype(xp.asarray(a), xp.bfloat16)
+    for name in ("softmax", "log_softmax"):
+        got = getattr(nn, name)(x)
+        assert got.dtype == xp.bfloat16
+        np.testing.assert_allclose(np.asarray(xp.astype(got, xp.float32)),
+                                   getattr(F, name)(t, -1).float().numpy(), rtol=2e-2, atol=2e-2)
+
+
+def test_logsumexp(device):
+    dt, tol = fdt(device)
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((4, 6, 9)) * 30
+    a[0, 0] = -np.inf
+    a[1, 1, 2] = np.inf
+    t = torch.from_numpy(a)
+    for axis, keep in ((-1, False), (1, True), ((0, 2), False)):
+        close(nn.logsumexp(put(a, device, dt), axis=axis, keepdims=keep),
+              torch.logsumexp(t, axis, keepdim=keep).numpy(), dt, tol * 10)
+    with pytest.raises(TypeError, match=r"ruda.nn.logsumexp: x: expected a real floating"):
+        nn.logsumexp(put([1, 2], device, xp.int32), axis=0)
+
+
+def test_erf(device):
+    dt, tol = fdt(device)
+    z = np.concatenate([np.linspace(-7, 7, 2001), [0.0, 1e-10, -1e-300, 0.999, 1.0, 1.001, 30.0,
+                                                   np.inf, -np.inf, np.nan]])
+    want = torch.erf(torch.from_numpy(z)).numpy()
+    got = nn.erf(put(z, device, dt))
+    close(got, want, dt, 4e-16 if dt == xp.float64 else 1e-6)
+    if dt == xp.float64:                      # relative accuracy near 0
+        small = np.geomspace(1e-300, 0.5, 200)
+        rel = to_numpy(nn.erf(put(small, device, dt))) / np.array([math.erf(v) for v in small]) - 1
+        assert np.abs(rel).max() < 4e-16
+    with pytest.raises(TypeError, match=r"ruda.nn.erf: x: expected a real floating"):
+        nn.erf(put([1], device, xp.int32))
+
+
+def test_linear_embedding(device):
+    dt, tol = fdt(device)
+    rng = np.random.default_rng(7)
+    x, w, b = rng.standard_normal((2, 3, 5)), rng.standard_normal((4, 5)), rng.standard_normal(4)
+    want = F.linear(*(torch.from_numpy(v) for v in (x, w, b))).numpy()
+    close(nn.linear(put(x, device, dt), put(w, device, dt), put(b, device, dt)), want, dt, tol)
+    close(nn.linear(put(x, device, dt), put(w, device, dt)),
+          F.linear(torch.from_numpy(x), torch.from_numpy(w)).numpy(), dt, tol)
+    with pytest.raises(ValueError, match=r"ruda.nn.linear: x: expected last axis of length"):
+        nn.linear(put(x, device, dt), put(w.T, device, dt))
+    with pytest.raises(ValueError, match=r"ruda.nn.linear: bias: expected shape \(4,\)"):
+        nn.linear(put(x, device, dt), put(w, device, dt), put(b[:3], device, dt))
+    with pytest.raises(TypeError, match=r"ruda.nn.linear: weight: expected x's dtype"):
+        nn.linear(put(x, device, dt), put(w, device, xp.int32))
+    idx = rng.integers(0, 4, (3, 2))
+    got = nn.embedding(put(idx, device, xp.int32), put(w, device, dt))
+    close(got, F.embedding(torch.from_numpy(idx), torch.from_numpy(w)).numpy(), dt, 0)
+    with pytest.raises(IndexError, match=r"ruda.nn.embedding: indices: expected values in \[0, 4\)"):
+        nn.embedding(put([0, 4], device, xp.int32), put(w, device, dt))
+    with pytest.raises(TypeError, match=r"ruda.nn.embedding: indices: expected an integer dtype"):
+        nn.embedding(put([0.0], device, dt), put(w, device, dt))
+
+
+def test_one_hot(device):
+    idt = xp.__array_namespace_info__().default_dtypes(device=device)["integral"]
+    a = np.array([[0, 3], [2, 1]])
+    x = put(a, device, xp.int32)
+    for n in (-1, 6):
+        got = nn.one_hot(x, n)
+        assert got.dtype == idt
+        np.testing.assert_array_equal(to_numpy(got), F.one_hot(torch.from_numpy(a), n).numpy())
+    with pytest.raises(IndexError, match=r"ruda.nn.one_hot: x: expected values in \[0, 3\)"):
+        nn.one_hot(x, 3)
+    with pytest.raises(TypeError, match=r"ruda.nn.one_hot: x: expected an integer dtype"):
+        nn.one_hot(put([1.0], device, xp.float32))
+
+
+def test_dropout(device):
+    dt, _ = fdt(device)
+    x = xp.ones((64, 64), dtype=dt, device=device)
+    assert nn.dropout(x) is x                 # inference: identity
+    g = xp.random.Generator(3) if hasattr(xp, "random") else None
+    y = to_numpy(nn.dropout(x, p=0.25, training=True, generator=g))
+    kept = y != 0
+    assert 0.70 < kept.mean() < 0.80
+    np.testing.assert_allclose(y[kept], 1 / 0.75, rtol=1e-6)
+    y2 = to_numpy(nn.dropout(x, p=0.25, training=True, generator=xp.random.Generator(3)))
+    np.testing.assert_array_equal(y, y2)      # same seed, same mask
+    assert not to_numpy(nn.dropout(x, p=1.0, training=True)).any()
+    with pytest.raises(ValueError, match=r"ruda.nn.dropout: p: expected a number in \[0.0, 1.0\]"):
+        nn.dropout(x, p=1.5, training=True)
+
+
+def test_normalize(device):
+    dt, tol = fdt(device)
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((3, 4, 5))
+    a[0, :, 0] = 0                            # eps guards the zero vector
+    for p, axis in ((2.0, 1), (1.0, -1), (3.0, 0)):
+        close(nn.normalize(put(a, device, dt), p=p, axis=axis),
+              F.normalize(torch.from_numpy(a), p=p, dim=axis).numpy(), dt, tol * 10)
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "replicate", "circular"])
+def test_pad(device, mode):
+    dt, _ = fdt(device)
+    a = np.arange(2 * 3 * 4 * 5, dtype=np.float64).reshape(2, 3, 4, 5)
+    t = torch.from_numpy(a)
+    kw = {"value": 7.5} if mode == "constant" else {}
+    for arr, p in ((a[0], (1, 2)), (a, (2, 0, 1, 3)), (a, (1, 1, 0, 2, 2, 0))):
+        close(nn.pad(put(arr, device, dt), p, mode=mode, **kw),
+              F.pad(torch.from_numpy(arr), p, mode=mode, **kw).numpy(), dt, 0)
+    if mode == "constant":
+        close(nn.pad(put(a, device, dt), (-1, 2)), F.pad(t, (-1, 2)).numpy(), dt, 0)
+    if mode == "reflect":
+        with pytest.raises(ValueError, match=r"ruda.nn.pad: pad: expected values < the axis"):
+            nn.pad(put(a, device, dt), (5, 0), mode=mode)
+    with pytest.raises(ValueError, match=r"ruda.nn.pad: pad: expected an even length"):
+        nn.pad(put(a, device, dt), (1, 2, 3), mode=mode)
+    with pytest.raises(ValueError, match=r"ruda.nn.pad: mode"):
+        nn.pad(put(a, device, dt), (1, 1), mode="edge")
