@@ -2,8 +2,11 @@
 
 Two paths, both one online-softmax pass over the keys (no (L, S) score matrix), float32 math:
 
-* tiled (``nn_cuda.attention``): a block per 32 or 64 query rows of one (batch, head), K/V
-  tiles staged through shared memory; causal and sliding-window tiles outside the band skipped.
+* bfloat16 on tensor cores (``nn_cuda.attention_mma``: mma.sync m16n8k16, ldmatrix), where
+  D == Dv is a multiple of 16 and rows start on 16 bytes;
+* otherwise tiled on CUDA cores (``nn_cuda.attention``): a block per 32 or 64 query rows of one
+  (batch, head), K/V tiles staged through shared memory.
+Causal and sliding-window tiles outside the band are skipped.
 * decode (``nn_cuda.decode``), for few queries against many keys: the keys are split over
   blocks (enough blocks to fill the GPU), then a merge kernel combines the partial softmaxes.
 
@@ -16,7 +19,7 @@ import math
 import numpy as np
 
 from ruda.backends.cuda._nn import _cp, arg, contiguous, dname, empty, function
-from ruda.runtime.kernels import nn_cuda as gen
+from ruda.runtime.kernels import nn_cuda_attention as gen
 
 MAX_HEAD_DIM = 128
 DECODE_MAX_L = 16       # at most this many queries and ...
@@ -83,12 +86,24 @@ def sdpa(q, k, v, mask, is_causal, scale, sliding_window):
                 np.int32(window))
         if L <= DECODE_MAX_L and S >= DECODE_MIN_S:
             _decode(dt, D, Dv, mkind, md, args, B, Hq, L, S, o, os_)
+        elif dt == "bfloat16" and D == Dv and D % 16 == 0 and _aligned8(q, qs, k, ks, v, vs):
+            fn = function(("attention_mma", D, mkind, md), lambda: gen.attention_mma(D, mkind, md),
+                          "ruda_attention_mma")
+            fn((-(-L // 64), Hq, B), (128,), args)
         else:
             bm = 64 if max(D, Dv) <= 64 else 32
             fn = function(("attention", dt, D, Dv, mkind, md, bm), lambda: gen.attention(dt, D, Dv, mkind, md, bm, 16),
                           "ruda_attention")
             fn((-(-L // bm), Hq, B), (bm,), args)
         return o
+
+
+def _aligned8(*pairs):
+    """Every row of these (array, strides) pairs starts on 16 bytes (bfloat16: 8 elements)."""
+    for a, st in zip(pairs[::2], pairs[1::2]):
+        if a.data.ptr & 15 or any(int(x) % 8 for x in st):
+            return False
+    return True
 
 
 def _decode(dt, D, Dv, mkind, md, args, B, Hq, L, S, o, os_):

@@ -1,0 +1,382 @@
+"""CUDA C sources of ``ruda.nn`` attention (pure code generation; no device access).
+
+``attention(dtype, d, dv, mask, mdtype, bm, bn)``  tiled online softmax on CUDA cores (float32 math)
+``attention_mma(d, mask, mdtype)``                bfloat16 on tensor cores (mma.sync m16n8k16)
+``decode(dtype, d, dv, mask, mdtype)``            split-key decode and its merge kernel
+Types and bfloat16 helpers come from :mod:`ruda.runtime.kernels.nn_cuda`.
+"""
+from ruda.runtime.kernels.nn_cuda import head
+
+# Attention: shared pieces.  Masked-out scores are -inf; a query whose keys are all masked gets 0.
+# Causal is lower-right aligned: key j is kept for query i when j <= i + S - L; a sliding window
+# W keeps only j > i + S - L - W.  MASK: 0 none, 1 bool (True keeps), 2 additive of type MT.
+_ATT_HEAD = r"""
+#define D {d}
+#define DV {dv}
+#define MASK {mask}
+typedef {mt} MT;
+__device__ __forceinline__ float ldm(MT v) {{ return (float){ldm}; }}
+struct Att {{
+    const T* q; const T* k; const T* v; const MT* mask; T* o;
+    int Hq, Hkv, L, S;
+    long long qs[3], ks[3], vs[3], ms[4], os[3];    // strides (elements) of b, h, row (mask: b, h, i, j)
+    float scale2;                                   // scale * log2(e)
+    int causal, window;                             // window <= 0: none
+}};
+// kernel parameters (flat: CuPy passes scalars and pointers) and the struct built from them
+#define ATT_ARGS const T* __restrict__ q_, const T* __restrict__ k_, const T* __restrict__ v_, \
+    const MT* __restrict__ m_, T* __restrict__ o_, int Hq_, int Hkv_, int L_, int S_, \
+    long long q0_, long long q1_, long long q2_, long long k0_, long long k1_, long long k2_, \
+    long long v0_, long long v1_, long long v2_, long long m0_, long long m1_, long long m2_, long long m3_, \
+    long long o0_, long long o1_, long long o2_, float scale2_, int causal_, int window_
+#define ATT_INIT const Att p = {{q_, k_, v_, m_, o_, Hq_, Hkv_, L_, S_, {{q0_, q1_, q2_}}, {{k0_, k1_, k2_}}, \
+    {{v0_, v1_, v2_}}, {{m0_, m1_, m2_, m3_}}, {{o0_, o1_, o2_}}, scale2_, causal_, window_}}
+// score (log2 domain) of key j for query i, given the raw dot product; -inf when masked
+__device__ __forceinline__ float score(const Att& p, float dot, int b, int h, int i, int j) {{
+    const int off = p.S - p.L;
+    if (j >= p.S || (p.causal && j > i + off) || (p.window > 0 && j <= i + off - p.window)) return -INFINITY;
+    float s = dot * p.scale2;
+#if MASK == 1
+    if (!p.mask[b * p.ms[0] + h * p.ms[1] + i * p.ms[2] + j * p.ms[3]]) return -INFINITY;
+#elif MASK == 2
+    s += ldm(p.mask[b * p.ms[0] + h * p.ms[1] + i * p.ms[2] + j * p.ms[3]]) * 1.4426950408889634f;
+#endif
+    return s;
+}}
+"""
+
+# Tiled online-softmax attention on CUDA cores (float32 math): a block of BM threads, one query row
+# each, streams BN-key tiles of K and V through shared memory; the query row lives in shared memory
+# (stride D + 1: no bank conflicts), the output row in registers.
+_ATT_TILE = r"""
+#define BM {bm}
+#define BN {bn}
+extern "C" __global__ void __launch_bounds__(BM)
+ruda_attention(ATT_ARGS) {{
+    ATT_INIT;
+    __shared__ float qs[BM * (D + 1)];
+    __shared__ float ks[BN * D];
+    __shared__ float vs[BN * DV];
+    const int b = blockIdx.z, h = blockIdx.y, i0 = blockIdx.x * BM, t = threadIdx.x, i = i0 + t;
+    const int hk = h / (p.Hq / p.Hkv);
+    const T* q = p.q + b * p.qs[0] + h * p.qs[1];
+    const T* kk = p.k + b * p.ks[0] + hk * p.ks[1];
+    const T* vv = p.v + b * p.vs[0] + hk * p.vs[1];
+    for (int e = t; e < BM * D; e += BM) {{
+        const int r = e / D, c = e % D;
+        qs[r * (D + 1) + c] = i0 + r < p.L ? ld(q[(i0 + r) * p.qs[2] + c]) : 0.f;
+    }}
+    const int off = p.S - p.L;
+    int j_end = p.S, j_begin = 0;
+    if (p.causal) j_end = min(p.S, i0 + BM + off);
+    if (p.window > 0) j_begin = max(0, i0 + off - p.window + 1);
+    j_begin = j_begin / BN * BN;
+    float acc[DV];
+#pragma unroll
+    for (int c = 0; c < DV; ++c) acc[c] = 0.f;
+    float m = -INFINITY, l = 0.f;
+    for (int j0 = j_begin; j0 < j_end; j0 += BN) {{
+        __syncthreads();
+        for (int e = t; e < BN * D; e += BM) {{
+            const int r = e / D, c = e % D;
+            ks[e] = j0 + r < p.S ? ld(kk[(j0 + r) * p.ks[2] + c]) : 0.f;
+        }}
+        for (int e = t; e < BN * DV; e += BM) {{
+            const int r = e / DV, c = e % DV;
+            vs[e] = j0 + r < p.S ? ld(vv[(j0 + r) * p.vs[2] + c]) : 0.f;
+        }}
+        __syncthreads();
+        float s[BN];
+        float mt = m;
+#pragma unroll
+        for (int r = 0; r < BN; ++r) {{
+            float dot = 0.f;
+#pragma unroll 16
+            for (int c = 0; c < D; ++c) dot += qs[t * (D + 1) + c] * ks[r * D + c];
+            s[r] = i < p.L ? score(p, dot, b, h, i, j0 + r) : -INFINITY;
+            mt = fmaxf(mt, s[r]);
+        }}
+        if (mt == -INFINITY) continue;
+        const float corr = exp2f(m - mt);
+        l *= corr;
+#pragma unroll
+        for (int c = 0; c < DV; ++c) acc[c] *= corr;
+#pragma unroll
+        for (int r = 0; r < BN; ++r) {{
+            const float pr = exp2f(s[r] - mt);
+            l += pr;
+#pragma unroll
+            for (int c = 0; c < DV; ++c) acc[c] += pr * vs[r * DV + c];
+        }}
+        m = mt;
+    }}
+    if (i < p.L) {{
+        const float r = l > 0.f ? 1.f / l : 0.f;
+        T* o = p.o + b * p.os[0] + h * p.os[1] + i * p.os[2];
+#pragma unroll
+        for (int c = 0; c < DV; ++c) o[c] = st(acc[c] * r);
+    }}
+}}
+"""
+
+# Decode (few queries, long S): split the keys over gridDim.x blocks of 4 warps; each warp takes
+# every 4th key, lanes split the feature axis (D / 32 each), one shuffle reduction per key.  Each
+# block writes its (max, sum, unnormalized output) to ``part``; ``ruda_decode_merge`` combines.
+_DECODE = r"""
+#define DC ((D + 31) / 32)
+#define DVC ((DV + 31) / 32)
+#define NW 4
+extern "C" __global__ void __launch_bounds__(32 * NW)
+ruda_decode(ATT_ARGS, float* __restrict__ part, int chunk) {
+    ATT_INIT;
+    __shared__ float sm[NW], sl[NW], so[NW * DV];
+    const int split = blockIdx.x, nsplit = gridDim.x;
+    const int hi = blockIdx.y, h = hi / p.L, i = hi % p.L, b = blockIdx.z;
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const int hk = h / (p.Hq / p.Hkv);
+    const T* q = p.q + b * p.qs[0] + h * p.qs[1] + i * p.qs[2];
+    const T* kk = p.k + b * p.ks[0] + hk * p.ks[1];
+    const T* vv = p.v + b * p.vs[0] + hk * p.vs[1];
+    float qr[DC], acc[DVC];
+#pragma unroll
+    for (int c = 0; c < DC; ++c) qr[c] = lane + 32 * c < D ? ld(q[lane + 32 * c]) : 0.f;
+#pragma unroll
+    for (int c = 0; c < DVC; ++c) acc[c] = 0.f;
+    float m = -INFINITY, l = 0.f;
+    const int j_begin = split * chunk, j_end = min(p.S, j_begin + chunk);
+    for (int j = j_begin + w; j < j_end; j += NW) {
+        const T* kr = kk + j * p.ks[2];
+        float dot = 0.f;
+#pragma unroll
+        for (int c = 0; c < DC; ++c) if (lane + 32 * c < D) dot += qr[c] * ld(kr[lane + 32 * c]);
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+        const float s = score(p, dot, b, h, i, j);
+        if (s == -INFINITY) continue;
+        const float mn = fmaxf(m, s), corr = exp2f(m - mn), pr = exp2f(s - mn);
+        l = l * corr + pr;
+        const T* vr = vv + j * p.vs[2];
+#pragma unroll
+        for (int c = 0; c < DVC; ++c) acc[c] = acc[c] * corr + (lane + 32 * c < DV ? pr * ld(vr[lane + 32 * c]) : 0.f);
+        m = mn;
+    }
+    if (lane == 0) { sm[w] = m; sl[w] = l; }
+#pragma unroll
+    for (int c = 0; c < DVC; ++c) if (lane + 32 * c < DV) so[w * DV + lane + 32 * c] = acc[c];
+    __syncthreads();
+    float M = sm[0];
+    for (int x = 1; x < NW; ++x) M = fmaxf(M, sm[x]);
+    float* out = part + ((long long)(b * gridDim.y + hi) * nsplit + split) * (DV + 2);
+    for (int c = threadIdx.x; c < DV + 2; c += 32 * NW) {
+        float r = 0.f;
+        if (c == 0) r = M;
+        for (int x = 0; x < NW; ++x) {
+            const float f = sm[x] == -INFINITY ? 0.f : exp2f(sm[x] - M);
+            if (c == 1) r += sl[x] * f;
+            else if (c >= 2) r += so[x * DV + c - 2] * f;
+        }
+        out[c] = r;
+    }
+}
+
+// one block per (b, h, i) row: out = sum_s o_s 2^(m_s - M) / sum_s l_s 2^(m_s - M)
+extern "C" __global__ void __launch_bounds__(128)
+ruda_decode_merge(const float* __restrict__ part, T* __restrict__ o, int nsplit, int L, int Hq,
+                  long long os0, long long os1, long long os2) {
+    const int row = blockIdx.x;                     // (b * Hq + h) * L + i
+    const int i = row % L, h = (row / L) % Hq, b = row / (L * Hq);
+    const float* pr = part + (long long)row * nsplit * (DV + 2);
+    float M = -INFINITY;
+    for (int s = 0; s < nsplit; ++s) M = fmaxf(M, pr[s * (DV + 2)]);
+    float lsum = 0.f;
+    for (int s = 0; s < nsplit; ++s) {
+        const float ms = pr[s * (DV + 2)];
+        if (ms != -INFINITY) lsum += pr[s * (DV + 2) + 1] * exp2f(ms - M);
+    }
+    const float r = lsum > 0.f ? 1.f / lsum : 0.f;
+    for (int c = threadIdx.x; c < DV; c += blockDim.x) {
+        float acc = 0.f;
+        for (int s = 0; s < nsplit; ++s) {
+            const float ms = pr[s * (DV + 2)];
+            if (ms != -INFINITY) acc += pr[s * (DV + 2) + 2 + c] * exp2f(ms - M);
+        }
+        o[b * os0 + h * os1 + i * os2 + c] = st(acc * r);
+    }
+}
+"""
+
+# bfloat16 attention on tensor cores (FlashAttention-2 style): a block of 4 warps takes BM = 64
+# query rows (16 per warp) of one (batch, head); the warp's Q fragments stay in registers; K and V
+# tiles of BN = 64 keys go through shared memory (rows padded by 16 bytes: conflict-free
+# ldmatrix); S = Q K^T and O += P V with mma.sync m16n8k16 (bf16 in, float32 accumulate); the
+# online softmax runs on the accumulator fragments (a row is spread over the 4 lanes of a quad).
+# Needs D == DV, a multiple of 16, rows 16-byte aligned.
+_ATT_MMA = r"""
+#define BM 64
+#define BN 64
+#define LD (D + 8)
+#define NT 128
+__device__ __forceinline__ void ldsm4(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3, const void* p) {
+    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(a));
+}
+__device__ __forceinline__ void ldsm4t(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3, const void* p) {
+    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(a));
+}
+__device__ __forceinline__ void mma16816(float* c, const unsigned* a, unsigned b0, unsigned b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
+    unsigned r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+// rows [r0, r0 + 64) of a (rows, D) matrix with row stride rs into shared memory; rows >= n: zeros
+__device__ __forceinline__ void load_tile(unsigned short* sm, const T* g, long long rs, int r0, int n) {
+    constexpr int CPR = D / 8;                      // 16-byte chunks per row
+#pragma unroll
+    for (int c = threadIdx.x; c < BM * CPR; c += NT) {
+        const int r = c / CPR, k = (c % CPR) * 8;
+        uint4 v = make_uint4(0u, 0u, 0u, 0u);
+        if (r0 + r < n) v = *reinterpret_cast<const uint4*>(g + (r0 + r) * rs + k);
+        *reinterpret_cast<uint4*>(sm + r * LD + k) = v;
+    }
+}
+extern "C" __global__ void __launch_bounds__(NT)
+ruda_attention_mma(ATT_ARGS) {
+    ATT_INIT;
+    __shared__ __align__(16) unsigned short ks[BN * LD];
+    __shared__ __align__(16) unsigned short vs[BN * LD];
+    const int b = blockIdx.z, h = blockIdx.y, i0 = blockIdx.x * BM;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    const int hk = h / (p.Hq / p.Hkv);
+    const T* kk = p.k + b * p.ks[0] + hk * p.ks[1];
+    const T* vv = p.v + b * p.vs[0] + hk * p.vs[1];
+    // Q: staged through ks, then kept as A fragments
+    load_tile(ks, p.q + b * p.qs[0] + h * p.qs[1], p.qs[2], i0, p.L);
+    __syncthreads();
+    unsigned qf[D / 16][4];
+#pragma unroll
+    for (int kc = 0; kc < D / 16; ++kc)
+        ldsm4(qf[kc][0], qf[kc][1], qf[kc][2], qf[kc][3],
+              ks + (warp * 16 + (lane & 15)) * LD + kc * 16 + (lane >> 4) * 8);
+    float o[D / 8][4];
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;   // rows g and g + 8 of this warp
+    const int ra = i0 + warp * 16 + g, rb = ra + 8;
+    const int off = p.S - p.L;
+    int j_end = p.S, j_begin = 0;
+    if (p.causal) j_end = min(p.S, i0 + BM + off);
+    if (p.window > 0) j_begin = max(0, i0 + off - p.window + 1) / BN * BN;
+    for (int j0 = j_begin; j0 < j_end; j0 += BN) {
+        __syncthreads();
+        load_tile(ks, kk, p.ks[2], j0, p.S);
+        load_tile(vs, vv, p.vs[2], j0, p.S);
+        __syncthreads();
+        float s[BN / 8][4];
+#pragma unroll
+        for (int n = 0; n < BN / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+#pragma unroll
+        for (int kc = 0; kc < D / 16; ++kc) {
+#pragma unroll
+            for (int n = 0; n < BN / 16; ++n) {
+                unsigned b0, b1, b2, b3;
+                ldsm4(b0, b1, b2, b3, ks + (n * 16 + (lane & 7) + ((lane >> 4) << 3)) * LD + kc * 16 + ((lane >> 3) & 1) * 8);
+                mma16816(s[2 * n], qf[kc], b0, b1);
+                mma16816(s[2 * n + 1], qf[kc], b2, b3);
+            }
+        }
+        const bool edge = MASK != 0 || j0 + BN > p.S || (p.causal && j0 + BN - 1 > i0 + off) ||
+                          (p.window > 0 && j0 <= i0 + BM - 1 + off - p.window);
+        float mx0 = m0, mx1 = m1;
+#pragma unroll
+        for (int n = 0; n < BN / 8; ++n) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int j = j0 + n * 8 + 2 * t + (e & 1), i = e < 2 ? ra : rb;
+                float v = edge ? (i < p.L ? score(p, s[n][e], b, h, i, j) : -INFINITY) : s[n][e] * p.scale2;
+                s[n][e] = v;
+                if (e < 2) mx0 = fmaxf(mx0, v); else mx1 = fmaxf(mx1, v);
+            }
+        }
+#pragma unroll
+        for (int x = 1; x < 4; x <<= 1) {
+            mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, x));
+            mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, x));
+        }
+        const float u0 = mx0 == -INFINITY ? 0.f : mx0, u1 = mx1 == -INFINITY ? 0.f : mx1;
+        const float c0 = exp2f(m0 - u0), c1 = exp2f(m1 - u1);
+        m0 = mx0; m1 = mx1;
+        float sum0 = 0.f, sum1 = 0.f;
+#pragma unroll
+        for (int n = 0; n < BN / 8; ++n) {
+            s[n][0] = exp2f(s[n][0] - u0); s[n][1] = exp2f(s[n][1] - u0);
+            s[n][2] = exp2f(s[n][2] - u1); s[n][3] = exp2f(s[n][3] - u1);
+            sum0 += s[n][0] + s[n][1]; sum1 += s[n][2] + s[n][3];
+        }
+        l0 = l0 * c0 + sum0; l1 = l1 * c1 + sum1;      // quad-partial sums; reduced at the end
+#pragma unroll
+        for (int n = 0; n < D / 8; ++n) { o[n][0] *= c0; o[n][1] *= c0; o[n][2] *= c1; o[n][3] *= c1; }
+#pragma unroll
+        for (int kc = 0; kc < BN / 16; ++kc) {
+            const unsigned pa[4] = {pack_bf16(s[2 * kc][0], s[2 * kc][1]), pack_bf16(s[2 * kc][2], s[2 * kc][3]),
+                                    pack_bf16(s[2 * kc + 1][0], s[2 * kc + 1][1]), pack_bf16(s[2 * kc + 1][2], s[2 * kc + 1][3])};
+#pragma unroll
+            for (int n = 0; n < D / 16; ++n) {
+                unsigned b0, b1, b2, b3;
+                ldsm4t(b0, b1, b2, b3, vs + (kc * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LD + n * 16 + (lane >> 4) * 8);
+                mma16816(o[2 * n], pa, b0, b1);
+                mma16816(o[2 * n + 1], pa, b2, b3);
+            }
+        }
+    }
+#pragma unroll
+    for (int x = 1; x < 4; x <<= 1) {
+        l0 += __shfl_xor_sync(0xffffffffu, l0, x);
+        l1 += __shfl_xor_sync(0xffffffffu, l1, x);
+    }
+    const float r0 = l0 > 0.f ? 1.f / l0 : 0.f, r1 = l1 > 0.f ? 1.f / l1 : 0.f;
+    T* oa = p.o + b * p.os[0] + h * p.os[1] + ra * p.os[2];
+    T* ob = oa + 8 * p.os[2];
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) {
+        const int c = n * 8 + 2 * t;
+        if (ra < p.L) *reinterpret_cast<unsigned*>(oa + c) = pack_bf16(o[n][0] * r0, o[n][1] * r0);
+        if (rb < p.L) *reinterpret_cast<unsigned*>(ob + c) = pack_bf16(o[n][2] * r1, o[n][3] * r1);
+    }
+}
+"""
+
+
+MASK_TYPES = {"float32": ("float", "(v)"), "float64": ("double", "(v)"), "bfloat16": ("unsigned short", "bf2f(v)")}
+
+
+def _att_head(dtype, d, dv, mask, mdtype):
+    mt, ldm = MASK_TYPES.get(mdtype, ("unsigned char", "(v)"))
+    kind = 0 if mask is None else (1 if mask == "bool" else 2)
+    return head(dtype) + _ATT_HEAD.format(d=d, dv=dv, mask=kind, mt=mt, ldm=ldm)
+
+
+def attention(dtype, d, dv, mask=None, mdtype=None, bm=64, bn=16):
+    """Tiled attention (``mask``: None, "bool" or "add" with mask dtype ``mdtype``).  Entry
+    ``ruda_attention(ATT_ARGS)``; grid (ceil(L / bm), Hq, B), block bm."""
+    return _att_head(dtype, d, dv, mask, mdtype) + _ATT_TILE.format(bm=bm, bn=bn)
+
+
+def attention_mma(d, mask=None, mdtype=None):
+    """bfloat16 tensor-core attention (D == DV, a multiple of 16, at most 128).  Entry
+    ``ruda_attention_mma(ATT_ARGS)``; grid (ceil(L / 64), Hq, B), block 128."""
+    return _att_head("bfloat16", d, d, mask, mdtype) + _ATT_MMA
+
+
+def decode(dtype, d, dv, mask=None, mdtype=None):
+    """Split-key decode attention and its merge: entries ``ruda_decode(ATT_ARGS, part, chunk)`` (grid
+    (nsplit, Hq * L, B), block 128) and ``ruda_decode_merge`` (grid B * Hq * L, block 128)."""
+    return _att_head(dtype, d, dv, mask, mdtype) + _DECODE
