@@ -10,7 +10,10 @@ compiler exists; ``RUDA_PURE_PYTHON=1`` turns it off at import), Array's base
 is its C type: the same slots, plus C fast paths for host arrays in the
 operators and indexing that hand every other case to the Python code.
 """
+from __future__ import annotations
+
 import os
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -67,7 +70,7 @@ class Array(_Base):
 
     # attributes --------------------------------------------------------
     @property
-    def dtype(self):
+    def dtype(self) -> _dtypes.DType:
         return _dtypes.public(self._data.dtype)
 
     @property
@@ -76,40 +79,40 @@ class Array(_Base):
         return self._data.dtype
 
     @property
-    def device(self):
+    def device(self) -> Device:
         return self._device
 
     @property
-    def shape(self):
+    def shape(self) -> tuple[int, ...]:
         return tuple(self._data.shape)
 
     @property
-    def ndim(self):
+    def ndim(self) -> int:
         return len(self._data.shape)
 
     @property
-    def size(self):
+    def size(self) -> int:
         n = 1
         for s in self._data.shape:
             n *= s
         return n
 
     @property
-    def T(self):
+    def T(self) -> Array:
         if self.ndim != 2:
             raise ValueError(f"ruda: Array.T needs a 2-D array; got {self.ndim}-D "
                              f"(use ruda.permute_dims or .mT for stacks of matrices)")
         return Array._new(self._device.backend.permute_dims(self._data, (1, 0)), self._device)
 
     @property
-    def mT(self):
+    def mT(self) -> Array:
         n = self.ndim
         if n < 2:
             raise ValueError(f"ruda: Array.mT needs at least 2 dimensions; got {n}-D")
         axes = tuple(range(n - 2)) + (n - 1, n - 2)
         return Array._new(self._device.backend.permute_dims(self._data, axes), self._device)
 
-    def __len__(self):
+    def __len__(self) -> int:
         if not self._data.shape:
             raise TypeError("ruda: len() of a 0-d array")
         return self._data.shape[0]
@@ -122,21 +125,22 @@ class Array(_Base):
         return (self[i] for i in range(self._data.shape[0]))
 
     # namespace and interchange -----------------------------------------
-    def __array_namespace__(self, /, *, api_version=None):
+    def __array_namespace__(self, /, *, api_version: str | None = None) -> Any:
         if api_version is not None and api_version not in API_VERSIONS:
             raise ValueError(f"ruda: unsupported api_version {api_version!r}; supported: "
                              f"{', '.join(API_VERSIONS)}")
         import ruda
         return ruda
 
-    def __dlpack__(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
+    def __dlpack__(self, /, *, stream: Any = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
         return self._device.backend.to_dlpack(self._data, stream=stream, max_version=max_version,
                                               dl_device=dl_device, copy=copy)
 
-    def __dlpack_device__(self, /):
+    def __dlpack_device__(self, /) -> tuple[int, int]:
         return self._device.backend.dlpack_device(self._data)
 
-    def to_device(self, device, /, *, stream=None):
+    def to_device(self, device: Device | str, /, *, stream: Any = None) -> Array:
         dest = _device(device)
         if dest is self._device:
             return self
@@ -149,7 +153,7 @@ class Array(_Base):
                             f"'{self._device}': call x.to_device('cpu') first")
         return self._data
 
-    def __array__(self, dtype=None, copy=None):
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         if self._device is not CPU:   # TypeError, or a host copy under ruda.allow_host_conversion()
             return _host_conversion.to_numpy(self, dtype, copy)
         a = self._data
@@ -166,10 +170,10 @@ class Array(_Base):
             raise TypeError(f"ruda: {what}() needs a 0-d array; got shape {self.shape}")
         return _python(self._device.backend.to_host(self._data)).item()
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         return builtins_bool(self._scalar("bool"))
 
-    def __int__(self):
+    def __int__(self) -> int:
         v = self._scalar("int")
         if isinstance(v, complex):
             raise TypeError("ruda: int() of a complex array")
@@ -177,16 +181,16 @@ class Array(_Base):
             raise (ValueError if v != v else OverflowError)(f"ruda: cannot convert {v} to int")
         return int(v)
 
-    def __float__(self):
+    def __float__(self) -> float:
         v = self._scalar("float")
         if isinstance(v, complex):
             raise TypeError("ruda: float() of a complex array")
         return float(v)
 
-    def __complex__(self):
+    def __complex__(self) -> complex:
         return complex(self._scalar("complex"))
 
-    def __format__(self, spec):
+    def __format__(self, spec: str) -> str:
         if self._data.shape == ():
             return format(self._scalar("format"), spec)   # f"{loss:.4f}"
         if spec:
@@ -194,44 +198,113 @@ class Array(_Base):
         return str(self)
 
     # Python objects (extensions beyond the standard, as in NumPy, CuPy and PyTorch) ----------
-    def item(self):
+    def item(self) -> bool | int | float | complex:
         """The one element as a Python scalar (any shape of size 1); copies it to the host."""
         if self.size != 1:
             raise ValueError(f"ruda: item() needs an array of one element; got shape {self.shape}")
         return _python(self._device.backend.to_host(self._data)).item()
 
-    def tolist(self):
+    def tolist(self) -> Any:
         """Nested Python lists of Python scalars (a scalar for a 0-d array); copies to the host."""
         return _python(self._device.backend.to_host(self._data)).tolist()
 
     # copy and pickle: every device, through a host copy for pickle -----------------------------
-    def __copy__(self):
+    def __copy__(self) -> Array:
         return Array._new(self._device.backend.astype(self._data, self._data.dtype, True),
                           self._device)
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo: Any) -> Array:
         return self.__copy__()
 
     def __reduce__(self):
         return (_unpickle, (self._device.backend.to_host(self._data), str(self._device)))
 
-    def __index__(self):
+    def __index__(self) -> int:
         if self._data.dtype.kind not in "iu":
             raise TypeError(f"ruda: __index__ needs an integer array; got {_dtypes.name(self._dtype)}")
         return int(self._scalar("index"))
 
     # display -----------------------------------------------------------
-    def __repr__(self):
+    def __repr__(self) -> str:
         host = self._device.backend.to_host(self._data)
         body = np.array2string(host, separator=", ", prefix="Array(", threshold=1000)
         extra = f", shape={self.shape}" if 0 in self.shape else ""
         return f"Array({body}{extra}, dtype={_dtypes.name(self._dtype)}, device='{self._device}')"
 
-    def __str__(self):
+    def __str__(self) -> str:
         return np.array2string(self._device.backend.to_host(self._data), threshold=1000)
+
+    if TYPE_CHECKING:
+        # Installed by ruda._operators (each is the namespace function of its name; with the C
+        # accelerator the number slots of ruda._speedups.Base); declared here for type checkers.
+        def __add__(self, other: Array | _Scalar, /) -> Array: ...
+        def __radd__(self, other: _Scalar, /) -> Array: ...
+        def __iadd__(self, other: Array | _Scalar, /) -> Array: ...
+        def __sub__(self, other: Array | _Scalar, /) -> Array: ...
+        def __rsub__(self, other: _Scalar, /) -> Array: ...
+        def __isub__(self, other: Array | _Scalar, /) -> Array: ...
+        def __mul__(self, other: Array | _Scalar, /) -> Array: ...
+        def __rmul__(self, other: _Scalar, /) -> Array: ...
+        def __imul__(self, other: Array | _Scalar, /) -> Array: ...
+        def __truediv__(self, other: Array | _Scalar, /) -> Array: ...
+        def __rtruediv__(self, other: _Scalar, /) -> Array: ...
+        def __itruediv__(self, other: Array | _Scalar, /) -> Array: ...
+        def __floordiv__(self, other: Array | _Scalar, /) -> Array: ...
+        def __rfloordiv__(self, other: _Scalar, /) -> Array: ...
+        def __ifloordiv__(self, other: Array | _Scalar, /) -> Array: ...
+        def __mod__(self, other: Array | _Scalar, /) -> Array: ...
+        def __rmod__(self, other: _Scalar, /) -> Array: ...
+        def __imod__(self, other: Array | _Scalar, /) -> Array: ...
+        def __pow__(self, other: Array | _Scalar, /) -> Array: ...
+        def __rpow__(self, other: _Scalar, /) -> Array: ...
+        def __ipow__(self, other: Array | _Scalar, /) -> Array: ...
+        def __and__(self, other: Array | _Scalar, /) -> Array: ...
+        def __rand__(self, other: _Scalar, /) -> Array: ...
+        def __iand__(self, other: Array | _Scalar, /) -> Array: ...
+        def __or__(self, other: Array | _Scalar, /) -> Array: ...
+        def __ror__(self, other: _Scalar, /) -> Array: ...
+        def __ior__(self, other: Array | _Scalar, /) -> Array: ...
+        def __xor__(self, other: Array | _Scalar, /) -> Array: ...
+        def __rxor__(self, other: _Scalar, /) -> Array: ...
+        def __ixor__(self, other: Array | _Scalar, /) -> Array: ...
+        def __lshift__(self, other: Array | _Scalar, /) -> Array: ...
+        def __rlshift__(self, other: _Scalar, /) -> Array: ...
+        def __ilshift__(self, other: Array | _Scalar, /) -> Array: ...
+        def __rshift__(self, other: Array | _Scalar, /) -> Array: ...
+        def __rrshift__(self, other: _Scalar, /) -> Array: ...
+        def __irshift__(self, other: Array | _Scalar, /) -> Array: ...
+        def __lt__(self, other: Array | _Scalar, /) -> Array: ...
+        def __le__(self, other: Array | _Scalar, /) -> Array: ...
+        def __gt__(self, other: Array | _Scalar, /) -> Array: ...
+        def __ge__(self, other: Array | _Scalar, /) -> Array: ...
+        def __eq__(self, other: object, /) -> Array: ...  # type: ignore[override]
+        def __ne__(self, other: object, /) -> Array: ...  # type: ignore[override]
+        def __neg__(self, /) -> Array: ...
+        def __pos__(self, /) -> Array: ...
+        def __abs__(self, /) -> Array: ...
+        def __invert__(self, /) -> Array: ...
+        def __matmul__(self, other: Array, /) -> Array: ...
+        def __imatmul__(self, other: Array, /) -> Array: ...
+        def __getitem__(self, key: Any, /) -> Array: ...
+        def __setitem__(self, key: Any, value: Array | _Scalar, /) -> None: ...
+        # the methods of ruda._methods: the namespace function of the same name
+        def astype(self, dtype: _dtypes.DType, /, **kwargs: Any) -> Array: ...
+        def reshape(self, *shape: Any, **kwargs: Any) -> Array: ...
+        def sum(self, axis: int | tuple[int, ...] | None = None, **kwargs: Any) -> Array: ...
+        def prod(self, axis: int | tuple[int, ...] | None = None, **kwargs: Any) -> Array: ...
+        def mean(self, axis: int | tuple[int, ...] | None = None, **kwargs: Any) -> Array: ...
+        def std(self, axis: int | tuple[int, ...] | None = None, **kwargs: Any) -> Array: ...
+        def var(self, axis: int | tuple[int, ...] | None = None, **kwargs: Any) -> Array: ...
+        def min(self, axis: int | tuple[int, ...] | None = None, **kwargs: Any) -> Array: ...
+        def max(self, axis: int | tuple[int, ...] | None = None, **kwargs: Any) -> Array: ...
+        def all(self, axis: int | tuple[int, ...] | None = None, **kwargs: Any) -> Array: ...
+        def any(self, axis: int | tuple[int, ...] | None = None, **kwargs: Any) -> Array: ...
+        def argmax(self, axis: int | None = None, **kwargs: Any) -> Array: ...
+        def argmin(self, axis: int | None = None, **kwargs: Any) -> Array: ...
 
 
 builtins_bool = bool
+_Scalar = bool | int | float | complex   # the Python scalars an operator takes
 Array.__hash__ = None
 
 

@@ -42,9 +42,17 @@ any = _reduction("any", _statistical.any)
 argmax = _reduction("argmax", _searching.argmax)
 argmin = _reduction("argmin", _searching.argmin)
 
-METHODS = {"astype": astype, "reshape": reshape, "sum": sum, "prod": prod, "mean": mean,
-           "std": std, "var": var, "min": min, "max": max, "all": all, "any": any,
-           "argmax": argmax, "argmin": argmin}
-for _name, _method in METHODS.items():
-    setattr(Array, _name, _method)
-del _name, _method
+# Array's methods (declared for type checkers in ruda/_array.py)
+Array.astype = astype
+Array.reshape = reshape
+Array.sum = sum
+Array.prod = prod
+Array.mean = mean
+Array.std = std
+Array.var = var
+Array.min = min
+Array.max = max
+Array.all = all
+Array.any = any
+Array.argmax = argmax
+Array.argmin = argmin

@@ -1,28 +1,27 @@
-"""Array operators, installed on ``ruda.Array`` from the namespace functions."""
+"""Array operators: each is the namespace function of its name (``x + y`` is ``ruda.add(x, y)``).
+
+Pure Python: the functions below are Array's operator methods.  With the C accelerator, Array's
+base type (``ruda._speedups.Base``) has the number slots: they run the host fast path in C
+(``x * 2.5 + 1.0`` also reuses the temporary), then the same namespace function, or the reflected
+and in-place methods registered here.  The signatures are declared for type checkers in
+ruda/_array.py.
+"""
 from ruda import _dtypes
 from ruda import _elementwise as ew
 from ruda import _indexing
 from ruda import _linear_algebra as la
 from ruda import _validation as v
 from ruda._array import Array, _speedups
+from ruda._devices import CPU
 
 _OPERANDS = v._OPERAND_TYPES   # Python and NumPy scalars; anything else: NotImplemented or TypeError
-
-
-def _host_ufunc(name):
-    """The host backend's implementation of elementwise ``name`` when it is a plain NumPy ufunc
-    (the backend's own wrapper only turns NumPy scalars into 0-d arrays, as the C code does)."""
-    import numpy as np
-    from ruda.backends import host
-    impl = host._source(name)
-    return impl if isinstance(impl, np.ufunc) and impl.nin == 2 else None
 
 
 def _operand_ok(other):
     return other.__class__ is Array or isinstance(other, _OPERANDS)
 
 
-def _forward(fn):
+def forward(fn):
     """== and !=: NotImplemented for non-array objects (so `x == None` is False), but a
     TypeError for another library's array, never Python's bare identity answer."""
     def op(self, other):
@@ -34,7 +33,7 @@ def _forward(fn):
     return op
 
 
-def _reflected(fn):
+def reflected(fn):
     def op(self, other):
         if not isinstance(other, _OPERANDS):
             if v.foreign_array(other):
@@ -44,7 +43,7 @@ def _reflected(fn):
     return op
 
 
-def _inplace(fn, name):
+def inplace(fn, name):
     def op(self, other):
         if not _operand_ok(other):
             return NotImplemented
@@ -62,32 +61,67 @@ def _inplace(fn, name):
     return op
 
 
-_BINARY = {
-    "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide",
-    "floordiv": "floor_divide", "mod": "remainder", "pow": "pow", "and": "bitwise_and",
-    "or": "bitwise_or", "xor": "bitwise_xor", "lshift": "bitwise_left_shift",
-    "rshift": "bitwise_right_shift",
-}
-for _op, _fname in _BINARY.items():
-    _fn = getattr(ew, _fname)
-    if _speedups is None:
-        setattr(Array, f"__{_op}__", _fn)  # the function itself: TypeError for bad operands
-        setattr(Array, f"__r{_op}__", _reflected(_fn))
-        setattr(Array, f"__i{_op}__", _inplace(_fn, _fname))
-    else:   # the C slots run the same three, after their host fast path
-        _speedups.operators(_fname, _reflected(_fn), _inplace(_fn, _fname), _host_ufunc(_fname))
-if _speedups is not None:   # `x * 2.5 + 1.0` reuses the temporary (see elide() in _speedups.c)
+# + - * / // % ** & | ^ << >>: forward, reflected, in-place
+if _speedups is None:
+    Array.__add__, Array.__radd__, Array.__iadd__ = ew.add, reflected(ew.add), inplace(ew.add, "add")
+    Array.__sub__, Array.__rsub__, Array.__isub__ = (
+        ew.subtract, reflected(ew.subtract), inplace(ew.subtract, "subtract"))
+    Array.__mul__, Array.__rmul__, Array.__imul__ = (
+        ew.multiply, reflected(ew.multiply), inplace(ew.multiply, "multiply"))
+    Array.__truediv__, Array.__rtruediv__, Array.__itruediv__ = (
+        ew.divide, reflected(ew.divide), inplace(ew.divide, "divide"))
+    Array.__floordiv__, Array.__rfloordiv__, Array.__ifloordiv__ = (
+        ew.floor_divide, reflected(ew.floor_divide), inplace(ew.floor_divide, "floor_divide"))
+    Array.__mod__, Array.__rmod__, Array.__imod__ = (
+        ew.remainder, reflected(ew.remainder), inplace(ew.remainder, "remainder"))
+    Array.__pow__, Array.__rpow__, Array.__ipow__ = ew.pow, reflected(ew.pow), inplace(ew.pow, "pow")
+    Array.__and__, Array.__rand__, Array.__iand__ = (
+        ew.bitwise_and, reflected(ew.bitwise_and), inplace(ew.bitwise_and, "bitwise_and"))
+    Array.__or__, Array.__ror__, Array.__ior__ = (
+        ew.bitwise_or, reflected(ew.bitwise_or), inplace(ew.bitwise_or, "bitwise_or"))
+    Array.__xor__, Array.__rxor__, Array.__ixor__ = (
+        ew.bitwise_xor, reflected(ew.bitwise_xor), inplace(ew.bitwise_xor, "bitwise_xor"))
+    Array.__lshift__, Array.__rlshift__, Array.__ilshift__ = (
+        ew.bitwise_left_shift, reflected(ew.bitwise_left_shift),
+        inplace(ew.bitwise_left_shift, "bitwise_left_shift"))
+    Array.__rshift__, Array.__rrshift__, Array.__irshift__ = (
+        ew.bitwise_right_shift, reflected(ew.bitwise_right_shift),
+        inplace(ew.bitwise_right_shift, "bitwise_right_shift"))
+else:
+    # the C slots call the namespace function (registered by ruda._elementwise) for a forward
+    # operator, and these for the reflected and in-place ones; the host backend's NumPy ufunc
+    # (when the op is exactly one) is their fast path and the temporaries' `out=`
+    def _register(fn, name):
+        _speedups.operators(name, reflected(fn), inplace(fn, name), CPU.backend.binary_ufunc(name))
+
+    _register(ew.add, "add")
+    _register(ew.subtract, "subtract")
+    _register(ew.multiply, "multiply")
+    _register(ew.divide, "divide")
+    _register(ew.floor_divide, "floor_divide")
+    _register(ew.remainder, "remainder")
+    _register(ew.pow, "pow")
+    _register(ew.bitwise_and, "bitwise_and")
+    _register(ew.bitwise_or, "bitwise_or")
+    _register(ew.bitwise_xor, "bitwise_xor")
+    _register(ew.bitwise_left_shift, "bitwise_left_shift")
+    _register(ew.bitwise_right_shift, "bitwise_right_shift")
+    # `x * 2.5 + 1.0` reuses the temporary (see elide() in _speedups.c)
     _speedups.elision(tuple(d for d in _dtypes.all_dtypes if d.kind in "fc"))
 
-for _op, _fname in {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal"}.items():
-    setattr(Array, f"__{_op}__", getattr(ew, _fname))
-# == and != answer NotImplemented for foreign types, so `x == None` is False rather than an error
-Array.__eq__ = _forward(ew.equal)
-Array.__ne__ = _forward(ew.not_equal)
+# comparisons: == and != answer NotImplemented for foreign types, so `x == None` is False
+Array.__lt__ = ew.less
+Array.__le__ = ew.less_equal
+Array.__gt__ = ew.greater
+Array.__ge__ = ew.greater_equal
+Array.__eq__ = forward(ew.equal)
+Array.__ne__ = forward(ew.not_equal)
 
-for _op, _fname in {"neg": "negative", "pos": "positive", "abs": "abs",
-                    "invert": "bitwise_invert"}.items():
-    setattr(Array, f"__{_op}__", getattr(ew, _fname))
+# unary operators
+Array.__neg__ = ew.negative
+Array.__pos__ = ew.positive
+Array.__abs__ = ew.abs
+Array.__invert__ = ew.bitwise_invert
 
 
 def _matmul_forward(self, other):
@@ -102,7 +136,7 @@ def _matmul_reflected(self, other):
 
 Array.__matmul__ = _matmul_forward
 Array.__rmatmul__ = _matmul_reflected
-Array.__imatmul__ = _inplace(la.matmul, "matmul")
+Array.__imatmul__ = inplace(la.matmul, "matmul")
 if _speedups is None:
     Array.__getitem__ = _indexing.getitem
     Array.__setitem__ = _indexing.setitem
@@ -113,4 +147,3 @@ else:   # the C slots' fast path takes int/slice/... keys of host arrays, the re
                        tuple(d for d in _dtypes.all_dtypes if d.kind in "iub"))
 Array.__array_ufunc__ = None  # NumPy defers to ruda's operators: no silent conversion
 Array.__hash__ = None
-del _op, _fname

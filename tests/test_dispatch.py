@@ -114,3 +114,23 @@ def test_default_device_as_the_c_fast_path_sees_it():
     env = dict(os.environ, RUDA_DEVICE="wgpu")
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_operators_are_the_namespace_functions(device):
+    assert xp.Array.__lt__ is xp.less and xp.Array.__neg__ is xp.negative
+    assert xp.Array.__abs__ is xp.abs and xp.Array.__invert__ is xp.bitwise_invert
+    if _array._speedups is None:
+        assert xp.Array.__add__ is xp.add and xp.Array.__pow__ is xp.pow
+    x = xp.asarray([1.0, -2.0], device=device)
+    assert (x + x).tolist() == xp.add(x, x).tolist() == [2.0, -4.0]
+    assert (2.0 ** x).tolist() == [2.0, 0.25] and (-x).tolist() == [-1.0, 2.0]
+
+
+def test_host_ufuncs_come_from_the_backend_contract(device):
+    import pathlib
+    src = (pathlib.Path(xp.__file__).parent / "_operators.py").read_text()
+    assert "backends.host" not in src and "_source" not in src
+    b = xp.device(device).backend
+    expected = np.add if device == "cpu" else None
+    assert b.binary_ufunc("add") is expected
+    assert b.binary_ufunc("floor_divide") is None     # ruda's own host floor_divide, not NumPy's

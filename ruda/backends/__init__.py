@@ -28,7 +28,8 @@ DLPack
     exports a capsule of a host copy (``copy=False`` raises BufferError), any other foreign
     ``dl_device`` raises BufferError naming it.
 capabilities
-    ``dtypes()``, ``default_dtypes()``, ``features`` and ``fallbacks``.
+    ``dtypes()``, ``default_dtypes()``, ``features`` and ``fallbacks``; ``binary_ufunc(name)``
+    (the host's NumPy ufuncs, for the C accelerator).
 ops
     one method per name in :data:`OPS` (the standard's functions, with
     ``linalg_``/``fft_`` prefixes for the extensions) plus the primitives
@@ -210,6 +211,12 @@ class Backend:
 
     def synchronize(self):
         """Wait for queued work (no-op where execution is synchronous)."""
+
+    def binary_ufunc(self, name):
+        """The NumPy ufunc that *is* this backend's binary elementwise op ``name`` on native
+        arrays (``ufunc(a, b)``, ``ufunc(a, b, out=a)``), or None.  The C accelerator calls it
+        directly for host arrays; only the host backend has them."""
+        return None
 
     # anything in OPS that the subclass does not define ----------------------
     def __getattr__(self, name):

@@ -108,6 +108,12 @@ class HostBackend(Backend):
     def from_dlpack(self, obj, copy=None):
         return np.from_dlpack(obj, copy=copy)
 
+    def binary_ufunc(self, name):
+        """NumPy's ufunc when op ``name`` is exactly one (this backend's method only turns NumPy
+        scalars into 0-d arrays, as the C accelerator does itself)."""
+        impl = _source(name)
+        return impl if isinstance(impl, np.ufunc) and impl.nin == 2 else None
+
 
 
 for _name in OPS:
