@@ -1,0 +1,153 @@
+"""ruda.nn normalizations vs torch.nn.functional (CPU), on every device (float64 where the
+device has it, else float32), bfloat16 on cpu, and the fused host kernels against the
+composed path."""
+import numpy as np
+import pytest
+
+import ruda as xp
+import ruda.nn as nn
+from test_nn_functional import close, fdt, put
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+
+def T(a):
+    return None if a is None else torch.from_numpy(a)
+
+
+@pytest.mark.parametrize("affine", [False, True])
+def test_layer_norm(device, affine):
+    dt, tol = fdt(device)
+    rng = np.random.default_rng(10)
+    a = rng.standard_normal((3, 4, 6)) * 5 + 2
+    for shape in (6, (4, 6)):
+        sh = (shape,) if isinstance(shape, int) else shape
+        w = rng.standard_normal(sh) if affine else None
+        b = rng.standard_normal(sh) if affine else None
+        want = F.layer_norm(T(a), sh, T(w), T(b), eps=1e-3).numpy()
+        got = nn.layer_norm(put(a, device, dt), shape, None if w is None else put(w, device, dt),
+                            None if b is None else put(b, device, dt), eps=1e-3)
+        close(got, want, dt, tol * 100)
+
+
+@pytest.mark.parametrize("affine", [False, True])
+def test_rms_norm(device, affine):
+    dt, tol = fdt(device)
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((5, 2, 8)) * 3
+    for shape in (8, (2, 8)):
+        sh = (shape,) if isinstance(shape, int) else shape
+        w = rng.standard_normal(sh) if affine else None
+        for eps in (None, 1e-2):
+            ta = T(a) if dt == xp.float64 else T(a.astype(np.float32))   # default eps: dtype's
+            want = F.rms_norm(ta, sh, None if w is None else T(w).to(ta.dtype), eps=eps).numpy()
+            got = nn.rms_norm(put(a, device, dt), shape,
+                              None if w is None else put(w, device, dt), eps=eps)
+            close(got, want, dt, tol * 100)
+
+
+def test_group_norm(device):
+    dt, tol = fdt(device)
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((2, 6, 3, 4)) * 2 + 1
+    w, b = rng.standard_normal(6), rng.standard_normal(6)
+    for G in (1, 2, 3):
+        close(nn.group_norm(put(a, device, dt), G, put(w, device, dt), put(b, device, dt)),
+              F.group_norm(T(a), G, T(w), T(b)).numpy(), dt, tol * 100)
+    close(nn.group_norm(put(a, device, dt), 2), F.group_norm(T(a), 2).numpy(), dt, tol * 100)
+    with pytest.raises(ValueError, match=r"ruda.nn.group_norm: num_groups: expected a positive "
+                                         r"int dividing the 6 channels, got 4"):
+        nn.group_norm(put(a, device, dt), 4)
+
+
+def test_batch_norm(device):
+    dt, tol = fdt(device)
+    rng = np.random.default_rng(13)
+    a = rng.standard_normal((4, 3, 5)) * 2 + 1
+    rm, rv = rng.standard_normal(3), rng.random(3) + 0.5
+    w, b = rng.standard_normal(3), rng.standard_normal(3)
+    want = F.batch_norm(T(a), T(rm), T(rv), T(w), T(b), eps=1e-4).numpy()
+    close(nn.batch_norm(put(a, device, dt), put(rm, device, dt), put(rv, device, dt),
+                        put(w, device, dt), put(b, device, dt), eps=1e-4), want, dt, tol * 100)
+    # training: batch statistics, running statistics updated in place as torch
+    trm, trv = T(rm.copy()), T(rv.copy())
+    want = F.batch_norm(T(a), trm, trv, T(w), T(b), training=True, momentum=0.3).numpy()
+    grm, grv = put(rm, device, dt), put(rv, device, dt)
+    got = nn.batch_norm(put(a, device, dt), grm, grv, put(w, device, dt), put(b, device, dt),
+                        training=True, momentum=0.3)
+    close(got, want, dt, tol * 100)
+    close(grm, trm.numpy(), dt, tol * 100)
+    close(grv, trv.numpy(), dt, tol * 100)
+    with pytest.raises(ValueError, match=r"ruda.nn.batch_norm: running_mean: expected a \(C,\)"):
+        nn.batch_norm(put(a, device, dt), None, None)
+
+
+def test_norm_errors(device):
+    dt, _ = fdt(device)
+    x = put(np.ones((2, 3, 4)), device, dt)
+    with pytest.raises(ValueError, match=r"ruda.nn.layer_norm: normalized_shape: expected the "
+                                         r"trailing axes"):
+        nn.layer_norm(x, (3,))
+    with pytest.raises(ValueError, match=r"ruda.nn.layer_norm: weight: expected shape \(4,\)"):
+        nn.layer_norm(x, 4, put(np.ones(3), device, dt))
+    with pytest.raises(TypeError, match=r"ruda.nn.rms_norm: weight: expected x's dtype"):
+        nn.rms_norm(x, 4, put(np.ones(4), device, xp.int32))
+    with pytest.raises(TypeError, match=r"ruda.nn.rms_norm: x: expected a real floating dtype"):
+        nn.rms_norm(put(np.ones((2, 4)), device, xp.int32), 4)
+    with pytest.raises(ValueError, match=r"ruda.nn.layer_norm: eps: expected a number in"):
+        nn.layer_norm(x, 4, eps=-1.0)
+
+
+def test_norms_bfloat16():
+    rng = np.random.default_rng(14)
+    a = (rng.standard_normal((6, 64)) * 3 + 1).astype(np.float32)
+    w = rng.standard_normal(64).astype(np.float32)
+    b = rng.standard_normal(64).astype(np.float32)
+    bf = xp.bfloat16
+    tb = torch.bfloat16
+    x = xp.astype(xp.asarray(a), bf)
+    pairs = [
+        (nn.layer_norm(x, 64, xp.astype(xp.asarray(w), bf), xp.astype(xp.asarray(b), bf)),
+         F.layer_norm(T(a).to(tb), (64,), T(w).to(tb), T(b).to(tb))),
+        (nn.layer_norm(x, 64, xp.asarray(w), xp.asarray(b)),          # float32 parameters
+         F.layer_norm(T(a).to(tb), (64,), T(w).to(tb), T(b).to(tb))),
+        (nn.rms_norm(x, 64, xp.astype(xp.asarray(w), bf)), F.rms_norm(T(a).to(tb), (64,),
+                                                                      T(w).to(tb))),
+        (nn.group_norm(xp.reshape(x, (3, 4, 32)), 2),
+         F.group_norm(T(a).to(tb).reshape(3, 4, 32), 2)),
+    ]
+    for got, want in pairs:
+        assert got.dtype == bf
+        np.testing.assert_allclose(np.asarray(xp.astype(got, xp.float32)).ravel(),
+                                   want.float().numpy().ravel(), rtol=3e-2, atol=3e-2)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_host_kernels_match_composite(dtype):
+    """The host's fused kernels (softmax, layer_norm, rms_norm, swiglu) against the namespace
+    composition, on rows wider than one SIMD block and with an odd tail."""
+    from ruda.backends.host import _nn as k
+    rng = np.random.default_rng(15)
+    a = (rng.standard_normal((37, 1029)) * 4).astype(dtype)
+    a[3, :5] = -np.inf
+    w, b = rng.standard_normal((2, 1029)).astype(dtype)
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    ta = T(a.astype(np.float64))
+    checks = []
+    if k.softmax is not None:
+        checks += [(k.softmax(a, False), F.softmax(ta, -1)),
+                   (k.softmax(a, True), F.log_softmax(ta, -1))]
+    if k.layer_norm is not None:
+        checks += [(k.layer_norm(a, w, b, 1e-5), F.layer_norm(ta, (1029,), T(w).double(),
+                                                               T(b).double())),
+                   (k.layer_norm(a, None, None, 1e-5), F.layer_norm(ta, (1029,)))]
+    if k.rms_norm is not None:
+        checks += [(k.rms_norm(a, w, 1e-6), F.rms_norm(ta, (1029,), T(w).double(), eps=1e-6)),
+                   (k.rms_norm(a, None, 1e-6), F.rms_norm(ta, (1029,), eps=1e-6))]
+    if k.swiglu is not None:
+        checks += [(k.swiglu(a[4:], a[4:] * 0.5), F.silu(ta[4:]) * ta[4:] * 0.5)]
+    assert checks, "the host has no fused nn kernel"
+    for got, want in checks:
+        assert got.dtype == a.dtype
+        np.testing.assert_allclose(got.astype(np.float64), want.numpy(), rtol=tol, atol=tol * 10)
