@@ -153,6 +153,57 @@ def test_shuffled_reads_each_chunk_row_once_per_window(tmp_path, monkeypatch):
     assert calls == {"chunk": 0, "record": 2000}
 
 
+def test_shuffled_epochs_reuse_the_rows_the_window_holds(tmp_path, monkeypatch):
+    """A window that holds every row whole reads each once; later epochs read none, and
+    after an append only the grown last row and the new rows."""
+    ds, data = small(tmp_path, monkeypatch, 1000)
+    rows = -(-1000 // ROW)
+    calls = []
+    real = store_module.Store.chunk
+
+    def counted(self, sid, c, checksum=True):
+        calls.append(c)
+        return real(self, sid, c, checksum)
+    monkeypatch.setattr(store_module.Store, "chunk", counted)
+    epoch(ds, data, "cpu", 64, seed=1, prefetch=0)
+    assert sorted(calls) == list(range(rows))
+    calls.clear()
+    epoch(ds, data, "cpu", 64, seed=2)
+    epoch(ds, data, "cpu", 50, seed=3, shard=(1, 3), window=40 * 1000)
+    assert calls == []
+    for count, new_rows in ((20, [rows - 1]), (40, [rows, rows + 1])):
+        more = {"x": np.full((count, 8), count, np.float32), "y": np.arange(count) - count}
+        ds.extend(more)            # 20 join the last row (1000 = 27 * 37 + 1); 40 make two rows
+        data = {k: np.concatenate((data[k], more[k])) for k in data}
+        calls.clear()
+        epoch(ds, data, "cpu", 64, seed=count)
+        assert sorted(calls) == new_rows
+    calls.clear()
+    epoch(ds, data, "cpu", 64, seed=5, window=40 * 100)        # too small to hold rows whole
+    assert len(calls) > rows
+    calls.clear()
+    epoch(ds, data, "cpu", 64, seed=6)                         # the room was refilled: read all
+    assert sorted(calls) == list(range(rows + 2))
+
+
+@pytest.mark.parametrize("prefetch", [0, 2])
+def test_shuffled_batches_picked_by_threads(tmp_path, monkeypatch, prefetch):
+    """Large batches are picked by threads, three per task here; same order and values,
+    and no thread left once the iteration ends or is closed early."""
+    monkeypatch.setattr(batches_module, "PICK_THREADS_FROM", 1)
+    monkeypatch.setattr(batches_module, "PICK_BYTES", 40 * 64 * 3)
+    monkeypatch.setattr(reader_module, "READERS", 2)
+    monkeypatch.setattr(batches_module, "GROUP_BYTES", 1)      # prefetch hands over each batch
+    ds, data = small(tmp_path, monkeypatch, 1003)
+    for window in (None, 40 * 300, 40 * 20):
+        epoch(ds, data, "cpu", 64, seed=3, window=window, prefetch=prefetch)
+    it = ds.batches(64, shuffle=True, seed=1, prefetch=prefetch)
+    next(it)
+    assert any(t.name.startswith("ruda.data picker") for t in threading.enumerate())
+    it.close()
+    assert not any(t.name.startswith("ruda.data") for t in threading.enumerate())
+
+
 @pytest.mark.parametrize("prefetch", [0, 2])
 def test_shuffled_read_errors_reach_the_consumer(tmp_path, monkeypatch, prefetch):
     ds, _ = small(tmp_path, monkeypatch, 1000)

@@ -1,15 +1,21 @@
 """Batch iteration: order (shuffle, shard), background prefetch, device placement."""
+import collections
+import itertools
 import queue
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 import ruda as xp
+from ruda.data import _reader
 
 _FN = "ruda.data.Dataset.batches"
 GROUP_BYTES = 8 << 20      # the prefetch thread hands over batches in groups of about this size
 _END = object()
 WINDOW_BYTES = 1 << 30     # default bytes of records that a shuffled read gathers at once
+PICK_THREADS_FROM = 1 << 18  # batches of at least this many bytes are picked by threads
+PICK_BYTES = 4 << 20       # bytes of batches that a picking thread takes at a time
 
 
 def plan(n, batch_size, shuffle, seed, drop_last, shard):
@@ -45,16 +51,45 @@ def read(reader, batches, window):
             yield reader.take(b)
         return
     groups = windows(batches, reader.record_bytes(), window)
-    room = reader.room(max((sum(len(b) for b in g) for g in groups), default=0))
+    limit = max([int(window // reader.record_bytes())] + [sum(map(len, g)) for g in groups])
+    room = reader.room()
     try:
         for group in groups:
-            buffers, rows = reader.gather(np.concatenate(group), room)
-            start = 0
-            for b in group:
-                yield reader.pick(buffers, rows[start:start + len(b)])
-                start += len(b)
+            buffers, rows = reader.window(np.concatenate(group), room, limit)
+            yield from _picked(reader, buffers, rows, [len(b) for b in group])
     finally:
         reader.unroom(room)
+
+
+def _picked(reader, buffers, rows, sizes):
+    """The batches of ``sizes`` records at ``rows`` of ``buffers``, in order.  Large ones
+    are picked by READERS threads (NumPy's take runs without the GIL), a few batches of
+    about PICK_BYTES per task, at most two tasks per thread ahead of the consumer."""
+    bounds = np.cumsum([0] + sizes).tolist()
+
+    def task(i):
+        return [reader.pick(buffers, rows[bounds[j]:bounds[j + 1]])
+                for j in range(i, min(i + per, len(sizes)))]
+    batch_bytes = reader.record_bytes() * max(sizes)
+    if _reader.READERS < 2 or batch_bytes < PICK_THREADS_FROM or len(sizes) < 2:
+        for j in range(len(sizes)):
+            yield reader.pick(buffers, rows[bounds[j]:bounds[j + 1]])
+        return
+    per = max(1, int(PICK_BYTES // batch_bytes))
+    starts = iter(range(0, len(sizes), per))
+    threads = _reader.READERS
+    with ThreadPoolExecutor(threads, thread_name_prefix="ruda.data picker") as pool:
+        pending = collections.deque(pool.submit(task, i) for i in
+                                    itertools.islice(starts, 2 * threads))
+        try:
+            while pending:
+                done = pending.popleft().result()
+                for i in itertools.islice(starts, 1):
+                    pending.append(pool.submit(task, i))
+                yield from done
+        finally:
+            for f in pending:
+                f.cancel()
 
 
 def _check(batch_size, shard, prefetch, device, shuffle, seed, window):

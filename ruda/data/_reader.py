@@ -61,6 +61,25 @@ class Part:
         return self.starts[-1]
 
 
+class Room:
+    """A window buffer: an array per fixed field, reused by windows and epochs (fresh memory
+    costs a page fault per page on first touch, about as much as filling it), and the chunk
+    rows it holds whole: ``held[(part, chunk, records)]`` = the row's first buffer index."""
+
+    def __init__(self):
+        self.arrays = None
+        self.held = {}
+
+    def fit(self, fields, m, spare=0):
+        """The arrays, for at least ``m`` records; if too small, new ones holding nothing,
+        for ``m + spare`` records."""
+        a = self.arrays
+        if a is None or a and len(a[0]) < m:
+            self.arrays, self.held = None, {}       # free the old ones first
+            self.arrays = [np.empty((m + spare,) + f.shape, f.dtype) for f in fields if f.fixed]
+        return self.arrays
+
+
 class Reader:
     def __init__(self, parts):
         self.parts = parts
@@ -178,19 +197,51 @@ class Reader:
             t = self._table = ([p.starts for p in self.parts], np.concatenate(firsts), where)
         return t[1], t[2]
 
-    def room(self, m):
-        """Arrays for ``m`` records of each fixed field, taken from the idle ones that this
-        reader and its workers share (give them back with ``unroom``): fresh memory costs a
-        page fault per 4 KiB page on first touch, about as much as filling it, so windows
-        and epochs reuse it.  The dataset holds them until it is closed."""
-        room = self._rooms.pop() if self._rooms else None
-        if room is None or room and len(room[0]) < m:
-            room = None                        # free the old ones first
-            room = [np.empty((m,) + f.shape, f.dtype) for f in self.fields if f.fixed]
-        return room
+    def room(self):
+        """A window buffer (see Room), taken from the idle ones that this reader and its
+        workers share (give it back with ``unroom``).  The dataset holds them until it is
+        closed."""
+        return self._rooms.pop() if self._rooms else Room()
 
     def unroom(self, room):
         self._rooms.append(room)
+
+    def window(self, idx, room, limit):
+        """(buffers, rows) as ``gather`` gives, in ``room``: where the chunk rows that ``idx``
+        touches hold at most ``limit`` records in all (and every field is fixed), each is
+        held whole, and rows that the room already holds from an earlier window or epoch
+        are not read again; otherwise ``gather`` into the room."""
+        got = self._resident(idx, room, limit)
+        if got is None:
+            room.held = {}
+            got = self.gather(idx, room.fit(self.fields, len(idx)))
+        return got
+
+    def _resident(self, idx, room, limit):
+        if not len(idx) or not all(f.fixed for f in self.fields):
+            return None
+        firsts, where = self._chunks()
+        g = np.searchsorted(firsts, idx, "right") - 1
+        touched = np.unique(g)
+        ends = np.cumsum(firsts[touched + 1] - firsts[touched])
+        if ends[-1] > limit:
+            return None
+        starts = ends - (firsts[touched + 1] - firsts[touched])
+        m = int(ends[-1])          # room to spare for rows appended later, within the limit
+        arrays = room.fit(self.fields, m, min(m // 8, limit - m))
+        held, keys, runs, dense = room.held, [], [], []
+        for t, s, e in zip(touched.tolist(), starts.tolist(), ends.tolist()):
+            j, c = where[t]
+            keys.append((j, c, self.parts[j].sizes[c]))
+            if held.get(keys[-1]) != s:
+                runs.append((s, e, None))
+                dense.append((j, c))
+        # a row read into place keeps its slot; others are dropped until read (an error
+        # leaves no slot claimed that was not filled)
+        room.held = {k: s for k, s in zip(keys, starts.tolist()) if held.get(k) == s}
+        self._copy_out(runs, dense, arrays)
+        room.held = dict(zip(keys, starts.tolist()))
+        return arrays, starts[np.searchsorted(touched, g)] + (idx - firsts[g])
 
     def gather(self, idx, room=None):
         """Records at ``idx`` (any order, repeats allowed) read chunk by chunk, grouped by
@@ -234,7 +285,9 @@ class Reader:
                 if failed:
                     return
                 for k, (f, a) in enumerate(zip(self.fields, reader._chunk(j, c))):
-                    if f.fixed:
+                    if loc is None:                     # the whole row, in order
+                        out[k][start:stop] = a[:stop - start]
+                    elif f.fixed:
                         np.take(a, loc, axis=0, out=out[k][start:stop], mode="clip")
                     else:
                         out[k][start:stop] = [np.array(a[lo]) for lo in loc.tolist()]
