@@ -5,8 +5,6 @@ Buffers come from a pool keyed by size class (powers of two up to 1 MiB, then Mi
 pool only at the next submit (``recycle``), so work already recorded never sees it handed out and
 overwritten by a queued upload; a later dispatch may take it at once (dispatches are ordered).
 """
-import itertools
-
 import numpy as np
 
 
@@ -20,13 +18,12 @@ def size_class(n):
 class Storage:
     """A pooled wgpu buffer; returned to the pool when the last array using it goes."""
 
-    __slots__ = ("buffer", "nbytes", "ctx", "serial", "host", "__weakref__")
+    __slots__ = ("buffer", "nbytes", "ctx", "host", "__weakref__")
 
     def __init__(self, ctx, buffer, nbytes):
         self.buffer = buffer
         self.nbytes = nbytes
         self.ctx = ctx                      # the Allocator whose pending list takes it back
-        self.serial = next(ctx.serials)     # creation order
         self.host = None                    # (queue.writes when read, its bytes): read_through
 
     def __del__(self):
@@ -51,7 +48,6 @@ class Allocator:
         self.live = {}
         self.pending = []
         self.sizes = {}
-        self.serials = itertools.count()
 
     def _size_for(self, nbytes):
         if nbytes > self.max_binding:

@@ -66,6 +66,21 @@ class WArray:
 
 
 # ---------------------------------------------------------------------- view arithmetic
+def broadcast_shape(*shapes):
+    """The shape ``shapes`` broadcast to (NumPy's rule).  The frontend has validated them; this
+    is the backend's own (a backend may not import the namespace's ``_validation``)."""
+    nd = max((len(s) for s in shapes), default=0)
+    out = [1] * nd
+    for s in shapes:
+        for i, n in enumerate(s):
+            j = nd - len(s) + i
+            if out[j] == 1:
+                out[j] = n
+            elif n != 1 and n != out[j]:
+                raise ValueError(f"shapes {shapes} cannot be broadcast together")
+    return tuple(out)
+
+
 def broadcast_strides(a, shape):
     """Strides of ``a`` broadcast to ``shape`` (0 on broadcast dimensions)."""
     nd = len(shape)

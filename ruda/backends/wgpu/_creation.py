@@ -6,7 +6,8 @@ import math
 
 import numpy as np
 
-from ruda.backends.wgpu._array import (IR, WArray, basic_index, broadcast_strides, contiguous_strides, permute, reshape_view)
+from ruda.backends.wgpu._array import (IR, WArray, basic_index, broadcast_strides,
+                                       contiguous_strides, permute, reshape_view)
 from ruda.backends.wgpu._base import _K, I
 from ruda.runtime import ir
 

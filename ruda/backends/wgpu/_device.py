@@ -46,7 +46,7 @@ def adapters():
             found = [a for a in found if a.info.get("backend_type", "").lower() == want.lower()]
         # OpenGL adapters only where no native one exists: beside Vulkan/Metal/D3D12 they
         # duplicate a native adapter (under another name) and may lack compute shaders
-        # (NVIDIA's GL adapter failed every pipeline on an H200)
+        # (NVIDIA's GL adapter failed every compute pipeline)
         if any(not _is_gl(a) for a in found):
             found = [a for a in found if not _is_gl(a)]
         found = [a for a in found if _computes(a)]

@@ -10,9 +10,8 @@ Unary and binary ops replay plans (``_plan``) when called again on the same view
 import numpy as np
 
 from ruda import backends
-from ruda._validation import broadcast_shapes
 from ruda.backends.wgpu import _base
-from ruda.backends.wgpu._array import broadcast_strides, collapse
+from ruda.backends.wgpu._array import broadcast_shape, broadcast_strides, collapse
 from ruda.backends.wgpu._base import _K, np_of
 from ruda.runtime import ir
 
@@ -75,7 +74,7 @@ class ElementwiseOps:
     def _map(self, key, fn, inputs, out_dtype=None, shape=None, params=(), param_dtypes=()):
         """``out = fn(*loads, *params)`` elementwise over the broadcast shape of ``inputs``."""
         if shape is None:
-            shape = broadcast_shapes("elementwise", *[a.shape for a in inputs]) if inputs else ()
+            shape = broadcast_shape(*[a.shape for a in inputs]) if inputs else ()
         dts = tuple(a.ir for a in inputs)
         kkey = (key, dts, out_dtype, param_dtypes)
         if out_dtype is None:

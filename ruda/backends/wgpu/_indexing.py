@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from ruda._validation import broadcast_shapes
-from ruda.backends.wgpu._array import (IR, WArray, basic_index, broadcast_strides, contiguous_strides)
+from ruda.backends.wgpu._array import (IR, WArray, basic_index, broadcast_shape, broadcast_strides,
+                                       contiguous_strides)
 from ruda.backends.wgpu._base import _K, I
 from ruda.runtime import ir
 
@@ -115,7 +115,7 @@ class IndexingOps:
                 if not isinstance(k, int):
                     vd += 1
         v = basic_index(x, tuple(bkey))
-        B = broadcast_shapes("indexing", *[a.shape for a in arrays])
+        B = broadcast_shape(*[a.shape for a in arrays])
         pos = [d for d, _ in adv]
         adjacent = pos == list(range(pos[0], pos[0] + len(pos)))
         rest = [d for d in range(v.ndim) if d not in pos]
@@ -217,7 +217,7 @@ class IndexingOps:
     def take_along_axis(self, x, indices, axis=-1):
         nd = x.ndim
         axis %= nd
-        shape = list(broadcast_shapes("take_along_axis", tuple(1 if d == axis else n for d, n in enumerate(x.shape)),
+        shape = list(broadcast_shape(tuple(1 if d == axis else n for d, n in enumerate(x.shape)),
                              tuple(1 if d == axis else n for d, n in enumerate(indices.shape))))
         shape[axis] = indices.shape[axis]
         shape = tuple(shape)

@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from ruda._validation import broadcast_shapes
-from ruda.backends.wgpu._array import (basic_index, broadcast_strides, contiguous_strides, permute)
+from ruda.backends.wgpu._array import (basic_index, broadcast_shape, broadcast_strides,
+                                       contiguous_strides, permute)
 from ruda.backends.wgpu._base import _K, I, np_of
 from ruda.runtime import ir
 
@@ -23,7 +23,7 @@ def _as_matrices(x1, x2):
     if vb:
         b = b.view((b.shape[0], 1), (b.strides[0], 0), b.offset)
     M, K = a.shape[-2:]
-    return a, b, va, vb, broadcast_shapes("matmul", a.shape[:-2], b.shape[:-2]), M, K, b.shape[-1]
+    return a, b, va, vb, broadcast_shape(a.shape[:-2], b.shape[:-2]), M, K, b.shape[-1]
 
 
 def _drop_vector_dims(out, va, vb):
@@ -78,7 +78,7 @@ class LinalgOps:
         return self.reshape(r, tuple(x1.shape[d] for d in f1) + tuple(x2.shape[d] for d in f2))
 
     def vecdot(self, x1, x2, axis=-1):
-        shape = broadcast_shapes("vecdot", x1.shape, x2.shape)
+        shape = broadcast_shape(x1.shape, x2.shape)
         nd = len(shape)
         a = self.broadcast_to(x1, shape)
         b = self.broadcast_to(x2, shape)
@@ -112,7 +112,7 @@ class LinalgOps:
         return self.sum(d, (d.ndim - 1,), dtype or x.dtype)
 
     def linalg_cross(self, x1, x2, axis=-1):
-        shape = broadcast_shapes("linalg.cross", x1.shape, x2.shape)
+        shape = broadcast_shape(x1.shape, x2.shape)
         nd = len(shape)
         ax = axis % nd
         a = self.broadcast_to(x1, shape)

@@ -3,7 +3,7 @@ finish and submit of an encoder (apart: a command buffer can be finished ahead o
 the wait for submitted work, and the mapping of staging buffers.
 
 wgpu-py waits for a map or for submitted work on a threading.Event that its polling thread sets:
-two thread wake-ups per wait (measured ~0.1 ms per readback on an H200).  Here the calling thread
+two thread wake-ups per wait, a cost paid on every readback.  Here the calling thread
 polls the device itself: on a GPU it spins on non-blocking polls for up to SPIN_S (the way CUDA's
 default synchronization spins), then blocks; on a CPU adapter (lavapipe), where a spinning
 thread takes a core from the "GPU", it blocks at once.
@@ -77,8 +77,8 @@ class Native:
         """End the compute pass ``cpass`` (a handle; None: already ended) and finish ``encoder``:
         its command buffer, released when dropped (``submit_buffer`` releases it at once).  The
         end and the finish run under one capture of wgpu-py's error handler, which raises what
-        either reported, as its proxies do (one proxy each cost ~1 us of a submit's critical
-        path)."""
+        either reported, as its proxies do (one proxy each would add its own capture to a
+        submit's critical path)."""
         lib, errors = self.lib, self._errors
         errors.capture("wgpuCommandEncoderFinish")
         try:

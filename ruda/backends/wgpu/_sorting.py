@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ruda import _dtypes
-from ruda.backends.wgpu._array import (IR, contiguous_strides, permute)
+from ruda.backends.wgpu._array import IR, contiguous_strides, permute
 from ruda.backends.wgpu._base import _K, I
 from ruda.runtime import ir
 
