@@ -150,3 +150,20 @@ def test_sample_bad_input(device):
         nn.sample(x, top_k=0)
     with pytest.raises(TypeError, match=r"ruda\.nn\.sample: generator: expected a ruda\.random"):
         nn.sample(x, generator=np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("dt", [np.int32, np.float32])
+def test_top_k_long_rows_host_kernel(dt):
+    """The cpu kernel's path for long rows (candidates above a sampled threshold), with ties."""
+    from ruda.backends.host import _nn_attention as K
+    rng = np.random.default_rng(12)
+    x = rng.integers(-4, 4, (3, 20000)).astype(dt)
+    for k in (1, 37, 700):
+        vals, idx = K.top_k(x, k)
+        order = np.argsort(-x.astype(np.float64), axis=1, kind="stable")[:, :k]
+        np.testing.assert_array_equal(idx, order)
+        np.testing.assert_array_equal(vals, np.take_along_axis(x, order, axis=1))
+    y = rng.standard_normal((2, 30000)).astype(np.float32)
+    tv, ti = torch.topk(torch.from_numpy(y), 50)
+    vals, idx = K.top_k(y, 50)
+    np.testing.assert_array_equal(idx, ti.numpy())
