@@ -7,7 +7,6 @@ import numpy as np
 from ruda import _dtypes
 from ruda import _validation as v
 from ruda._array import Array, new as _new
-from ruda._devices import CPU
 
 
 def _index(fn, k):
@@ -118,14 +117,8 @@ def _simple(key):
 def getitem(self, key, /):
     data = self._data
     if data.shape and _simple(key) and (key.__class__ is slice or -data.shape[0] <= key < data.shape[0]):
-        if key.__class__ is int and self._device is CPU:
-            key = (key, Ellipsis)   # a 0-d view, as the C fast path (ruda/_speedups.c) gives
-        else:
-            key = (key,)
-        return _new(self._device._backend.getitem(data, key), self._device)
+        return _new(self._device._backend.getitem(data, (key,)), self._device)
     k = normalize_key("__getitem__", self, key)
-    if self._device is CPU and all(e.__class__ is int for e in k):
-        k += (Ellipsis,)   # integers alone: a 0-d view (NumPy would give a scalar), as in C
     try:
         return Array._new(self._device.backend.getitem(self._data, k), self._device)
     except IndexError as e:

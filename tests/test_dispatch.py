@@ -134,3 +134,25 @@ def test_host_ufuncs_come_from_the_backend_contract(device):
     expected = np.add if device == "cpu" else None
     assert b.binary_ufunc("add") is expected
     assert b.binary_ufunc("floor_divide") is None     # ruda's own host floor_divide, not NumPy's
+
+
+def test_integer_keys_give_a_view_on_every_path(device):
+    """x[i] and x[i, j] are 0-d arrays sharing x's memory on the host, through the C fast path
+    and the Python path alike (the host backend's getitem, no host case in the namespace)."""
+    import pathlib
+    src = (pathlib.Path(xp.__file__).parent / "_indexing.py").read_text()
+    assert "CPU" not in src
+    x = xp.reshape(xp.arange(6.0, device=device), (2, 3))
+    for key, want in [((1, 2), 5.0), ((-1, 0), 3.0), ((xp.asarray(1, device=device), 2), 5.0),
+                      ((0, slice(None)), None)]:
+        r = x[key]
+        if want is None:
+            assert r.shape == (3,)
+            continue
+        assert r.shape == () and float(r) == want
+        if device == "cpu" and all(k.__class__ is int for k in key):
+            assert np.shares_memory(np.asarray(r), np.asarray(x))
+    if device == "cpu":
+        b = xp.device("cpu").backend
+        a = np.arange(4.0)
+        assert b.getitem(a, 1).__class__ is np.ndarray and np.shares_memory(b.getitem(a, (1,)), a)

@@ -10,6 +10,15 @@ from ruda.backends._numpylike import ops_for
 globals().update(ops_for(np))
 
 
+def getitem(x, key):
+    """``x[key]``; where NumPy gives a scalar (integers alone) a 0-d view of ``x`` instead, as
+    the C accelerator's fast path does (``x[0]`` of a host array shares its memory)."""
+    r = x[key]
+    if r.__class__ is np.ndarray:
+        return r
+    return x[(key if key.__class__ is tuple else (key,)) + (Ellipsis,)]
+
+
 def full(shape, fill_value, dtype):
     if _positive_zero(fill_value):
         return np.zeros(shape, dtype=dtype)   # calloc'd: lazily zeroed pages
