@@ -551,3 +551,17 @@ def test_rendered_iterate_on_the_host(tmp_path, rng):
             mod.run(k, (v.size,), [s, v, out], (n, steps, 1 << (steps - 1)))
             np.testing.assert_array_equal(out, np.searchsorted(s, v, side="right" if right else "left"),
                                           err_msg=f"{dt} right={right} n={n}")
+
+
+# ------------------------------------------- the cuda backend's vectorized kernels (ruda.runtime.kernels.fast_cuda)
+def test_fast_kernel_sources_render_everywhere():
+    from ruda.runtime.kernels import fast_cuda as F
+    i8, f32, f64 = np.dtype(np.int8), np.dtype(np.float32), np.dtype(np.float64)
+    src = F.source("binary", "add", i8)
+    assert "typedef signed char T;" in src and "(T)((unsigned int)x + (unsigned int)y)" in src   # wraps
+    assert "x / y" in F.source("binary", "divide", f64) and "typedef double ACC;" in F.source("sum", "sum", f32)
+    assert F.source("binary", "add", f32, {"unroll": 8}) != F.source("binary", "add", f32)
+    assert F.supports_binary("divide", f32) and not F.supports_binary("divide", np.dtype(np.int32))
+    assert not F.supports_binary("add", np.dtype(np.complex64))
+    with pytest.raises(ValueError, match=r"fast_cuda\.source: unknown kind 'scan'"):
+        F.source("scan", "add", f32)

@@ -1,9 +1,5 @@
-"""Hand-written CUDA kernels of the cuda backend, compiled with NVRTC through CuPy.
-
-Ufuncs as data: ``BINARY`` maps an op name to a C expression of ``x`` and ``y``;
-``source()`` renders one kernel family (op, dtype) as CUDA C.  Kernels are
-vectorized (16-byte loads and stores: 4 float32, 2 float64, 16 int8, ...),
-grid-stride loops unrolled ``UNROLL`` times for memory-level parallelism.
+"""NVRTC for the cuda backend: compile CUDA C through CuPy, cache binaries, and ruda's own
+vectorized kernels (their source: :mod:`ruda.runtime.kernels.fast_cuda`).
 
 Compiled with NVRTC through CuPy's compiler with ``-ftz=false`` (IEEE subnormals,
 as NumPy; CuPy's RawModule always adds ``-ftz=true``).  Two-level cache:
@@ -17,213 +13,13 @@ import hashlib
 import os
 import tempfile
 
-import numpy as np
 import cupy
 from cupy.cuda import compiler as _compiler
 from cupy.cuda import function as _function
 
-# dtype -> (C type, unsigned C type used for integer arithmetic: wraps instead of signed overflow UB)
-CTYPES = {
-    np.dtype("float32"): ("float", None),
-    np.dtype("float64"): ("double", None),
-    np.dtype("int8"): ("signed char", "unsigned int"),
-    np.dtype("uint8"): ("unsigned char", "unsigned int"),
-    np.dtype("int16"): ("short", "unsigned int"),
-    np.dtype("uint16"): ("unsigned short", "unsigned int"),
-    np.dtype("int32"): ("int", "unsigned int"),
-    np.dtype("uint32"): ("unsigned int", "unsigned int"),
-    np.dtype("int64"): ("long long", "unsigned long long"),
-    np.dtype("uint64"): ("unsigned long long", "unsigned long long"),
-}
-FLOATS = frozenset({np.dtype("float32"), np.dtype("float64")})
-
-# op -> (C expression of x, y; dtypes it applies to)
-BINARY = {
-    "add": ("x + y", None),
-    "subtract": ("x - y", None),
-    "multiply": ("x * y", None),
-    "divide": ("x / y", FLOATS),
-}
-
-# Launch configuration per kernel kind: the fastest of the ``bench/bench_cuda.py --tune`` sweep
-# (unroll x blocks per SM x cache hints) on an H200; add is insensitive to it, sum is not.
-CONFIG = {
-    "binary": {"block": 256, "unroll": 1, "blocks_per_sm": 4, "load": "plain", "store": "stcs"},
-    "sum": {"block": 256, "unroll": 4, "blocks_per_sm": 16, "load": "ldcs", "store": "plain"},
-}
-
-_LOADS = {"plain": "(*(p))", "ldg": "__ldg(p)", "ldcs": "__ldcs(p)", "ldlu": "__ldlu(p)"}
-_STORES = {"plain": "(*(p) = (v))", "stcs": "__stcs(p, v)", "stwt": "__stwt(p, v)"}
-
-_PRELUDE = r"""
-typedef {ctype} T;
-#define VEC (16 / (int)sizeof(T))
-#define UNROLL {unroll}
-#define LOAD(p) {load}
-#define STORE(p, v) {store}
-union Pack {{ uint4 u; T v[16 / sizeof(T)]; }};
-"""
-
-_BINARY = r"""
-__device__ __forceinline__ T op(T x, T y) {{ return {expr}; }}
-
-extern "C" __global__ void __launch_bounds__({block})
-ruda_{name}_vv(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, long long n) {{
-    const long long nv = n / VEC;
-    const uint4* __restrict__ a4 = reinterpret_cast<const uint4*>(a);
-    const uint4* __restrict__ b4 = reinterpret_cast<const uint4*>(b);
-    uint4* __restrict__ o4 = reinterpret_cast<uint4*>(out);
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    long long i = tid;
-    for (; i + (UNROLL - 1) * stride < nv; i += UNROLL * stride) {{
-        Pack pa[UNROLL], pb[UNROLL];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {{ pa[u].u = LOAD(a4 + i + u * stride); pb[u].u = LOAD(b4 + i + u * stride); }}
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {{
-#pragma unroll
-            for (int k = 0; k < VEC; ++k) pa[u].v[k] = op(pa[u].v[k], pb[u].v[k]);
-            STORE(o4 + i + u * stride, pa[u].u);
-        }}
-    }}
-    for (; i < nv; i += stride) {{
-        Pack pa, pb;
-        pa.u = LOAD(a4 + i); pb.u = LOAD(b4 + i);
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) pa.v[k] = op(pa.v[k], pb.v[k]);
-        STORE(o4 + i, pa.u);
-    }}
-    const long long t = nv * VEC + tid;
-    if (t < n) out[t] = op(a[t], b[t]);
-}}
-
-// one operand is a 0-d array (a scalar): SCALAR_FIRST says which
-template <bool SCALAR_FIRST>
-__device__ __forceinline__ void scalar_body(const T* __restrict__ a, T s, T* __restrict__ out, long long n) {{
-    const long long nv = n / VEC;
-    const uint4* __restrict__ a4 = reinterpret_cast<const uint4*>(a);
-    uint4* __restrict__ o4 = reinterpret_cast<uint4*>(out);
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    long long i = tid;
-    for (; i + (UNROLL - 1) * stride < nv; i += UNROLL * stride) {{
-        Pack pa[UNROLL];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) pa[u].u = LOAD(a4 + i + u * stride);
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {{
-#pragma unroll
-            for (int k = 0; k < VEC; ++k) pa[u].v[k] = SCALAR_FIRST ? op(s, pa[u].v[k]) : op(pa[u].v[k], s);
-            STORE(o4 + i + u * stride, pa[u].u);
-        }}
-    }}
-    for (; i < nv; i += stride) {{
-        Pack pa;
-        pa.u = LOAD(a4 + i);
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) pa.v[k] = SCALAR_FIRST ? op(s, pa.v[k]) : op(pa.v[k], s);
-        STORE(o4 + i, pa.u);
-    }}
-    const long long t = nv * VEC + tid;
-    if (t < n) out[t] = SCALAR_FIRST ? op(s, a[t]) : op(a[t], s);
-}}
-
-extern "C" __global__ void __launch_bounds__({block})
-ruda_{name}_vs(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, long long n) {{
-    scalar_body<false>(a, b[0], out, n);
-}}
-
-extern "C" __global__ void __launch_bounds__({block})
-ruda_{name}_sv(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, long long n) {{
-    scalar_body<true>(b, a[0], out, n);
-}}
-"""
-
-# Full sum: stage 1 gives one partial per block (accumulated in ACC), stage 2 sums the partials.
-_SUM = r"""
-typedef {acc} ACC;
-
-__device__ __forceinline__ ACC block_sum(ACC v) {{
-    __shared__ ACC warp_sums[32];
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    if (lane == 0) warp_sums[warp] = v;
-    __syncthreads();
-    v = (threadIdx.x < (blockDim.x >> 5)) ? warp_sums[lane] : (ACC)0;
-    if (warp == 0) {{
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-    }}
-    return v;
-}}
-
-extern "C" __global__ void __launch_bounds__({block})
-ruda_sum_stage1(const T* __restrict__ x, long long n, ACC* __restrict__ partial) {{
-    const long long nv = n / VEC;
-    const uint4* __restrict__ x4 = reinterpret_cast<const uint4*>(x);
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    ACC acc[UNROLL];
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) acc[u] = 0;
-    long long i = tid;
-    for (; i + (UNROLL - 1) * stride < nv; i += UNROLL * stride) {{
-        Pack p[UNROLL];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) p[u].u = LOAD(x4 + i + u * stride);
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {{
-#pragma unroll
-            for (int k = 0; k < VEC; ++k) acc[u] += (ACC)p[u].v[k];
-        }}
-    }}
-    for (; i < nv; i += stride) {{
-        Pack p;
-        p.u = LOAD(x4 + i);
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) acc[0] += (ACC)p.v[k];
-    }}
-    const long long t = nv * VEC + tid;
-    if (t < n) acc[0] += (ACC)x[t];
-#pragma unroll
-    for (int u = 1; u < UNROLL; ++u) acc[0] += acc[u];
-    ACC s = block_sum(acc[0]);
-    if (threadIdx.x == 0) partial[blockIdx.x] = s;
-}}
-
-extern "C" __global__ void __launch_bounds__(1024)
-ruda_sum_stage2(const ACC* __restrict__ partial, int m, T* __restrict__ out) {{
-    ACC v = 0;
-    for (int i = threadIdx.x; i < m; i += blockDim.x) v += partial[i];
-    v = block_sum(v);
-    if (threadIdx.x == 0) out[0] = (T)v;
-}}
-"""
-
-SUM_ACC = {np.dtype("float32"): "double", np.dtype("float64"): "double"}
-
-
-def _expr(expr, dtype):
-    ctype, utype = CTYPES[dtype]
-    if utype is None:
-        return expr
-    return f"(T)(({utype})x {expr[2]} ({utype})y)"  # "x + y" -> wrapped unsigned arithmetic
-
-
-def source(kind, name, dtype, config=None):
-    """CUDA C of one kernel family: ``kind`` is "binary" (op ``name``) or "sum"."""
-    cfg = dict(CONFIG[kind], **(config or {}))
-    ctype = CTYPES[dtype][0]
-    head = _PRELUDE.format(ctype=ctype, unroll=cfg["unroll"], load=_LOADS[cfg["load"]],
-                           store=_STORES[cfg["store"]])
-    if kind == "binary":
-        return head + _BINARY.format(name=name, expr=_expr(BINARY[name][0], dtype), block=cfg["block"])
-    if kind == "sum":
-        return head + _SUM.format(acc=SUM_ACC[dtype], block=cfg["block"])
-    raise ValueError(f"ruda.backends.cuda._kernels.source: unknown kind {kind!r}")
-
+from ruda.runtime.kernels.fast_cuda import (  # noqa: F401  (the kernels' tables, for _fast and the bench)
+    BINARY, CONFIG, CTYPES, FLOATS, SUM_ACC, source, supports_binary,
+)
 
 _MODULES = {}   # (kind, name, dtype, config items, device id) -> loaded module
 OPTIONS = ("--std=c++17", "-ftz=false", "-prec-div=true", "-prec-sqrt=true", "-fmad=true")
@@ -286,8 +82,3 @@ def compile_source(src, options=OPTIONS):
 def module(kind, name, dtype, config=None):
     """The compiled module of a kernel family."""
     return compile_source(source(kind, name, dtype, config))
-
-
-def supports_binary(name, dtype):
-    entry = BINARY.get(name)
-    return entry is not None and dtype in CTYPES and (entry[1] is None or dtype in entry[1])
