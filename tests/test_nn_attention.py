@@ -119,9 +119,14 @@ def test_fully_masked_row_is_zero(device):
 
 
 @pytest.mark.parametrize("kw", [dict(block_q=3, block_k=5), dict(block_q=16, block_k=7),
-                                dict(decode_chunk=6), dict(decode_chunk=32)])
-def test_composite_tiles(device, kw):
-    """The namespace-op path (every device's fallback) by tiles and by split-K chunks."""
+                                dict(decode_chunk=6), dict(decode_chunk=32),
+                                dict(decode_chunk=3, tile=400)])
+def test_composite_tiles(device, kw, monkeypatch):
+    """The namespace-op path (every device's fallback) by tiles and by split-K chunks (in
+    segments of at most ``tile`` scores)."""
+    kw = dict(kw)
+    if "tile" in kw:
+        monkeypatch.setattr(_attention, "_TILE_ELEMENTS", kw.pop("tile"))
     dt, tol = _float(device)
     rng = np.random.default_rng(7)
     L = 2 if "decode_chunk" in kw else 13

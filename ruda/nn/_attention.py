@@ -88,8 +88,8 @@ def scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=False, scale
       PyTorch aligns it to the upper left (``j <= i``); the two agree when L == S.
     - ``sliding_window=w``: query i attends only keys ``j > i + S - L - w`` (the last w
       positions, as Mistral; with ``is_causal`` a band of width w).
-    - A query row with no key allowed gives 0 (PyTorch's math path gives NaN for such a row in
-      older releases and 0 since its "safe softmax"; 0 is what padding rows need).
+    - A query row with no key allowed gives 0, as PyTorch 2.5 and later (earlier releases gave
+      NaN); 0 is what padding rows need.
 
     Deviations from PyTorch: no ``dropout_p`` (inference); the causal alignment above.
     """
@@ -178,8 +178,7 @@ def _sdpa_composite(q, k, v, attn_mask, causal, scale, window, *, block_q=None, 
     q5 = xp.reshape(q * scale, (B, Hkv, G, L, D))
     kT = xp.matrix_transpose(k)
     m5 = None if attn_mask is None else _mask5(attn_mask, B, Hkv, G, L, S, cdt)
-    small = G * L <= _DECODE_ROWS and B * Hq * L * S <= 64 * _TILE_ELEMENTS
-    if decode_chunk is not None or (small and block_q is None and block_k is None):
+    if decode_chunk is not None or (G * L <= _DECODE_ROWS and block_q is None and block_k is None):
         out = _decode(q5, kT, v, m5, causal, window, off, decode_chunk or _DECODE_CHUNK)
     else:
         bk = block_k or min(S, _BLOCK_K) or 1
@@ -232,34 +231,37 @@ def _partial(s, vblk, B, Hkv, G, L):
 
 
 def _decode(q5, kT, v, m5, causal, window, off, chunk):
-    """Few query rows against many keys: split-K. The keys fall in chunks of ``chunk``; each
-    chunk's partial softmax runs in one batched matmul, then the partials merge by log-sum-exp."""
+    """Few query rows against many keys: split-K. The keys fall in chunks of ``chunk``; the
+    partial softmax of every chunk of a segment runs in one batched matmul (a segment holds at
+    most a tile of scores), then all partials merge by log-sum-exp."""
     B, Hkv, G, L, D = q5.shape
     S, Dv = v.shape[2], v.shape[3]
     dev = q5.device
     lo, hi = _key_range(0, L, S, off, causal, window)
-    n = (hi - lo) // chunk
+    if hi <= lo:
+        return xp.zeros((B, Hkv, G, L, Dv), dtype=q5.dtype, device=dev)
     q2 = xp.reshape(q5, (B, Hkv, G * L, D))
+    seg = max(1, _TILE_ELEMENTS // (B * Hkv * G * L * chunk)) * chunk
     parts = []
-    if n:
-        e = lo + n * chunk
-        kc = xp.reshape(kT[:, :, :, lo:e], (B, Hkv, D, n, chunk))
-        kc = xp.permute_dims(kc, (0, 1, 3, 2, 4))                      # (B, Hkv, n, D, c)
-        s = xp.matmul(q2[:, :, None], kc)                              # (B, Hkv, n, GL, c)
-        s = xp.reshape(s, (B, Hkv, n, G, L, chunk))
-        keep = _keep(0, L, lo, e, off, causal, window, dev)
-        if keep is not None:
-            s = xp.where(_split(keep[None, None, None, None], n, chunk), s, -xp.inf)
-        if m5 is not None:
-            t = _split(_tile_mask(m5, 0, L, lo, e)[:, :, None], n, chunk)
-            s = xp.where(t, s, -xp.inf) if t.dtype == xp.bool else s + t
-        vc = xp.reshape(v[:, :, lo:e, :], (B, Hkv, n, chunk, Dv))
-        parts.append(_partial(s, vc, B, Hkv, G, L))
-        lo = e
-    if hi > lo or not parts:
-        keep = _keep(0, L, lo, hi, off, causal, window, dev)
-        s = _scores(q2, kT[:, :, :, lo:hi], B, Hkv, G, L, hi - lo, m5, keep, 0, L, lo, hi)
-        parts.append(tuple(a[:, :, None] for a in _partial(s, v[:, :, lo:hi], B, Hkv, G, L)))
+    for s0 in range(lo, hi, seg):
+        s1 = min(hi, s0 + seg)
+        n, e = (s1 - s0) // chunk, s0 + (s1 - s0) // chunk * chunk
+        if n:
+            kc = xp.reshape(kT[:, :, :, s0:e], (B, Hkv, D, n, chunk))
+            kc = xp.permute_dims(kc, (0, 1, 3, 2, 4))                  # (B, Hkv, n, D, c)
+            s = xp.reshape(xp.matmul(q2[:, :, None], kc), (B, Hkv, n, G, L, chunk))
+            keep = _keep(0, L, s0, e, off, causal, window, dev)
+            if keep is not None:
+                s = xp.where(_split(keep[None, None, None, None], n, chunk), s, -xp.inf)
+            if m5 is not None:
+                t = _split(_tile_mask(m5, 0, L, s0, e)[:, :, None], n, chunk)
+                s = xp.where(t, s, -xp.inf) if t.dtype == xp.bool else s + t
+            vc = xp.reshape(v[:, :, s0:e, :], (B, Hkv, n, chunk, Dv))
+            parts.append(_partial(s, vc, B, Hkv, G, L))
+        if e < s1:
+            keep = _keep(0, L, e, s1, off, causal, window, dev)
+            s = _scores(q2, kT[:, :, :, e:s1], B, Hkv, G, L, s1 - e, m5, keep, 0, L, e, s1)
+            parts.append(tuple(a[:, :, None] for a in _partial(s, v[:, :, e:s1], B, Hkv, G, L)))
     m, den, o = (xp.concat(a, axis=2) if len(a) > 1 else a[0] for a in zip(*parts))
     M = xp.max(m, axis=2, keepdims=True)
     w = xp.exp(m - xp.where(xp.isfinite(M), M, 0.0))                  # each chunk's weight
