@@ -12,8 +12,8 @@
   that lets one compiled kernel serve every shape.
 * :mod:`ruda.runtime.cache`       -- the two-level cache: IR kernel -> program, then
   (device, source) -> pipeline.
-* :mod:`ruda.runtime.kernels`     -- named source generators where the IR does not fit (tiled
-  WGSL matmul and its tuning candidates).
-* :mod:`ruda.runtime.tune`        -- the tuner: times candidates on the device, validates them,
-  remembers the fastest in a cache file.
+* :mod:`ruda.runtime.kernels`     -- named source generators where the IR does not fit, one per
+  language (tiled WGSL matmul and its tuning candidates; cuda's vectorized and nn kernels).
+* :mod:`ruda.runtime.tune`        -- the tuner: times candidates with the timer the backend gives
+  it, validates them, remembers the fastest in a cache file.
 """
