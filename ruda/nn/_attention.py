@@ -173,6 +173,8 @@ def _sdpa_composite(q, k, v, attn_mask, causal, scale, window, *, block_q=None, 
     odt = q.dtype
     cdt = compute_dtype(odt)
     off = S - L
+    if L == 0 or S == 0:                         # no query, or no key: rows of 0
+        return xp.zeros((B, Hq, L, Dv), dtype=odt, device=q.device)
     if odt != cdt:
         q, k, v = (xp.astype(a, cdt) for a in (q, k, v))
     q5 = xp.reshape(q * scale, (B, Hkv, G, L, D))

@@ -36,12 +36,14 @@ def sdpa(q, k, v, mask, is_causal, scale, sliding_window):
     U = B * Hkv                                          # (batch, kv head) units
     q4 = (np.asarray(q, dtype=wdt) * wdt.type(scale)).reshape(U, G, L, D)
     k = np.asarray(k, dtype=wdt).reshape(U, S, D)
-    v = np.asarray(v, dtype=wdt).reshape(U, S, Dv)
+    v1 = np.empty((U, S, Dv + 1), dtype=wdt)          # [V | 1]: the second matmul also sums
+    v1[..., :Dv] = np.asarray(v).reshape(U, S, Dv)  # each row's weights (the denominator)
+    v1[..., Dv] = 1
     if mask is not None:
         mask = mask if mask.dtype == np.bool_ else np.asarray(mask, dtype=wdt)
         mask = mask.reshape(U, G, L, S)
     out = np.empty((U, G, L, Dv), dtype=wdt)
-    args = (q4, k, v, mask, out, is_causal, sliding_window)
+    args = (q4, k, v1, mask, out, is_causal, sliding_window)
     parts = _split(U, G * L * S * (D + Dv))
     one_blas = _blas_one_thread() if len(parts) > 1 else None
     if one_blas is None:
@@ -87,10 +89,11 @@ def _split(units, work):
     return [(u, min(units, u + step)) for u in range(0, units, step)]
 
 
-def _attend(q4, k, v, mask, out, causal, window, u0, u1):
-    """Attention of units [u0, u1) into out, by blocks of query rows."""
+def _attend(q4, k, v1, mask, out, causal, window, u0, u1):
+    """Attention of units [u0, u1) into out, by blocks of query rows (v1: V with a column of
+    ones appended)."""
     _, G, L, D = q4.shape
-    S, Dv = k.shape[1], v.shape[2]
+    S, Dv = k.shape[1], v1.shape[2] - 1
     off = S - L
     rows = max(1, min(L, _TILE // max(1, G * S)))
     kT = np.swapaxes(k, -1, -2)
@@ -116,10 +119,10 @@ def _attend(q4, k, v, mask, out, causal, window, u0, u1):
             m[~np.isfinite(m)] = 0                   # a row with no key: exp gives all 0
             s -= m
             np.exp(s, out=s)
-            den = s.sum(axis=-1, keepdims=True)
+            o = np.matmul(s.reshape(G * n, hi - lo), v1[u, lo:hi]).reshape(G, n, Dv + 1)
+            den = o[..., Dv:]
             den[den == 0] = 1
-            o = np.matmul(s.reshape(G * n, hi - lo), v[u, lo:hi]).reshape(G, n, Dv)
-            np.divide(o, den, out=out[u, :, i0:i1])
+            np.divide(o[..., :Dv], den, out=out[u, :, i0:i1])
 
 
 def _band(s, i0, i1, lo, hi, off, causal, window):
