@@ -170,6 +170,11 @@ def test_bfloat16_cpu():
                                           enable_gqa=True).numpy()
     got = np.asarray(ruda.astype(out, ruda.float32))
     np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2)
+    comp = _attention._sdpa_composite(X(q), X(k), X(v), None, True, 32 ** -0.5, None,
+                                      block_q=5, block_k=6)
+    assert comp.dtype == ruda.bfloat16
+    np.testing.assert_allclose(np.asarray(ruda.astype(comp, ruda.float32)), want, rtol=2e-2,
+                               atol=2e-2)
 
 
 def test_decode_with_kv_cache(device):
