@@ -1,4 +1,6 @@
 """Creation functions."""
+from __future__ import annotations
+
 import builtins
 import operator
 
@@ -282,19 +284,20 @@ def meshgrid(*arrays, indexing="xy"):
     return tuple(Array._new(o, dev) for o in out)
 
 
-def _tri(fn, x, k):
+def _tri(fn, x):
     v.array(fn, "x", x)
     if x.ndim < 2:
         raise ValueError(f"ruda.{fn}: x must have at least 2 dimensions; got shape {x.shape}")
-    return Array._new(getattr(x._device.backend, fn)(x._data, operator.index(k)), x._device)
 
 
-def tril(x, /, *, k=0):
-    return _tri("tril", x, k)
+def tril(x: Array, /, *, k: int = 0) -> Array:
+    _tri("tril", x)
+    return Array._new(x._device.backend.tril(x._data, operator.index(k)), x._device)
 
 
-def triu(x, /, *, k=0):
-    return _tri("triu", x, k)
+def triu(x: Array, /, *, k: int = 0) -> Array:
+    _tri("triu", x)
+    return Array._new(x._device.backend.triu(x._data, operator.index(k)), x._device)
 
 
 def from_dlpack(x, /, *, device=None, copy=None):

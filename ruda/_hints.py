@@ -84,7 +84,9 @@ def keyword_error(fn, kwnames, exc):
             why = f"{k} is positional-only: pass it without {k}="
         else:
             continue
-        return TypeError(f"{name}: {why}{' ' if why.endswith('?') else '. '}It takes {name}{sig}")
+        plain = sig.replace(parameters=[q.replace(annotation=q.empty) for q in params.values()],
+                            return_annotation=sig.empty)   # the parameters, not their types
+        return TypeError(f"{name}: {why}{' ' if why.endswith('?') else '. '}It takes {name}{plain}")
     text = str(exc)   # e.g. "got multiple values for argument 'shape'": say whose
     head = f"{fn.__name__}() "
     return TypeError(f"{name}: {text[len(head):] if text.startswith(head) else text}")

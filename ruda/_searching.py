@@ -1,12 +1,16 @@
 """Searching functions: argmax, argmin, count_nonzero, nonzero, searchsorted, where."""
+from __future__ import annotations
+
 from ruda import _dtypes
 from ruda import _elementwise as ew
 from ruda import _validation as v
 from ruda._array import Array, _speedups
+from ruda._typing import Axis, Scalar
 from ruda._statistical import reduction_axes
 
 
-def _arg(fn, x, axis, keepdims):
+def _arg(fn, x, axis):
+    """argmax's and argmin's checks: the normalized axis (or None), along a non-empty extent."""
     v.array(fn, "x", x)
     v.category(fn, "x", x._dtype, "real numeric")
     if axis is None:
@@ -16,33 +20,37 @@ def _arg(fn, x, axis, keepdims):
         axis = v.axis(fn, axis, x.ndim)
         if x.shape[axis] == 0:
             raise ValueError(f"ruda.{fn}: axis {axis} of shape {x.shape} is empty")
-    return Array._new(getattr(x._device.backend, fn)(x._data, axis=axis, keepdims=bool(keepdims)),
+    return axis
+
+
+def argmax(x: Array, /, *, axis: int | None = None, keepdims: bool = False) -> Array:
+    axis = _arg("argmax", x, axis)
+    return Array._new(x._device.backend.argmax(x._data, axis=axis, keepdims=bool(keepdims)),
                       x._device)
 
 
-def argmax(x, /, *, axis=None, keepdims=False):
-    return _arg("argmax", x, axis, keepdims)
+def argmin(x: Array, /, *, axis: int | None = None, keepdims: bool = False) -> Array:
+    axis = _arg("argmin", x, axis)
+    return Array._new(x._device.backend.argmin(x._data, axis=axis, keepdims=bool(keepdims)),
+                      x._device)
 
 
-def argmin(x, /, *, axis=None, keepdims=False):
-    return _arg("argmin", x, axis, keepdims)
-
-
-def count_nonzero(x, /, *, axis=None, keepdims=False):
+def count_nonzero(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:
     v.array("count_nonzero", "x", x)
     ax = reduction_axes("count_nonzero", x, axis)
     return Array._new(x._device.backend.count_nonzero(x._data, axis=ax, keepdims=bool(keepdims)),
                       x._device)
 
 
-def nonzero(x, /):
+def nonzero(x: Array, /) -> tuple[Array, ...]:
     v.array("nonzero", "x", x)
     if x.ndim == 0:
         raise ValueError("ruda.nonzero: x must have at least one dimension (got a 0-d array)")
     return tuple(Array._new(o, x._device) for o in x._device.backend.nonzero(x._data))
 
 
-def searchsorted(x1, x2, /, *, side="left", sorter=None):
+def searchsorted(x1: Array, x2: Array | Scalar, /, *, side: str = "left",
+                 sorter: Array | None = None) -> Array:
     v.array("searchsorted", "x1", x1)
     if side not in ("left", "right"):
         raise ValueError(f"ruda.searchsorted: side must be 'left' or 'right'; got {side!r}")

@@ -1,24 +1,30 @@
 """Sorting functions: sort and argsort (stable by default)."""
+from __future__ import annotations
+
 from ruda import _validation as v
 from ruda._array import Array, _speedups
 
 
-def _sort(fn, x, axis, descending, stable):
+def _sort(fn, x, axis):
+    """sort's and argsort's checks: the normalized axis."""
     v.array(fn, "x", x)
     v.category(fn, "x", x._dtype, "real numeric")
     if x.ndim == 0:
         raise ValueError(f"ruda.{fn}: x must have at least one dimension")
-    axis = v.axis(fn, axis, x.ndim)
-    return Array._new(getattr(x._device.backend, fn)(x._data, axis=axis, descending=bool(descending),
-                                                     stable=bool(stable)), x._device)
+    return v.axis(fn, axis, x.ndim)
 
 
-def sort(x, /, *, axis=-1, descending=False, stable=True):
-    return _sort("sort", x, axis, descending, stable)
+def sort(x: Array, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
+    axis = _sort("sort", x, axis)
+    return Array._new(x._device.backend.sort(x._data, axis=axis, descending=bool(descending),
+                                             stable=bool(stable)), x._device)
 
 
-def argsort(x, /, *, axis=-1, descending=False, stable=True):
-    return _sort("argsort", x, axis, descending, stable)
+def argsort(x: Array, /, *, axis: int = -1, descending: bool = False,
+            stable: bool = True) -> Array:
+    axis = _sort("argsort", x, axis)
+    return Array._new(x._device.backend.argsort(x._data, axis=axis, descending=bool(descending),
+                                                stable=bool(stable)), x._device)
 
 
 # C fast path for host arrays (ruda/_speedups.c); every other call runs the code above

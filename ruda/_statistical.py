@@ -1,4 +1,6 @@
 """Statistical functions and the utility reductions all/any/diff."""
+from __future__ import annotations
+
 import builtins
 import math
 import operator
@@ -8,6 +10,7 @@ import numpy as np
 from ruda import _dtypes
 from ruda import _validation as v
 from ruda._array import Array
+from ruda._typing import Axis, DType
 
 
 def reduction_axes(fn, x, axis):
@@ -47,70 +50,87 @@ def _default_accumulation(x):
     return dt
 
 
-def _sum_like(fn, x, axis, dtype, keepdims):
+def _sum_like(fn, x, axis, dtype):
+    """sum's and prod's checks: (native x, normalized axes, accumulation dtype)."""
     data = v.array(fn, "x", x)._data
     if data.dtype.kind != "b":
         v.category(fn, "x", data.dtype, "numeric")
-    dt = accumulation_dtype(fn, x, dtype)
-    ax = reduction_axes(fn, x, axis)
+    return data, reduction_axes(fn, x, axis), accumulation_dtype(fn, x, dtype)
+
+
+def sum(x: Array, /, *, axis: Axis = None, dtype: DType | None = None,
+        keepdims: bool = False) -> Array:
+    data, ax, dt = _sum_like("sum", x, axis, dtype)
     dev = x._device
-    return Array._new(getattr(dev.backend, fn)(data, ax, dt, bool(keepdims)), dev)
+    return Array._new(dev.backend.sum(data, ax, dt, bool(keepdims)), dev)
 
 
-def sum(x, /, *, axis=None, dtype=None, keepdims=False):
-    return _sum_like("sum", x, axis, dtype, keepdims)
+def prod(x: Array, /, *, axis: Axis = None, dtype: DType | None = None,
+         keepdims: bool = False) -> Array:
+    data, ax, dt = _sum_like("prod", x, axis, dtype)
+    dev = x._device
+    return Array._new(dev.backend.prod(data, ax, dt, bool(keepdims)), dev)
 
 
-def prod(x, /, *, axis=None, dtype=None, keepdims=False):
-    return _sum_like("prod", x, axis, dtype, keepdims)
-
-
-def _extreme(fn, x, axis, keepdims):
+def _extreme(fn, x, axis):
+    """max's and min's checks: the normalized axes (none of them empty)."""
     v.array(fn, "x", x)
     v.category(fn, "x", x._dtype, "real numeric")
     ax = reduction_axes(fn, x, axis)
     _nonempty(fn, x, ax)
-    return Array._new(getattr(x._device.backend, fn)(x._data, axis=ax, keepdims=bool(keepdims)), x._device)
+    return ax
 
 
-def max(x, /, *, axis=None, keepdims=False):
-    return _extreme("max", x, axis, keepdims)
+def max(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:
+    ax = _extreme("max", x, axis)
+    return Array._new(x._device.backend.max(x._data, axis=ax, keepdims=bool(keepdims)), x._device)
 
 
-def min(x, /, *, axis=None, keepdims=False):
-    return _extreme("min", x, axis, keepdims)
+def min(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:
+    ax = _extreme("min", x, axis)
+    return Array._new(x._device.backend.min(x._data, axis=ax, keepdims=bool(keepdims)), x._device)
 
 
-def mean(x, /, *, axis=None, keepdims=False):
+def mean(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:
     v.array("mean", "x", x)
     v.category("mean", "x", x._dtype, "floating-point")
     ax = reduction_axes("mean", x, axis)
     return Array._new(x._device.backend.mean(x._data, axis=ax, keepdims=bool(keepdims)), x._device)
 
 
-def _moment(fn, x, axis, correction, keepdims):
+def _moment(fn, x, axis, correction):
+    """std's and var's checks: (normalized axes, correction as a Python number)."""
     v.array(fn, "x", x)
     v.category(fn, "x", x._dtype, "real floating-point")
     correction = v.python_scalar(correction)
     if not v.is_scalar(correction) or isinstance(correction, complex | bool):
         raise TypeError(f"ruda.{fn}: correction must be a real number; got {correction!r}")
-    ax = reduction_axes(fn, x, axis)
-    be = x._device.backend
-    out = getattr(be, fn)(x._data, axis=ax, correction=correction, keepdims=bool(keepdims))
-    if math.prod(x.shape[a] for a in ax) - correction <= 0:   # the standard: NaN (NumPy: inf)
-        out = be.full(out.shape, math.nan, out.dtype)
+    return reduction_axes(fn, x, axis), correction
+
+
+def _moment_result(x, ax, correction, out):
+    """NaN where the correction leaves no degrees of freedom (the standard; NumPy gives inf)."""
+    if math.prod(x.shape[a] for a in ax) - correction <= 0:
+        out = x._device.backend.full(out.shape, math.nan, out.dtype)
     return Array._new(out, x._device)
 
 
-def std(x, /, *, axis=None, correction=0.0, keepdims=False):
-    return _moment("std", x, axis, correction, keepdims)
+def std(x: Array, /, *, axis: Axis = None, correction: int | float = 0.0,
+        keepdims: bool = False) -> Array:
+    ax, correction = _moment("std", x, axis, correction)
+    out = x._device.backend.std(x._data, axis=ax, correction=correction, keepdims=bool(keepdims))
+    return _moment_result(x, ax, correction, out)
 
 
-def var(x, /, *, axis=None, correction=0.0, keepdims=False):
-    return _moment("var", x, axis, correction, keepdims)
+def var(x: Array, /, *, axis: Axis = None, correction: int | float = 0.0,
+        keepdims: bool = False) -> Array:
+    ax, correction = _moment("var", x, axis, correction)
+    out = x._device.backend.var(x._data, axis=ax, correction=correction, keepdims=bool(keepdims))
+    return _moment_result(x, ax, correction, out)
 
 
-def _cumulative(fn, x, axis, dtype, include_initial):
+def _cumulative(fn, x, axis, dtype):
+    """cumulative_sum's and cumulative_prod's checks: (normalized axis, accumulation dtype)."""
     v.array(fn, "x", x)
     if x._dtype.kind != "b":
         v.category(fn, "x", x._dtype, "numeric")
@@ -120,35 +140,35 @@ def _cumulative(fn, x, axis, dtype, include_initial):
         axis = 0
     if x.ndim == 0:
         raise ValueError(f"ruda.{fn}: x must have at least one dimension")
-    axis = v.axis(fn, axis, x.ndim)
-    dt = accumulation_dtype(fn, x, dtype)
-    return Array._new(getattr(x._device.backend, fn)(x._data, axis=axis, dtype=dt,
-                                                     include_initial=bool(include_initial)), x._device)
+    return v.axis(fn, axis, x.ndim), accumulation_dtype(fn, x, dtype)
 
 
-def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
-    return _cumulative("cumulative_sum", x, axis, dtype, include_initial)
+def cumulative_sum(x: Array, /, *, axis: int | None = None, dtype: DType | None = None,
+                   include_initial: bool = False) -> Array:
+    axis, dt = _cumulative("cumulative_sum", x, axis, dtype)
+    return Array._new(x._device.backend.cumulative_sum(
+        x._data, axis=axis, dtype=dt, include_initial=bool(include_initial)), x._device)
 
 
-def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
-    return _cumulative("cumulative_prod", x, axis, dtype, include_initial)
+def cumulative_prod(x: Array, /, *, axis: int | None = None, dtype: DType | None = None,
+                    include_initial: bool = False) -> Array:
+    axis, dt = _cumulative("cumulative_prod", x, axis, dtype)
+    return Array._new(x._device.backend.cumulative_prod(
+        x._data, axis=axis, dtype=dt, include_initial=bool(include_initial)), x._device)
 
 
-def _logical(fn, x, axis, keepdims):
-    v.array(fn, "x", x)
-    ax = reduction_axes(fn, x, axis)
-    return Array._new(getattr(x._device.backend, fn)(x._data, axis=ax, keepdims=bool(keepdims)), x._device)
+def all(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:
+    ax = reduction_axes("all", v.array("all", "x", x), axis)
+    return Array._new(x._device.backend.all(x._data, axis=ax, keepdims=bool(keepdims)), x._device)
 
 
-def all(x, /, *, axis=None, keepdims=False):
-    return _logical("all", x, axis, keepdims)
+def any(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:
+    ax = reduction_axes("any", v.array("any", "x", x), axis)
+    return Array._new(x._device.backend.any(x._data, axis=ax, keepdims=bool(keepdims)), x._device)
 
 
-def any(x, /, *, axis=None, keepdims=False):
-    return _logical("any", x, axis, keepdims)
-
-
-def diff(x, /, n=1, *, axis=-1, prepend=None, append=None):
+def diff(x: Array, /, n: int = 1, *, axis: int = -1, prepend: Array | None = None,
+         append: Array | None = None) -> Array:
     """n-th forward difference along axis; n may also be given positionally, as NumPy users write it."""
     v.array("diff", "x", x)
     if x.ndim == 0:

@@ -7,3 +7,4 @@ from ruda._dtypes import DType as _DType
 Scalar: TypeAlias = bool | int | float | complex
 DType: TypeAlias = _DType                  # ruda.float32 & co. (NumPy dtypes are accepted too)
 Device: TypeAlias = _Device | str          # a Device, or its name ("cpu", "wgpu:0")
+Axis: TypeAlias = int | tuple[int, ...] | None   # an axis or axes; None: all of them

@@ -156,3 +156,23 @@ def test_integer_keys_give_a_view_on_every_path(device):
         b = xp.device("cpu").backend
         a = np.arange(4.0)
         assert b.getitem(a, 1).__class__ is np.ndarray and np.shares_memory(b.getitem(a, (1,)), a)
+
+
+def test_namespace_calls_backends_by_attribute():
+    """No namespace module looks a backend method up by a string (getattr(dev.backend, name))."""
+    import pathlib
+    root = pathlib.Path(xp.__file__).parent
+    files = [*root.glob("_*.py"), root / "linalg" / "__init__.py", root / "fft" / "__init__.py"]
+    found = [f"{f.name}:{i}" for f in files for i, line in enumerate(f.read_text().splitlines(), 1)
+             if re.search(r"getattr\([^)]*(backend|_device\b|\bdev\b)", line)]
+    assert not found
+
+
+@pytest.mark.parametrize("fn", [xp.sum, xp.std, xp.argmax, xp.sort, xp.unique_values, xp.tril,
+                                xp.linalg.solve, xp.linalg.eigh, xp.fft.fft, xp.fft.rfftn,
+                                xp.fft.fftshift, xp.cumulative_sum])
+def test_public_functions_are_typed(fn):
+    hints = typing.get_type_hints(_python(fn))
+    assert hints["return"] is xp.Array or hints["return"].__name__.endswith("Result")
+    first = next(iter(inspect.signature(_python(fn)).parameters))
+    assert hints[first] is xp.Array

@@ -1,9 +1,13 @@
-"""The fft extension of the array API standard."""
+"""The fft extension of the array API standard.
+
+Each function checks its arguments and calls the backend method ``fft_<name>``.
+"""
 import operator as _operator
 
 from ruda import _dtypes, _hints
 from ruda import _validation as _v
 from ruda._array import Array as _Array
+from ruda._typing import Axis as _Axis, Device as _Device, DType as _DType
 
 __all__ = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",
            "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
@@ -30,51 +34,92 @@ def _check(fn, x, norm):
         raise ValueError(f"ruda.fft.{fn}: x must have at least one dimension")
 
 
-def _make_1d(fn):
-    def transform(x, /, *, n=None, axis=-1, norm="backward"):
-        _check(fn, x, norm)
-        axis = _v.axis(f"fft.{fn}", axis, x.ndim)
-        if n is not None:
-            n = _operator.index(n)
-            if n < 1:
-                raise ValueError(f"ruda.fft.{fn}: n must be positive; got {n}")
-        elif fn in ("irfft", "hfft") and x.shape[axis] < 2 and n is None:
-            raise ValueError(f"ruda.fft.{fn}: axis {axis} needs at least 2 points; got shape {x.shape}")
-        out = getattr(x._device.backend, f"fft_{fn}")(x._data, n=n, axis=axis, norm=norm)
-        return _Array._new(out, x._device)
-
-    transform.__name__ = transform.__qualname__ = fn
-    return transform
+def _check_1d(fn, x, n, axis, norm):
+    """A one-axis transform's checks: (n or None, the normalized axis)."""
+    _check(fn, x, norm)
+    axis = _v.axis(f"fft.{fn}", axis, x.ndim)
+    if n is not None:
+        n = _operator.index(n)
+        if n < 1:
+            raise ValueError(f"ruda.fft.{fn}: n must be positive; got {n}")
+    elif fn in ("irfft", "hfft") and x.shape[axis] < 2 and n is None:
+        raise ValueError(f"ruda.fft.{fn}: axis {axis} needs at least 2 points; got shape {x.shape}")
+    return n, axis
 
 
-def _make_nd(fn):
-    def transform(x, /, *, s=None, axes=None, norm="backward"):
-        _check(fn, x, norm)
-        if axes is not None:
-            axes = tuple(_v.axis(f"fft.{fn}", a, x.ndim, "axes") for a in axes)
-            if len(set(axes)) != len(axes):
-                raise ValueError(f"ruda.fft.{fn}: axes {axes} repeats an axis")
-        if s is not None:
-            s = tuple(_operator.index(i) for i in s)
-            if axes is None:   # the last len(s) axes, as NumPy did (the backends get both)
-                if len(s) > x.ndim:
-                    raise ValueError(f"ruda.fft.{fn}: s {s} has more sizes than x has axes; got shape "
-                                     f"{x.shape}")
-                axes = tuple(range(x.ndim - len(s), x.ndim))
-            elif len(s) != len(axes):
-                raise ValueError(f"ruda.fft.{fn}: s {s} and axes {axes} differ in length")
-            if any(i < 1 and i != -1 for i in s):
-                raise ValueError(f"ruda.fft.{fn}: s must hold positive sizes; got {s}")
-        out = getattr(x._device.backend, f"fft_{fn}")(x._data, s=s, axes=axes, norm=norm)
-        return _Array._new(out, x._device)
-
-    transform.__name__ = transform.__qualname__ = fn
-    return transform
+def _check_nd(fn, x, s, axes, norm):
+    """A several-axes transform's checks: (s or None, axes or None; both given when s is)."""
+    _check(fn, x, norm)
+    if axes is not None:
+        axes = tuple(_v.axis(f"fft.{fn}", a, x.ndim, "axes") for a in axes)
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"ruda.fft.{fn}: axes {axes} repeats an axis")
+    if s is not None:
+        s = tuple(_operator.index(i) for i in s)
+        if axes is None:   # the last len(s) axes, as NumPy did (the backends get both)
+            if len(s) > x.ndim:
+                raise ValueError(f"ruda.fft.{fn}: s {s} has more sizes than x has axes; got shape "
+                                 f"{x.shape}")
+            axes = tuple(range(x.ndim - len(s), x.ndim))
+        elif len(s) != len(axes):
+            raise ValueError(f"ruda.fft.{fn}: s {s} and axes {axes} differ in length")
+        if any(i < 1 and i != -1 for i in s):
+            raise ValueError(f"ruda.fft.{fn}: s must hold positive sizes; got {s}")
+    return s, axes
 
 
-for _fn, (_cat, _nd) in _TRANSFORMS.items():
-    globals()[_fn] = (_make_nd if _nd else _make_1d)(_fn)
-del _fn, _cat, _nd
+def fft(x: _Array, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> _Array:
+    n, axis = _check_1d("fft", x, n, axis, norm)
+    return _Array._new(x._device.backend.fft_fft(x._data, n=n, axis=axis, norm=norm), x._device)
+
+
+def ifft(x: _Array, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> _Array:
+    n, axis = _check_1d("ifft", x, n, axis, norm)
+    return _Array._new(x._device.backend.fft_ifft(x._data, n=n, axis=axis, norm=norm), x._device)
+
+
+def rfft(x: _Array, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> _Array:
+    n, axis = _check_1d("rfft", x, n, axis, norm)
+    return _Array._new(x._device.backend.fft_rfft(x._data, n=n, axis=axis, norm=norm), x._device)
+
+
+def irfft(x: _Array, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> _Array:
+    n, axis = _check_1d("irfft", x, n, axis, norm)
+    return _Array._new(x._device.backend.fft_irfft(x._data, n=n, axis=axis, norm=norm), x._device)
+
+
+def hfft(x: _Array, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> _Array:
+    n, axis = _check_1d("hfft", x, n, axis, norm)
+    return _Array._new(x._device.backend.fft_hfft(x._data, n=n, axis=axis, norm=norm), x._device)
+
+
+def ihfft(x: _Array, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> _Array:
+    n, axis = _check_1d("ihfft", x, n, axis, norm)
+    return _Array._new(x._device.backend.fft_ihfft(x._data, n=n, axis=axis, norm=norm), x._device)
+
+
+def fftn(x: _Array, /, *, s: tuple[int, ...] | None = None, axes: tuple[int, ...] | None = None,
+         norm: str = "backward") -> _Array:
+    s, axes = _check_nd("fftn", x, s, axes, norm)
+    return _Array._new(x._device.backend.fft_fftn(x._data, s=s, axes=axes, norm=norm), x._device)
+
+
+def ifftn(x: _Array, /, *, s: tuple[int, ...] | None = None, axes: tuple[int, ...] | None = None,
+          norm: str = "backward") -> _Array:
+    s, axes = _check_nd("ifftn", x, s, axes, norm)
+    return _Array._new(x._device.backend.fft_ifftn(x._data, s=s, axes=axes, norm=norm), x._device)
+
+
+def rfftn(x: _Array, /, *, s: tuple[int, ...] | None = None, axes: tuple[int, ...] | None = None,
+          norm: str = "backward") -> _Array:
+    s, axes = _check_nd("rfftn", x, s, axes, norm)
+    return _Array._new(x._device.backend.fft_rfftn(x._data, s=s, axes=axes, norm=norm), x._device)
+
+
+def irfftn(x: _Array, /, *, s: tuple[int, ...] | None = None, axes: tuple[int, ...] | None = None,
+           norm: str = "backward") -> _Array:
+    s, axes = _check_nd("irfftn", x, s, axes, norm)
+    return _Array._new(x._device.backend.fft_irfftn(x._data, s=s, axes=axes, norm=norm), x._device)
 
 
 def _freq(fn, n, d, dtype, device):
@@ -88,29 +133,34 @@ def _freq(fn, n, d, dtype, device):
     dt = _v.default_dtype(dev, "real floating") if dtype is None else _v.dtype(f"fft.{fn}", dtype, dev)
     if dt.kind != "f":
         raise TypeError(f"ruda.fft.{fn}: dtype must be a real floating dtype; got {_dtypes.name(dt)}")
-    return _Array._new(getattr(dev.backend, f"fft_{fn}")(n, d=float(d), dtype=dt), dev)
+    return n, float(d), dt, dev
 
 
-def fftfreq(n, /, *, d=1.0, dtype=None, device=None):
-    return _freq("fftfreq", n, d, dtype, device)
+def fftfreq(n: int, /, *, d: float = 1.0, dtype: _DType | None = None,
+            device: _Device | None = None) -> _Array:
+    n, d, dt, dev = _freq("fftfreq", n, d, dtype, device)
+    return _Array._new(dev.backend.fft_fftfreq(n, d=d, dtype=dt), dev)
 
 
-def rfftfreq(n, /, *, d=1.0, dtype=None, device=None):
-    return _freq("rfftfreq", n, d, dtype, device)
+def rfftfreq(n: int, /, *, d: float = 1.0, dtype: _DType | None = None,
+             device: _Device | None = None) -> _Array:
+    n, d, dt, dev = _freq("rfftfreq", n, d, dtype, device)
+    return _Array._new(dev.backend.fft_rfftfreq(n, d=d, dtype=dt), dev)
 
 
 def _shift(fn, x, axes):
     _v.array(f"fft.{fn}", "x", x)
-    ax = None if axes is None else _v.axes(f"fft.{fn}", axes, x.ndim, "axes")
-    return _Array._new(getattr(x._device.backend, f"fft_{fn}")(x._data, axes=ax), x._device)
+    return None if axes is None else _v.axes(f"fft.{fn}", axes, x.ndim, "axes")
 
 
-def fftshift(x, /, *, axes=None):
-    return _shift("fftshift", x, axes)
+def fftshift(x: _Array, /, *, axes: _Axis = None) -> _Array:
+    ax = _shift("fftshift", x, axes)
+    return _Array._new(x._device.backend.fft_fftshift(x._data, axes=ax), x._device)
 
 
-def ifftshift(x, /, *, axes=None):
-    return _shift("ifftshift", x, axes)
+def ifftshift(x: _Array, /, *, axes: _Axis = None) -> _Array:
+    ax = _shift("ifftshift", x, axes)
+    return _Array._new(x._device.backend.fft_ifftshift(x._data, axes=ax), x._device)
 
 
 _hints.install(globals(), tuple(__all__))

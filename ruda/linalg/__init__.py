@@ -1,13 +1,17 @@
-"""The linalg extension of the array API standard."""
+"""The linalg extension of the array API standard.
+
+Each function checks its arguments and calls the backend method ``linalg_<name>``.
+"""
 import builtins as _builtins
 import operator as _operator
 from collections import namedtuple as _namedtuple
 
-from ruda import _dtypes, _hints
+from ruda import _hints
 from ruda import _validation as _v
 from ruda._array import Array as _Array
 from ruda._linear_algebra import matmul, matrix_transpose, promoted as _promoted, tensordot, vecdot
 from ruda._statistical import accumulation_dtype as _accumulation_dtype
+from ruda._typing import Axis as _Axis, DType as _DType
 
 __all__ = ["cholesky", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv",
            "matmul", "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "outer",
@@ -31,58 +35,67 @@ def _matrix(fn, x, square=False, cat="floating-point"):
     return x._device
 
 
-def _call(fn, x, *args, result=None, square=False, cat="floating-point", **kwargs):
-    dev = _matrix(fn, x, square, cat)
-    out = getattr(dev.backend, f"linalg_{fn}")(x._data, *args, **kwargs)
-    if result is None:
-        return _Array._new(out, dev)
+def _wrap(dev, out, result):
+    """A backend's tuple of native arrays as the named tuple ``result`` of Arrays on ``dev``."""
     return result(*[_Array._new(o, dev) for o in out])
 
 
-def cholesky(x, /, *, upper=False):
-    return _call("cholesky", x, square=True, upper=_builtins.bool(upper))
+def cholesky(x: _Array, /, *, upper: bool = False) -> _Array:
+    dev = _matrix("cholesky", x, square=True)
+    return _Array._new(dev.backend.linalg_cholesky(x._data, upper=_builtins.bool(upper)), dev)
 
 
-def det(x, /):
-    return _call("det", x, square=True)
+def det(x: _Array, /) -> _Array:
+    dev = _matrix("det", x, square=True)
+    return _Array._new(dev.backend.linalg_det(x._data), dev)
 
 
-def eig(x, /):
-    return _call("eig", x, square=True, result=EigResult)
+def eig(x: _Array, /) -> EigResult:
+    dev = _matrix("eig", x, square=True)
+    return _wrap(dev, dev.backend.linalg_eig(x._data), EigResult)
 
 
-def eigh(x, /):
-    return _call("eigh", x, square=True, result=EighResult)
+def eigh(x: _Array, /) -> EighResult:
+    dev = _matrix("eigh", x, square=True)
+    return _wrap(dev, dev.backend.linalg_eigh(x._data), EighResult)
 
 
-def eigvals(x, /):
-    return _call("eigvals", x, square=True)
+def eigvals(x: _Array, /) -> _Array:
+    dev = _matrix("eigvals", x, square=True)
+    return _Array._new(dev.backend.linalg_eigvals(x._data), dev)
 
 
-def eigvalsh(x, /):
-    return _call("eigvalsh", x, square=True)
+def eigvalsh(x: _Array, /) -> _Array:
+    dev = _matrix("eigvalsh", x, square=True)
+    return _Array._new(dev.backend.linalg_eigvalsh(x._data), dev)
 
 
-def inv(x, /):
-    return _call("inv", x, square=True)
+def inv(x: _Array, /) -> _Array:
+    dev = _matrix("inv", x, square=True)
+    return _Array._new(dev.backend.linalg_inv(x._data), dev)
 
 
-def slogdet(x, /):
-    return _call("slogdet", x, square=True, result=SlogdetResult)
+def slogdet(x: _Array, /) -> SlogdetResult:
+    dev = _matrix("slogdet", x, square=True)
+    return _wrap(dev, dev.backend.linalg_slogdet(x._data), SlogdetResult)
 
 
-def svd(x, /, *, full_matrices=True):
-    return _call("svd", x, result=SVDResult, full_matrices=_builtins.bool(full_matrices))
+def svd(x: _Array, /, *, full_matrices: bool = True) -> SVDResult:
+    dev = _matrix("svd", x)
+    out = dev.backend.linalg_svd(x._data, full_matrices=_builtins.bool(full_matrices))
+    return _wrap(dev, out, SVDResult)
 
 
-def svdvals(x, /):
-    return _call("svdvals", x)
+def svdvals(x: _Array, /) -> _Array:
+    dev = _matrix("svdvals", x)
+    return _Array._new(dev.backend.linalg_svdvals(x._data), dev)
 
 
-def qr(x, /, *, mode="reduced"):
+def qr(x: _Array, /, *, mode: str = "reduced") -> QRResult:
     if mode not in ("reduced", "complete"):
         raise ValueError(f"ruda.linalg.qr: mode must be 'reduced' or 'complete'; got {mode!r}")
-    return _call("qr", x, result=QRResult, mode=mode)
+    dev = _matrix("qr", x)
+    return _wrap(dev, dev.backend.linalg_qr(x._data, mode=mode), QRResult)
 
 
 def _rtol(fn, rtol, x):
@@ -94,37 +107,44 @@ def _rtol(fn, rtol, x):
     return rtol._data
 
 
-def matrix_rank(x, /, *, rtol=None):
-    return _call("matrix_rank", x, rtol=_rtol("matrix_rank", rtol, x))
+def matrix_rank(x: _Array, /, *, rtol: float | _Array | None = None) -> _Array:
+    dev = _matrix("matrix_rank", x)
+    return _Array._new(dev.backend.linalg_matrix_rank(x._data, rtol=_rtol("matrix_rank", rtol, x)),
+                       dev)
 
 
-def pinv(x, /, *, rtol=None):
-    return _call("pinv", x, rtol=_rtol("pinv", rtol, x))
+def pinv(x: _Array, /, *, rtol: float | _Array | None = None) -> _Array:
+    dev = _matrix("pinv", x)
+    return _Array._new(dev.backend.linalg_pinv(x._data, rtol=_rtol("pinv", rtol, x)), dev)
 
 
-def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+def matrix_norm(x: _Array, /, *, keepdims: bool = False, ord: int | float | str = "fro") -> _Array:
     ord = _v.python_scalar(ord)
     if ord not in ("fro", "nuc") and not (_v.is_scalar(ord) and ord in (1, 2, -1, -2, float("inf"), -float("inf"))):
         raise ValueError(f"ruda.linalg.matrix_norm: unsupported ord {ord!r}")
-    return _call("matrix_norm", x, keepdims=_builtins.bool(keepdims), ord=ord)
+    dev = _matrix("matrix_norm", x)
+    out = dev.backend.linalg_matrix_norm(x._data, keepdims=_builtins.bool(keepdims), ord=ord)
+    return _Array._new(out, dev)
 
 
-def matrix_power(x, n, /):
-    return _call("matrix_power", x, _operator.index(n), square=True, cat="numeric")
+def matrix_power(x: _Array, n: int, /) -> _Array:
+    dev = _matrix("matrix_power", x, square=True, cat="numeric")
+    return _Array._new(dev.backend.linalg_matrix_power(x._data, _operator.index(n)), dev)
 
 
-def diagonal(x, /, *, offset=0):
-    return _call("diagonal", x, cat="all", offset=_operator.index(offset))
+def diagonal(x: _Array, /, *, offset: int = 0) -> _Array:
+    dev = _matrix("diagonal", x, cat="all")
+    return _Array._new(dev.backend.linalg_diagonal(x._data, offset=_operator.index(offset)), dev)
 
 
-def trace(x, /, *, offset=0, dtype=None):
+def trace(x: _Array, /, *, offset: int = 0, dtype: _DType | None = None) -> _Array:
     _matrix("trace", x, cat="numeric")
     dt = _accumulation_dtype("linalg.trace", x, dtype)
     return _Array._new(x._device.backend.linalg_trace(x._data, offset=_operator.index(offset), dtype=dt),
                       x._device)
 
 
-def solve(x1, x2, /):
+def solve(x1: _Array, x2: _Array, /) -> _Array:
     dev, a, b = _promoted("linalg.solve", x1, x2, "floating-point")
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ValueError(f"ruda.linalg.solve: x1 must be a (stack of) square matrices; got shape {a.shape}")
@@ -134,7 +154,7 @@ def solve(x1, x2, /):
     return _Array._new(dev.backend.linalg_solve(a, b), dev)
 
 
-def cross(x1, x2, /, *, axis=-1):
+def cross(x1: _Array, x2: _Array, /, *, axis: int = -1) -> _Array:
     dev, a, b = _promoted("linalg.cross", x1, x2, "numeric")
     if not -_builtins.min(a.ndim, b.ndim) <= axis < _builtins.min(a.ndim, b.ndim):
         raise ValueError(f"ruda.linalg.cross: axis={axis} is out of range for shapes {a.shape} and {b.shape}")
@@ -144,14 +164,15 @@ def cross(x1, x2, /, *, axis=-1):
     return _Array._new(dev.backend.linalg_cross(a, b, axis=axis), dev)
 
 
-def outer(x1, x2, /):
+def outer(x1: _Array, x2: _Array, /) -> _Array:
     dev, a, b = _promoted("linalg.outer", x1, x2, "numeric")
     if a.ndim != 1 or b.ndim != 1:
         raise ValueError(f"ruda.linalg.outer: x1 and x2 must be 1-D; got shapes {a.shape} and {b.shape}")
     return _Array._new(dev.backend.linalg_outer(a, b), dev)
 
 
-def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+def vector_norm(x: _Array, /, *, axis: _Axis = None, keepdims: bool = False,
+                ord: int | float = 2) -> _Array:
     _v.array("linalg.vector_norm", "x", x)
     _v.category("linalg.vector_norm", "x", x._dtype, "floating-point")
     ord = _v.python_scalar(ord)
