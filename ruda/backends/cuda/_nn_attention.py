@@ -58,7 +58,7 @@ def sdpa(q, k, v, mask, is_causal, scale, sliding_window):
         return NotImplemented
     B, Hq, L, D = q.shape
     Hkv, S, Dv = k.shape[1], k.shape[2], v.shape[3]
-    if D > MAX_HEAD_DIM or Dv > MAX_HEAD_DIM or Hkv == 0 or Hq % Hkv:
+    if not 0 < D <= MAX_HEAD_DIM or Dv > MAX_HEAD_DIM or Hkv == 0 or Hq % Hkv:
         return NotImplemented
     window = 0 if sliding_window is None else int(sliding_window)
     if window < 0 or max(B * Hq * L, S) >= 2**31:
@@ -74,7 +74,7 @@ def sdpa(q, k, v, mask, is_causal, scale, sliding_window):
         o = empty((B, Hq, L, Dv), q.dtype)
         if o.size == 0:
             return o
-        if S == 0 or D == 0:
+        if S == 0:                  # no keys: like a fully masked query, zeros
             arg(o).fill(0)
             return o
         q, qs = _row_strides(q)
