@@ -1,7 +1,7 @@
 """Benchmark of ruda.data against h5py and a NumPy memmap, measured in the same run.
 
     python bench/bench_data.py [--records 200000] [--random 50000] [--repeat 1] [--dir /tmp]
-                               [--small 1000000] [--epochs 2] [--shuffled-only]
+                               [--small 1000000] [--epochs 2] [--shuffled-only] [--runs 1]
 
 Records: a (3, 32, 32) uint8 image and an int64 label.  Prints ingestion (MB/s),
 sequential batched reads (batch 256, GB/s; a first pass, which for ruda.data includes
@@ -14,7 +14,8 @@ be shared).
 Shuffled batches: ``ds.batches(256, shuffle=True, seed=epoch)`` over --small records of
 40 bytes (a float32 (8,) vector and an int64 label) and over the --records image records,
 against a NumPy memmap gathering the same permutation's batches (``m[idx]``); the first
-epoch (for ruda.data: with the CRC-32 checks) and the best of the next --epochs.
+epoch (for ruda.data: with the CRC-32 checks) and the best of the next --epochs, for each of
+--runs openings of the same files, with the spread of the ratios.
 """
 import argparse
 import os
@@ -157,38 +158,43 @@ def bench_feed(folder, images, labels, device):
     return dev, t_ruda, t_anchor, pause, t_compute, t_serial, t_overlap
 
 
-def bench_shuffled(folder, arrays, epochs):
+def bench_shuffled(folder, arrays, epochs, runs=1):
     """Seconds per shuffled epoch (the first, then the best of the next ``epochs``) for
-    ruda.data and a memmap anchor, with the values of one batch checked against NumPy."""
+    ruda.data and a memmap anchor, for each of ``runs`` openings of the same files (ruda.data
+    checks every chunk again after each opening), with the values of one batch checked
+    against NumPy.  Returns a list of {store: (first, later)}."""
     n = len(next(iter(arrays.values())))
     path = os.path.join(folder, "shuffled.ruda")
     rd.from_numpy(path, arrays, progress=False).close()
     paths = {k: os.path.join(folder, f"shuffled-{k}.npy") for k in arrays}
     for k, a in arrays.items():
         np.save(paths[k], a)
-    maps = {k: np.load(p, mmap_mode="r") for k, p in paths.items()}
-    ds = rd.Dataset.open(path)
+    out = []
+    for _ in range(runs):
+        maps = {k: np.load(p, mmap_mode="r") for k, p in paths.items()}
+        ds = rd.Dataset.open(path)
 
-    def ruda_epoch(seed):
-        for b in ds.batches(BATCH, shuffle=True, seed=seed, device="cpu"):
-            pass
+        def ruda_epoch(seed):
+            for b in ds.batches(BATCH, shuffle=True, seed=seed, device="cpu"):
+                pass
 
-    def memmap_epoch(seed):
-        perm = np.random.default_rng(seed).permutation(n)
-        for i in range(0, n, BATCH):
-            idx = perm[i:i + BATCH]
-            for m in maps.values():
-                m[idx]
+        def memmap_epoch(seed):
+            perm = np.random.default_rng(seed).permutation(n)
+            for i in range(0, n, BATCH):
+                idx = perm[i:i + BATCH]
+                for m in maps.values():
+                    m[idx]
 
-    out = {}
-    for name, epoch in (("ruda.data", ruda_epoch), ("memmap", memmap_epoch)):
-        times = [_timed(lambda fn=epoch, seed=e: fn(seed)) for e in range(epochs + 1)]
-        out[name] = times[0], min(times[1:])
-    first = next(ds.batches(BATCH, shuffle=True, seed=7, device="cpu"))
-    idx = np.random.default_rng(7).permutation(n)[:BATCH]
-    for k, a in arrays.items():
-        _check(first[k], a[idx])
-    ds.close()
+        run = {}
+        for name, epoch in (("ruda.data", ruda_epoch), ("memmap", memmap_epoch)):
+            times = [_timed(lambda fn=epoch, seed=e: fn(seed)) for e in range(epochs + 1)]
+            run[name] = times[0], min(times[1:])
+        out.append(run)
+        first = next(ds.batches(BATCH, shuffle=True, seed=7, device="cpu"))
+        idx = np.random.default_rng(7).permutation(n)[:BATCH]
+        for k, a in arrays.items():
+            _check(first[k], a[idx])
+        ds.close()
     return out
 
 
@@ -203,11 +209,19 @@ def _mb(v):
 
 def _print_shuffled(what, n, nbytes, runs):
     print(f"shuffled batches ({BATCH}), {n} records of {nbytes / n:.0f} bytes ({what}): "
-          f"records/s (MB/s) in the first epoch, then the best later epoch")
-    for k, times in runs.items():
-        print(f"  {k:<11}" + "".join(f"{n / t:>14,.0f} ({_mb(nbytes / t / 1e6)})" for t in times))
-    ratio = [m / r for r, m in zip(runs["ruda.data"], runs["memmap"])]
-    print(f"  {'ratio':<11}" + "".join(f"{v:>22.3f}" for v in ratio))
+          f"records/s (MB/s) in the first epoch, then the best later epoch"
+          + (f"; {len(runs)} runs" if len(runs) > 1 else ""))
+    ratios = []
+    for j, run in enumerate(runs):
+        for k, times in run.items():
+            label = k if len(runs) == 1 else f"{j + 1}: {k}"
+            print(f"  {label:<14}" + "".join(f"{n / t:>14,.0f} ({_mb(nbytes / t / 1e6)})"
+                                         for t in times))
+        ratios.append([m / r for r, m in zip(run["ruda.data"], run["memmap"])])
+        print(f"  {'ratio':<14}" + "".join(f"{v:>22.3f}" for v in ratios[-1]))
+    if len(runs) > 1:
+        for name, pick in (("min", min), ("median", np.median), ("max", max)):
+            print(f"  {'ratio ' + name:<14}" + "".join(f"{pick(v):>22.3f}" for v in zip(*ratios)))
 
 
 def _check(got, want):
@@ -244,6 +258,8 @@ def main(argv=None):
     ap.add_argument("--small", type=int, default=1_000_000, help="40-byte records, shuffled")
     ap.add_argument("--epochs", type=int, default=2, help="shuffled epochs after the first")
     ap.add_argument("--shuffled-only", action="store_true", help="only the shuffled batches")
+    ap.add_argument("--runs", type=int, default=1,
+                    help="openings of each shuffled dataset, each with its own first epoch")
     args = ap.parse_args(argv)
     images, labels = _data(args.records)
     if args.shuffled_only:
@@ -295,7 +311,7 @@ def _shuffled(args, images, labels):
                          ("uint8 (3, 32, 32) and int64", {"image": images, "label": labels})):
         folder = tempfile.mkdtemp(prefix="bench_data_", dir=args.dir)
         try:
-            runs = bench_shuffled(folder, arrays, args.epochs)
+            runs = bench_shuffled(folder, arrays, args.epochs, args.runs)
         finally:
             shutil.rmtree(folder)
         n = len(next(iter(arrays.values())))

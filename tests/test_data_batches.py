@@ -184,6 +184,18 @@ def test_shuffled_epochs_reuse_the_rows_the_window_holds(tmp_path, monkeypatch):
     calls.clear()
     epoch(ds, data, "cpu", 64, seed=6)                         # the room was refilled: read all
     assert sorted(calls) == list(range(rows + 2))
+    calls.clear()
+    epoch(ds, data, "cpu", 8, seed=7, shard=(3, 50))            # 21 records: some rows only
+    assert 0 < len(calls) < rows
+
+
+@pytest.mark.parametrize("shape, dtype", [((1 << 18, 3), np.float32), ((3,), np.int64)])
+def test_window_buffer_memory(shape, dtype):
+    a = reader_module._empty(shape, dtype)                      # 3 MiB: its own mapping
+    assert a.shape == shape and a.dtype == dtype and a.flags.writeable and a.flags.c_contiguous
+    want = np.arange(a.size).reshape(shape).astype(dtype)
+    a[...] = want
+    assert np.array_equal(a, want)
 
 
 @pytest.mark.parametrize("prefetch", [0, 2])

@@ -11,6 +11,7 @@ whole once and its records copied out with NumPy ``take``; a chunk holding a few
 verified, is read record by record through blob handles, which then costs less.
 """
 import bisect
+import mmap
 import os
 import threading
 
@@ -22,6 +23,7 @@ READERS = min(4, os.cpu_count() or 1)    # threads that read the chunks of a win
 # a whole row costs about ROW_US plus its bytes at ROW_BYTES_PER_US; one record's field
 # through a blob handle about FIELD_US.
 ROW_US, ROW_BYTES_PER_US, FIELD_US = 30.0, 5000.0, 8.0
+MAX_LOOKUP = 1 << 27       # most records for a table of each record's chunk (4 bytes each)
 
 
 class Part:
@@ -76,8 +78,22 @@ class Room:
         a = self.arrays
         if a is None or a and len(a[0]) < m:
             self.arrays, self.held = None, {}       # free the old ones first
-            self.arrays = [np.empty((m + spare,) + f.shape, f.dtype) for f in fields if f.fixed]
+            self.arrays = [_empty((m + spare,) + f.shape, f.dtype) for f in fields if f.fixed]
         return self.arrays
+
+
+def _empty(shape, dtype):
+    """An uninitialized array in private anonymous memory of 4 KiB pages where the OS allows
+    (Linux): a window buffer is filled once and then reused, and a fresh transparent huge
+    page costs several times more to fill than 4 KiB ones on virtual machines whose host
+    backs the guest's free memory lazily."""
+    count = int(np.prod(shape))
+    if not hasattr(mmap, "MADV_NOHUGEPAGE") or count * np.dtype(dtype).itemsize < 1 << 21:
+        return np.empty(shape, dtype)
+    m = mmap.mmap(-1, count * np.dtype(dtype).itemsize,
+                  flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    m.madvise(mmap.MADV_NOHUGEPAGE)
+    return np.frombuffer(m, dtype, count).reshape(shape)
 
 
 class Reader:
@@ -194,8 +210,20 @@ class Reader:
                 firsts.append(np.asarray(p.starts[:-1], np.int64) + self.offsets[j])
                 where += [(j, c) for c in range(len(p.sizes))]
             firsts.append(np.array([self.offsets[-1]], np.int64))
-            t = self._table = ([p.starts for p in self.parts], np.concatenate(firsts), where)
+            t = self._table = [[p.starts for p in self.parts], np.concatenate(firsts), where,
+                               None]
         return t[1], t[2]
+
+    def _chunk_of(self, idx, firsts, most):
+        """The chunk (index into ``firsts``) of each record of ``idx``: looked up in a table
+        of every record's chunk (4 bytes a record, kept with the index) where there are at
+        most ``most`` records (and MAX_LOOKUP), else searched."""
+        if len(self) > min(most, MAX_LOOKUP):
+            return np.searchsorted(firsts, idx, "right") - 1
+        t = self._table
+        if t[3] is None:
+            t[3] = np.repeat(np.arange(len(firsts) - 1, dtype=np.int32), np.diff(firsts))
+        return t[3][idx]
 
     def room(self):
         """A window buffer (see Room), taken from the idle ones that this reader and its
@@ -221,12 +249,13 @@ class Reader:
         if not len(idx) or not all(f.fixed for f in self.fields):
             return None
         firsts, where = self._chunks()
-        g = np.searchsorted(firsts, idx, "right") - 1
-        touched = np.unique(g)
-        ends = np.cumsum(firsts[touched + 1] - firsts[touched])
+        g = self._chunk_of(idx, firsts, limit)         # a table where all rows may fit
+        touched = np.flatnonzero(np.bincount(g, minlength=len(firsts) - 1))
+        sizes = firsts[touched + 1] - firsts[touched]
+        ends = np.cumsum(sizes)
         if ends[-1] > limit:
             return None
-        starts = ends - (firsts[touched + 1] - firsts[touched])
+        starts = ends - sizes
         m = int(ends[-1])          # room to spare for rows appended later, within the limit
         arrays = room.fit(self.fields, m, min(m // 8, limit - m))
         held, keys, runs, dense = room.held, [], [], []
@@ -241,7 +270,11 @@ class Reader:
         room.held = {k: s for k, s in zip(keys, starts.tolist()) if held.get(k) == s}
         self._copy_out(runs, dense, arrays)
         room.held = dict(zip(keys, starts.tolist()))
-        return arrays, starts[np.searchsorted(touched, g)] + (idx - firsts[g])
+        if len(touched) == len(firsts) - 1:      # every row, in file order: records in place
+            return arrays, idx
+        shift = np.zeros(len(firsts) - 1, np.int64)
+        shift[touched] = starts - firsts[touched]
+        return arrays, idx + shift[g]
 
     def gather(self, idx, room=None):
         """Records at ``idx`` (any order, repeats allowed) read chunk by chunk, grouped by
