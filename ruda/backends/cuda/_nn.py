@@ -122,13 +122,18 @@ def rms_norm(x, weight, eps):
     return _rows("rms_norm", x, weight, None, eps)
 
 
-def _grid(n, block=256):
+def sms():
+    """Multiprocessor count of the current device (memoized: CuPy's attributes query them all)."""
     cp = _cp()
     dev = cp.cuda.runtime.getDevice()
-    sms = _FUNCS.get(("sms", dev))
-    if sms is None:
-        sms = _FUNCS[("sms", dev)] = cp.cuda.Device(dev).attributes["MultiProcessorCount"]
-    return max(1, min(-(-n // block), sms * 8))
+    n = _FUNCS.get(("sms", dev))
+    if n is None:
+        n = _FUNCS[("sms", dev)] = cp.cuda.Device(dev).attributes["MultiProcessorCount"]
+    return n
+
+
+def _grid(n, block=256):
+    return max(1, min(-(-n // block), sms() * 8))
 
 
 def swiglu(gate, up):

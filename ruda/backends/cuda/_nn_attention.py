@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from ruda.backends.cuda._nn import _cp, arg, contiguous, dname, empty, function
+from ruda.backends.cuda._nn import _cp, arg, contiguous, dname, empty, function, sms
 from ruda.runtime.kernels import nn_cuda_attention as gen
 
 MAX_HEAD_DIM = 128
@@ -108,10 +108,8 @@ def _aligned8(*pairs):
 
 def _decode(dt, D, Dv, mkind, md, args, B, Hq, L, S, o, os_):
     cp = _cp()
-    dev = cp.cuda.runtime.getDevice()
-    sms = cp.cuda.Device(dev).attributes["MultiProcessorCount"]
     rows = B * Hq * L
-    nsplit = max(1, min(-(-4 * sms // rows), -(-S // DECODE_MIN_CHUNK)))
+    nsplit = max(1, min(-(-4 * sms() // rows), -(-S // DECODE_MIN_CHUNK)))
     chunk = -(-S // nsplit)
     nsplit = -(-S // chunk)
     part = cp.empty((rows, nsplit, Dv + 2), np.float32)
