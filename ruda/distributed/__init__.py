@@ -39,11 +39,11 @@ def device():
     """This rank's device: ``cuda:<local_rank>`` where this machine has a GPU for each of its
     ranks (NCCL admits one rank per GPU), else cpu."""
     import ruda
-    from ruda.distributed import _state
+    from ruda.distributed import _route, _state
     ctx = _state.get("device")
     gpus = sum(d.kind == "cuda" for d in ruda.devices())
     if gpus and ctx.local_size <= gpus:
-        return ruda.device(f"cuda:{_state.default_cuda_index(ctx)}")
+        return ruda.device(f"cuda:{_route.default_cuda_index(ctx)}")
     return ruda.device("cpu")
 
 

@@ -12,8 +12,10 @@ import zlib
 
 import numpy as np
 
+import ruda
 from ruda import _dtypes
-from ruda._array import Array
+
+Array = ruda.Array
 
 OPS = ("sum", "prod", "min", "max", "mean")
 FUNCTIONS = ("all_reduce", "reduce", "broadcast", "all_gather", "gather", "scatter",
@@ -66,12 +68,14 @@ def rank_arg(fn, name, value, size):
 
 
 def axis(fn, value, ndim):
+    """``value`` as a non-negative axis of an ``ndim``-D array: TypeError for a non-integer,
+    IndexError out of range, worded as the namespace's functions word them."""
     try:
         a = operator.index(value)
     except TypeError:
-        raise TypeError(f"{_where(fn)}: axis must be an int; got {type(value).__name__}") from None
+        raise TypeError(f"{_where(fn)}: axis must be an integer; got {type(value).__name__}") from None
     if not -ndim <= a < ndim:
-        raise ValueError(f"{_where(fn)}: axis {a} is out of range for a {ndim}-D array")
+        raise IndexError(f"{_where(fn)}: axis={a} is out of bounds for an array of {ndim} dimensions")
     return a % ndim
 
 
@@ -86,7 +90,7 @@ _records = {}
 
 def record(fn, op=None, root=-1, ax=-1, x=None, kind=None):
     """This rank's int64 agreement record (``kind``: device kind when x is None); cached."""
-    key = (fn, op, root, ax, kind) if x is None else (fn, op, root, ax, kind, x.shape, x._dtype,
+    key = (fn, op, root, ax, kind) if x is None else (fn, op, root, ax, kind, x.shape, x.dtype,
                                                         x.device.kind)
     r = _records.get(key)
     if r is None:
@@ -105,7 +109,7 @@ def _record(fn, op, root, ax, x, kind):
         r[F_KIND] = KINDS.index(kind)
     if x is not None:
         shape = x.shape
-        r[F_DTYPE] = DTYPES.index(x._dtype)
+        r[F_DTYPE] = DTYPES.index(x.dtype)
         r[F_KIND] = KINDS.index(x.device.kind)
         r[F_NDIM] = len(shape)
         r[F_DIMS:F_DIMS + min(len(shape), _NDIMS)] = shape[:_NDIMS]

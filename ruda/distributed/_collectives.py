@@ -7,9 +7,8 @@ returns a :class:`Work` whose ``wait()`` gives that result.  Functions with an
 import numpy as np
 
 from ruda import _dtypes
-from ruda._array import Array
-from ruda._devices import CPU
 from ruda.distributed import _check, _route, _state
+from ruda.distributed._route import CPU, Array
 from ruda.distributed._pending import Work
 
 
@@ -20,7 +19,7 @@ def _setup(fn, x, op=None, root=None, axis=None, optional=False, hint=False):
     if x is not None or not optional:
         _check.array(fn, x)
     if op is not None:
-        _check.op(fn, op, x._dtype)
+        _check.op(fn, op, x.dtype)
     r = -1 if root is None else _check.rank_arg(fn, "root", root, ctx.size)
     kind = None
     if hint and ctx.rank != r and x is not None:
@@ -79,15 +78,15 @@ def _run(fn, x, method, *args, ax=-1, async_op=False, dev=None):
 def all_reduce(x, op="sum", *, async_op=False):
     """Reduce ``x`` over all ranks with ``op`` (sum, prod, min, max, mean); every rank gets it."""
     ctx = _state._ctx
-    if ctx is not None and not async_op and x.__class__ is Array and x._device is CPU:
-        a = x._data         # the hot path: C-contiguous host arrays of a dtype MPI types
+    if ctx is not None and not async_op and x.__class__ is Array and x.device is CPU:
+        a = np.asarray(x)   # the hot path: C-contiguous host arrays of a dtype MPI types
         if a.flags.c_contiguous:
             plan = ctx.mpi.host_plans.get((op, a.dtype, a.shape)) if op.__class__ is str else None
             if plan is None and a.dtype != _dtypes.bfloat16:
                 _check.op("all_reduce", op, a.dtype)
-                plan = ctx.mpi.host_plan(op, x)
+                plan = ctx.mpi.host_plan(op, x, a.dtype)
             if plan is not None:
-                return Array._new(ctx.mpi.all_reduce_host(a, plan, _check.ENABLED), CPU)
+                return _route.host_array(ctx.mpi.all_reduce_host(a, plan, _check.ENABLED))
     _setup("all_reduce", x, op=op)
     return _run("all_reduce", x, "all_reduce", op, async_op=async_op)
 

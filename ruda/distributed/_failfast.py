@@ -25,6 +25,7 @@ import numpy as np
 
 RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")   # MPICH, Open MPI, PMIx
 _rank = None            # the rank MPI gave, once known
+_context_abort = None   # the live context's abort(status) (set by _state.init, cleared by finalize)
 
 
 def env_rank():
@@ -43,6 +44,13 @@ def rank():
 def set_rank(r):
     global _rank
     _rank = r
+
+
+def set_context_abort(fn):
+    """``fn(status)`` ends the job through the live context (its NCCL communicator first);
+    None once it is finalized.  Set by ``_state``, which imports this module (not the reverse)."""
+    global _context_abort
+    _context_abort = fn
 
 
 def mark(what, data=""):
@@ -97,9 +105,8 @@ def abort_job(status=1, use_mpi=True):
     main thread may be inside MPI_Init) goes straight to SIGKILL."""
     try:
         if use_mpi:
-            from ruda.distributed import _state
-            if _state._ctx is not None:
-                _state._ctx.abort(status)
+            if _context_abort is not None:
+                _context_abort(status)
             MPI = sys.modules.get("mpi4py.MPI")
             if MPI is not None and MPI.Is_initialized() and not MPI.Is_finalized():
                 MPI.COMM_WORLD.Abort(status)

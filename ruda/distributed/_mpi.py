@@ -74,16 +74,16 @@ class MpiEngine:
         return self._buf(a), self._op(op, a.dtype), a.dtype, finish
 
     # collectives -------------------------------------------------------
-    def host_plan(self, op, x):
+    def host_plan(self, op, x, dtype):
         """The cached plan of ``all_reduce_host`` for ``op`` on arrays like ``x`` (validated
-        ``op``, dtype MPI types natively): (MPI op, agreement record, the check's expected
-        table bytes, mean?, an output view reserved in the pool or None)."""
+        ``op``; ``dtype``, x's NumPy dtype, one MPI types natively): (MPI op, agreement record,
+        the check's expected table bytes, mean?, an output view reserved in the pool or None)."""
         rec = _check.record("all_reduce", op, -1, -1, x)
-        plan = (self._op(op, x._dtype), rec, rec.tobytes() * self.size, op == "mean",
-                _pool.reserve(x.shape, x._dtype))
+        plan = (self._op(op, dtype), rec, rec.tobytes() * self.size, op == "mean",
+                _pool.reserve(x.shape, dtype))
         if len(self.host_plans) > 4096:
             self.host_plans.clear()
-        self.host_plans[(op, x._dtype, x.shape)] = plan
+        self.host_plans[(op, dtype, x.shape)] = plan
         return plan
 
     def all_reduce_host(self, a, plan, check):

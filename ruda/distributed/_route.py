@@ -1,17 +1,22 @@
 """Which engine serves an array, and the native buffers it gets.
 
-Layering: ruda.distributed uses the public ruda API, plus the native storage
-``x._data`` (a NumPy array on cpu, a CuPy array on cuda) so MPI and NCCL read
-and write it without copies; results are wrapped with ``ruda.Array._new``
-(zero-copy).  wgpu arrays have no native buffer MPI or NCCL can read: they are
-staged through the host (``x.to_device("cpu")`` and back), by design.
-Nothing else moves between devices.
+Layering: ruda.distributed uses the public ruda API only.  MPI and NCCL read and write an
+array's memory in place: a host array's storage is ``np.asarray(x)`` (its ``__array__``, a
+view of any dtype, bfloat16 included), a cuda array's is ``cupy.from_dlpack(x)`` (DLPack, on
+CuPy's current stream; CuPy is what NCCL and CUDA-aware MPI take).  Results come back zero-copy
+through ``ruda.asarray`` (host) and ``ruda.from_dlpack`` (cuda).  wgpu arrays have no native
+buffer MPI or NCCL can read: they are staged through the host (``x.to_device("cpu")`` and
+back), by design.  Nothing else moves between devices.
 """
+import os
+
 import numpy as np
 
 import ruda
-from ruda._array import Array
-from ruda._devices import CPU
+
+Array = ruda.Array
+CPU = ruda.device("cpu")
+_INFO = ruda.__array_namespace_info__()
 
 
 def engine_for(ctx, fn, dev):
@@ -47,8 +52,16 @@ def _nccl_everywhere(ctx):
         ctx.wd.disarm()
 
 
+def env_flag(name):
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def default_cuda_index(ctx):
+    import cupy
+    return ctx.local_rank % cupy.cuda.runtime.getDeviceCount()
+
+
 def cuda_aware(ctx):
-    from ruda.distributed._state import env_flag
     query = getattr(ctx.MPI, "Query_cuda_support", None)
     return env_flag("RUDA_DIST_CUDA_AWARE_MPI") or bool(query and query())
 
@@ -65,7 +78,6 @@ def nccl_engine(ctx, fn, device_index):
     finally:
         ctx.wd.disarm()
     if device_index is None:
-        from ruda.distributed._state import default_cuda_index
         device_index = default_cuda_index(ctx)
     ctx.nccl = _nccl.NcclEngine(uid, ctx.size, ctx.rank, device_index, ctx.wd)
     return ctx.nccl
@@ -73,8 +85,24 @@ def nccl_engine(ctx, fn, device_index):
 
 def native(x):
     """x's native storage, C-contiguous (wgpu: a host copy)."""
-    a = x.to_device(CPU)._data if x.device.kind == "wgpu" else x._data
+    kind = x.device.kind
+    if kind == "cuda":
+        import cupy
+        try:
+            a = cupy.from_dlpack(x)
+        except (BufferError, TypeError, ValueError) as e:
+            raise TypeError(f"ruda.distributed: a {x.dtype} array on '{x.device}' reaches NCCL "
+                            f"through DLPack, which this CuPy refuses: {e}") from None
+    else:
+        a = np.asarray(x if kind == "cpu" else x.to_device(CPU))
     return a if a.flags.c_contiguous else a.copy(order="C")
+
+
+def host_array(a):
+    """A ruda host array around NumPy array ``a``, without a copy (whatever the default device)."""
+    if _INFO.default_device() is CPU:
+        return ruda.asarray(a)
+    return ruda.asarray(a, device=CPU, copy=False)
 
 
 def namespace(a):
@@ -88,15 +116,15 @@ def wrap(a, dev):
     """A ruda Array on ``dev`` around native result ``a`` (None stays None)."""
     if a is None:
         return None
-    if dev.kind == "wgpu":
-        return Array._new(a, CPU).to_device(dev)
-    return Array._new(a, dev)
+    if dev.kind == "cuda":
+        return ruda.from_dlpack(a)
+    x = host_array(a)
+    return x if dev.kind == "cpu" else x.to_device(dev)
 
 
 def local_device(ctx, kind):
     """This rank's device of ``kind`` for results that have no input array."""
     if kind == "cuda":
-        from ruda.distributed._state import default_cuda_index
         idx = ctx.nccl.device_index if ctx.nccl is not None else default_cuda_index(ctx)
         return ruda.device(f"cuda:{idx}")
     return ruda.device(kind)

@@ -1,9 +1,7 @@
 """Process-wide state: the MPI communicator, the engines and the watchdog."""
-import os
-
 import numpy as np
 
-from ruda.distributed import _check, _failfast, _watchdog
+from ruda.distributed import _check, _failfast, _route, _watchdog
 
 BACKENDS = (None, "mpi", "nccl")
 _ctx = None
@@ -89,20 +87,15 @@ def init(backend=None, *, timeout=None):
     finally:
         wd.disarm()
     if backend == "nccl":
-        from ruda.distributed import _route
         try:
             _route.nccl_engine(ctx, "init", None)
         except BaseException:
             ctx.close()
             raise
     _ctx = ctx
+    _failfast.set_context_abort(ctx.abort)
     if ctx.size > 1:
         _failfast.install_excepthook()
-
-
-def default_cuda_index(ctx):
-    import cupy
-    return ctx.local_rank % cupy.cuda.runtime.getDeviceCount()
 
 
 def finalize():
@@ -122,6 +115,7 @@ def finalize():
         ctx.comm.Allgather(_check.record("finalize"), table)
         _check.agree("finalize", table)
     _ctx = None
+    _failfast.set_context_abort(None)
     ctx.close()
     if not ctx.MPI.Is_finalized():
         ctx.MPI.Finalize()
@@ -153,7 +147,3 @@ def local_rank():
 
 def timeout():
     return get("timeout").wd.timeout
-
-
-def env_flag(name):
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
