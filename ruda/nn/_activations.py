@@ -17,6 +17,15 @@ def _float(fn, x):
     return c.up(c.floating(fn, "x", x))
 
 
+def _fused(fn, x, name, p1=0.0, p2=0.0):
+    """Checks x for ``fn``; the device's fused elementwise ``activation`` kernel's result (the
+    host has one), or None."""
+    c.floating(fn, "x", x)
+    if x.size == 0:
+        return None
+    return c.call(x, "activation", x, name, p1, p2)
+
+
 def relu(x):
     """``max(x, 0)`` (integer or floating x)."""
     c.real("relu", "x", x)
@@ -32,6 +41,9 @@ def relu6(x):
 def leaky_relu(x, negative_slope=0.01):
     """``x`` where ``x >= 0``, else ``negative_slope * x``."""
     s = c.number("leaky_relu", "negative_slope", negative_slope)
+    r = _fused("leaky_relu", x, "leaky_relu", s, 0.0)
+    if r is not None:
+        return r
     y = _float("leaky_relu", x)
     return c.down(xp.where(y >= 0, y, y * s), x.dtype)
 
@@ -39,6 +51,9 @@ def leaky_relu(x, negative_slope=0.01):
 def elu(x, alpha=1.0):
     """``x`` where ``x > 0``, else ``alpha * (exp(x) - 1)``."""
     a = c.number("elu", "alpha", alpha)
+    r = _fused("elu", x, "elu", a, 0.0)
+    if r is not None:
+        return r
     y = _float("elu", x)
     neg = xp.expm1(xp.minimum(y, 0.0)) * a
     return c.down(xp.where(y > 0, y, neg), x.dtype)
@@ -46,6 +61,9 @@ def elu(x, alpha=1.0):
 
 def sigmoid(x):
     """``1 / (1 + exp(-x))``, without overflow for large ``|x|``."""
+    r = _fused("sigmoid", x, "sigmoid", 0.0, 0.0)
+    if r is not None:
+        return r
     y = _float("sigmoid", x)
     return c.down(_sigmoid(y), x.dtype)
 
@@ -58,6 +76,9 @@ def _sigmoid(y):
 
 def silu(x):
     """``x * sigmoid(x)`` (SiLU, a.k.a. swish)."""
+    r = _fused("silu", x, "silu", 0.0, 0.0)
+    if r is not None:
+        return r
     y = _float("silu", x)
     return c.down(y * _sigmoid(y), x.dtype)
 
@@ -81,6 +102,9 @@ def softplus(x, beta=1.0, threshold=20.0):
     t = c.number("softplus", "threshold", threshold)
     if b == 0:
         raise c.err(ValueError, "softplus", "beta", "a non-zero number", b)
+    r = _fused("softplus", x, "softplus", b, t)
+    if r is not None:
+        return r
     y = _float("softplus", x)
     bx = y * b
     sp = (xp.log1p(xp.exp(-xp.abs(bx))) + xp.maximum(bx, 0.0)) / b      # stable form
@@ -92,7 +116,11 @@ def gelu(x, approximate="none"):
     approximation ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``."""
     if approximate not in ("none", "tanh"):
         raise c.err(ValueError, "gelu", "approximate", "'none' or 'tanh'", repr(approximate))
-    y = _float("gelu", x)
+    from ruda.nn._layers import _ERF_TABLES
+    r = _fused("gelu", x, "gelu_tanh" if approximate == "tanh" else "gelu", 0.0, _ERF_TABLES)
+    if r is not None:
+        return r
+    y = c.up(x)
     if approximate == "tanh":
         inner = (y + 0.044715 * (y * y * y)) * _SQRT_2_PI
         return c.down(0.5 * y * (1.0 + xp.tanh(inner)), x.dtype)
@@ -102,12 +130,18 @@ def gelu(x, approximate="none"):
 
 def hardsigmoid(x):
     """``relu6(x + 3) / 6``."""
+    r = _fused("hardsigmoid", x, "hardsigmoid", 0.0, 0.0)
+    if r is not None:
+        return r
     y = _float("hardsigmoid", x)
     return c.down(xp.clip(y + 3.0, 0.0, 6.0) / 6.0, x.dtype)
 
 
 def hardswish(x):
     """``x * relu6(x + 3) / 6``."""
+    r = _fused("hardswish", x, "hardswish", 0.0, 0.0)
+    if r is not None:
+        return r
     y = _float("hardswish", x)
     return c.down(y * xp.clip(y + 3.0, 0.0, 6.0) / 6.0, x.dtype)
 
@@ -122,6 +156,12 @@ def glu(x, axis=-1):
     n = x.shape[ax]
     if n % 2:
         raise c.err(ValueError, "glu", "x", f"an even length along axis {axis}", n)
+    if c.kernel(x, "glu") is not None and x.size:
+        xt = x if ax == x.ndim - 1 else xp.moveaxis(x, ax, -1)
+        r = c.call(x, "glu", xp.reshape(xt, (-1, n)))
+        if r is not None:
+            r = xp.reshape(r, xt.shape[:-1] + (n // 2,))
+            return r if ax == x.ndim - 1 else xp.moveaxis(r, -1, ax)
     y = c.up(x)
     lo = [slice(None)] * x.ndim
     hi = [slice(None)] * x.ndim

@@ -16,6 +16,7 @@ _P = (2.46196981473530512524E-10, 5.64189564831068821977E-1, 7.46321056442269912
 _Q = (1.0, 1.32281951154744992508E1, 8.67072140885989742329E1, 3.54937778887819891062E2,
       9.75708501743205489753E2, 1.82390916687909736289E3, 2.24633760818710981792E3,
       1.65666309194161350182E3, 5.57535340817727675546E2)
+_ERF_TABLES = (_T, _U, _P, _Q)
 
 
 def _poly(coef, z):
@@ -40,8 +41,11 @@ def _erf(y):
 def erf(x):
     """The error function ``2/sqrt(pi) * integral_0^x exp(-t^2) dt`` (float64-accurate on
     float64: Cephes' rational approximations, evaluated with namespace ops on any device)."""
-    y = c.up(c.floating("erf", "x", x))
-    return c.down(_erf(y), x.dtype)
+    c.floating("erf", "x", x)
+    r = c.call(x, "activation", x, "erf", 0.0, _ERF_TABLES) if x.size else None
+    if r is not None:
+        return r
+    return c.down(_erf(c.up(x)), x.dtype)
 
 
 def linear(x, weight, bias=None):

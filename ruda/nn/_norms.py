@@ -85,6 +85,10 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
     eps = c.number(fn, "eps", eps, 0.0)
     G = num_groups
     sp = math.prod(x.shape[2:])
+    if x.size:
+        r = c.call(x, "group_norm", xp.reshape(x, (N, C, sp)), G, weight, bias, eps)
+        if r is not None:
+            return xp.reshape(r, x.shape)
     g = xp.reshape(x, (N * G, (C // G) * sp))
     if weight is None and bias is None:
         return xp.reshape(layer_norm(g, g.shape[1:], eps=eps), x.shape)

@@ -119,8 +119,32 @@ if _nb is not None:
             r = 1.0 / np.sqrt(s / n + eps)
             for j in range(n):
                 out[i, j] = x[i, j] * r * w[j]
+
+    @_nb.njit(parallel=True, fastmath=False, cache=True)
+    def _gn_rows(x, groups, w, b, eps, out):
+        N, C, sp = x.shape
+        cg = C // groups
+        cnt = cg * sp
+        for u in _nb.prange(N * groups):
+            n, g = u // groups, u % groups
+            s = 0.0
+            for ch in range(g * cg, (g + 1) * cg):
+                for j in range(sp):
+                    s += x[n, ch, j]
+            mean = s / cnt
+            v = 0.0
+            for ch in range(g * cg, (g + 1) * cg):
+                for j in range(sp):
+                    d = x[n, ch, j] - mean
+                    v += d * d
+            r = 1.0 / np.sqrt(v / cnt + eps)
+            for ch in range(g * cg, (g + 1) * cg):
+                sc = r * w[ch]
+                sh = b[ch] - mean * sc
+                for j in range(sp):
+                    out[n, ch, j] = x[n, ch, j] * sc + sh
 else:
-    _ln_rows = _rms_rows = None
+    _ln_rows = _rms_rows = _gn_rows = None
 
 
 def _param(p, n, fill, dt):
@@ -161,6 +185,148 @@ def rms_norm(x, weight, eps):
             xs /= np.sqrt((xs * xs).mean(axis=1, keepdims=True) + eps)
             out[r0:r1] = xs * w
         _blocks(rows, n, run)
+    return out if odt == out.dtype else out.astype(odt)
+
+
+# -- beyond the contract's names (None on other devices: ruda.nn composes there) -----------
+# Each takes a block x and writes f(x) into o (same shape), in x's dtype, with in-place ufuncs.
+def _sigmoid(x, o):
+    np.negative(x, out=o)
+    np.exp(o, out=o)                # inf for very negative x, then 1/inf = 0
+    o += 1
+    np.reciprocal(o, out=o)
+
+
+def _erf_block(x, o, tables):
+    """erf on a block by the rational approximations ``tables`` = (T, U, P, Q) (ruda.nn.erf's
+    Cephes coefficients): |x| < 1: x T(x^2) / U(x^2); else 1 - exp(-x^2) P(|x|) / Q(|x|)."""
+    _T, _U, _P, _Q = tables
+    a = np.abs(x)
+    z = x * x
+    small = a < 1
+    zs = np.where(small, z, 0)
+    o[...] = x * _poly(_T, zs) / _poly(_U, zs)
+    np.clip(a, 1, 10, out=a)
+    big = np.exp(-z) * _poly(_P, a) / _poly(_Q, a)
+    big = np.where(x < 0, big - 1, 1 - big)
+    np.copyto(o, big, where=~small)
+
+
+def _poly(coef, z):
+    r = z * z.dtype.type(coef[0]) + z.dtype.type(coef[1])
+    for c in coef[2:]:
+        r *= z
+        r += z.dtype.type(c)
+    return r
+
+
+def _act(name, p1, p2):
+    """The block function of activation ``name``."""
+    def leaky_relu(x, o):
+        np.multiply(x, x.dtype.type(p1), out=o)
+        np.copyto(o, x, where=x >= 0)
+
+    def elu(x, o):
+        np.minimum(x, 0, out=o)
+        np.expm1(o, out=o)
+        o *= x.dtype.type(p1)
+        np.copyto(o, x, where=x > 0)
+
+    def gelu(x, o):
+        _erf_block(x * x.dtype.type(0.7071067811865476), o, p2)
+        o += 1
+        o *= x
+        o *= x.dtype.type(0.5)
+
+    def gelu_tanh(x, o):
+        np.multiply(x, x, out=o)
+        o *= x.dtype.type(0.044715)
+        o += 1
+        o *= x
+        o *= x.dtype.type(0.7978845608028654)
+        np.tanh(o, out=o)
+        o += 1
+        o *= x
+        o *= x.dtype.type(0.5)
+
+    def silu(x, o):
+        _sigmoid(x, o)
+        o *= x
+
+    def softplus(x, o):
+        bx = x * x.dtype.type(p1)
+        np.abs(bx, out=o)
+        np.negative(o, out=o)
+        np.exp(o, out=o)
+        np.log1p(o, out=o)
+        o += np.maximum(bx, 0)
+        o /= x.dtype.type(p1)
+        np.copyto(o, x, where=bx > p2)
+
+    def hardsigmoid(x, o):
+        np.add(x, 3, out=o)
+        np.clip(o, 0, 6, out=o)
+        o /= 6
+
+    def hardswish(x, o):
+        hardsigmoid(x, o)
+        o *= x
+
+    return {"leaky_relu": leaky_relu, "elu": elu, "gelu": gelu, "gelu_tanh": gelu_tanh,
+            "silu": silu, "sigmoid": _sigmoid, "softplus": softplus, "hardswish": hardswish,
+            "hardsigmoid": hardsigmoid, "erf": lambda x, o: _erf_block(x, o, p2)}.get(name)
+
+
+def _by_blocks(xw, out, fn):
+    x2 = xw.reshape(-1, xw.shape[-1]) if xw.ndim else xw.reshape(1, 1)
+    o2 = out.reshape(x2.shape)
+    with np.errstate(over="ignore", invalid="ignore"):
+        _blocks(x2.shape[0], x2.shape[1], lambda r0, r1: fn(x2[r0:r1], o2[r0:r1]))
+
+
+def activation(x, name, p1, p2):
+    """Elementwise activation ``name`` ("leaky_relu", "elu", "gelu", "gelu_tanh", "silu",
+    "sigmoid", "softplus", "hardswish", "hardsigmoid", "erf") of any shape; p1, p2 its
+    parameters: leaky_relu's slope, elu's alpha, softplus' beta and threshold, and for erf and
+    gelu (p2) the erf coefficient tables (T, U, P, Q) of ruda.nn (a backend cannot import them)."""
+    xw, odt = _work(x)
+    fn = _act(name, p1, p2)
+    if xw is None or fn is None:
+        return NotImplemented
+    out = np.empty_like(xw)
+    if xw.size:
+        _by_blocks(xw, out, fn)
+    return out if odt == out.dtype else out.astype(odt)
+
+
+def glu(x):
+    """x (rows, 2h) -> (rows, h): ``x[:, :h] * sigmoid(x[:, h:])``."""
+    xw, odt = _work(x)
+    if xw is None:
+        return NotImplemented
+    h = xw.shape[1] // 2
+    out = np.empty((xw.shape[0], h), dtype=xw.dtype)
+
+    def run(r0, r1):
+        o = out[r0:r1]
+        _sigmoid(xw[r0:r1, h:], o)
+        o *= xw[r0:r1, :h]
+
+    with np.errstate(over="ignore"):
+        _blocks(xw.shape[0], xw.shape[1], run)
+    return out if odt == out.dtype else out.astype(odt)
+
+
+def group_norm(x, groups, weight, bias, eps):
+    """x (N, C, sp): each (n, group) normalized over its C/groups channels and sp positions,
+    then ``* weight[c] + bias[c]`` ((C,) or None)."""
+    xw, odt = _work(x)
+    if xw is None or _gn_rows is None:
+        return NotImplemented
+    C = xw.shape[1]
+    out = np.empty_like(xw)
+    _gn_rows(xw, int(groups), _param(weight, C, 1, xw.dtype), _param(bias, C, 0, xw.dtype),
+             float(eps), out)
     return out if odt == out.dtype else out.astype(odt)
 
 
