@@ -7,7 +7,8 @@ and PyTorch where installed; prints tables with ratios and writes JSON.  Anythin
 Groups (``--only``), in run order: ``matmul`` (512 to 8192, float32 / tf32 / float16 /
 bfloat16, plus a batched case), ``elementwise``, ``reductions``, ``transfer`` (host<->device),
 ``latency`` (one small op with a device sync after every call), ``host`` (ruda on cpu vs NumPy,
-per-call overhead: targets 2x for <= 1e3 elements and 1.05x for >= 1e7).
+per-call overhead: targets 2x for <= 1e3 elements and 1.05x for >= 1e7), ``nn`` (ruda.nn vs
+torch.nn.functional on the same device, torch on the host included).
 
 Timing: each contestant is warmed up, calibrated so that one sample of ``number`` calls lasts
 ``--min-time`` seconds, then sampled ``--repeat`` times, the contestants of a case interleaved
@@ -115,7 +116,7 @@ def _pairs(contestants):
         if r.kind != "ruda":
             continue
         for f in contestants:
-            if f.kind == "numpy" and not r.gpu or f.kind in ("cupy", "torch") and r.gpu:
+            if f.kind in ("numpy", "cupy", "torch") and f.gpu == r.gpu:
                 out.append((r, f))
     return out
 

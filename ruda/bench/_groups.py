@@ -8,7 +8,7 @@ import numpy as np
 
 from ruda.bench._libs import Skip
 
-GROUPS = ("matmul", "elementwise", "reductions", "transfer", "latency", "host")  # run order
+GROUPS = ("matmul", "elementwise", "reductions", "transfer", "latency", "host", "nn")  # run order
 
 # host contestants (ruda:cpu, numpy) do not run cases larger than these
 _CPU_MAX_ELEMENTS = 3e7
@@ -29,6 +29,8 @@ class Case:
         if self.only is not None and c.kind not in self.only:
             return False
         if self.group == "host" and c.gpu:          # ruda on cpu vs NumPy only
+            return False
+        if c.name == "torch:cpu" and self.group != "nn":   # torch on the host: nn's reference
             return False
         if not c.gpu and self.elements is not None and self.elements > _CPU_MAX_ELEMENTS:
             return False
@@ -343,6 +345,9 @@ def cases(groups, quick=False, sizes=None, dtypes=None):
             out += transfer_cases(quick, sizes)
         elif g == "latency":
             out += latency_cases(quick, sizes)
+        elif g == "nn":
+            from ruda.bench._nn_cases import cases as nn_cases
+            out += nn_cases(quick, sizes)
         else:
             raise ValueError(f"unknown group {g!r}; groups: {', '.join(GROUPS)}")
     return out

@@ -179,6 +179,31 @@ class Torch(Contestant):
         self.torch.backends.cuda.matmul.allow_tf32 = bool(on)
 
 
+class TorchCPU(Contestant):
+    """torch on the host: a reference of the ``nn`` group only (ruda.nn vs torch.nn.functional)."""
+    kind = "torch"
+    gpu = False
+
+    def __init__(self):
+        super().__init__("torch:cpu")
+        import torch
+        self.torch = self.ns = torch
+
+    def describe(self):
+        t = self.torch
+        return f"torch {t.__version__} on the host ({t.get_num_threads()} threads)"
+
+    def put(self, a, dtype="float32"):
+        t = self.torch
+        tdt = {"float32": t.float32, "bfloat16": t.bfloat16, "float64": t.float64}.get(dtype)
+        if tdt is None:
+            raise Skip(f"torch:cpu: dtype {dtype} not in the bench")
+        return t.from_numpy(np.ascontiguousarray(np.asarray(a, dtype=np.float32))).to(tdt)
+
+    def get(self, x):
+        return x.float().numpy()
+
+
 def discover(devices=None, refs=None):
     """(contestants, skipped) for the ruda devices named in ``devices`` (None: all available)
     and the references in ``refs`` (None: numpy, cupy, torch)."""
@@ -209,12 +234,13 @@ def discover(devices=None, refs=None):
                 out.append(Ruda(ruda.device(spec)))
             except Exception as e:  # noqa: BLE001
                 skipped[f"ruda:{spec}"] = f"{type(e).__name__}: {e}"
-    for name, cls in (("numpy", NumPy), ("cupy", CuPy), ("torch", Torch)):
-        if refs is not None and name not in refs:
+    for name, cls in (("numpy", NumPy), ("cupy", CuPy), ("torch", Torch),
+                      ("torch:cpu", TorchCPU)):
+        if refs is not None and name not in refs and name.split(":")[0] not in refs:
             continue
         try:
             if name != "numpy":
-                importlib.import_module(name)
+                importlib.import_module(name.split(":")[0])
             out.append(cls())
         except Skip as e:
             skipped[name] = str(e)
