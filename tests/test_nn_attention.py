@@ -38,7 +38,10 @@ def _band(L, S, causal=True, window=None):
 
 def _torch(q, k, v, mask=None, causal=False, scale=None, gqa=False):
     t = [torch.from_numpy(np.asarray(a, np.float64)) for a in (q, k, v)]
-    m = None if mask is None else torch.from_numpy(np.asarray(mask))
+    # a float mask goes as float64 too: torch's CPU SDPA gives wrong rows for a float32 mask
+    # with float64 q/k/v
+    m = None if mask is None else torch.from_numpy(
+        np.asarray(mask) if np.asarray(mask).dtype == bool else np.asarray(mask, np.float64))
     return F.scaled_dot_product_attention(*t, attn_mask=m, is_causal=causal, scale=scale,
                                           enable_gqa=gqa).numpy()
 
