@@ -281,17 +281,25 @@ if cupy is not None:
             return getattr(_ccp.fft, name[4:], None)
         return getattr(_ccp, name, None)
 
+    # Every op: CuPy's (array-api-compat's namespace) or ruda's fix in _ops, with bfloat16
+    # operands sent to their route in _bf16 (its ROUTES table), or recorded as a host fallback.
     for _name in OPS:
         _impl = _source(_name)
         if _impl is None:
             CudaBackend.host_fallback(_name, f"CuPy {cupy.__version__} has no {_name.replace('_', '.', 1) if _name.startswith(('linalg_', 'fft_')) else _name}")
             continue
-        _impl = _fast.accelerate(_name, _bf16.guard(_name, _impl))   # bfloat16: see _bf16
-        setattr(CudaBackend, _name, staticmethod(_impl))
+        setattr(CudaBackend, _name, staticmethod(_bf16.guard(_name, _impl)))
     del _name, _impl
-    for _name in ("matmul", "tensordot"):      # strict f32 unless TF32 is allowed (see _tf32)
-        setattr(CudaBackend, _name, _tf32.wrap(_name, getattr(CudaBackend, _name)))
-    del _name
+    # The ops with more in front, spelled out.  ruda's own NVRTC kernels (_fast) for contiguous,
+    # aligned operands of one dtype and shape (or a 0-d one); the rest goes on to the op above:
+    CudaBackend.add = staticmethod(_fast.binary("add", CudaBackend.add))
+    CudaBackend.subtract = staticmethod(_fast.binary("subtract", CudaBackend.subtract))
+    CudaBackend.multiply = staticmethod(_fast.binary("multiply", CudaBackend.multiply))
+    CudaBackend.divide = staticmethod(_fast.binary("divide", CudaBackend.divide))
+    CudaBackend.sum = staticmethod(_fast.sum(CudaBackend.sum))       # full sums
+    # float32/complex64 GEMMs: strict float32 unless TF32 is allowed (_tf32), then the op above
+    CudaBackend.matmul = _tf32.wrap("matmul", CudaBackend.matmul)
+    CudaBackend.tensordot = _tf32.wrap("tensordot", CudaBackend.tensordot)
 else:
     class _ndarray:  # nothing is native without CuPy
         pass

@@ -1,8 +1,7 @@
 """Fast paths: ruda's own kernels in front of CuPy's for the cases where they are faster.
 
-``accelerate(name, impl)`` returns ``impl`` itself for ops without a fast path;
-otherwise a function that launches a kernel from ``_kernels`` when the
-operands fit (contiguous, 16-byte aligned, one dtype, same shape or one 0-d
+``binary(name, impl)`` (add, subtract, multiply, divide: ``_kernels.BINARY``) and ``sum(impl)``
+return a function that launches a kernel from ``_kernels`` when the operands fit (contiguous, 16-byte aligned, one dtype, same shape or one 0-d
 operand) and calls ``impl`` (CuPy) otherwise.  The Python path is kept lean:
 kernels and launch configurations are memoized, so a small op costs one
 ``cupy.empty`` and one ``RawKernel`` launch on top of the checks.
@@ -66,7 +65,12 @@ def _aligned(a):
     return not a.data.ptr & 15
 
 
-def _binary(name, impl):
+def binary(name, impl):
+    """Binary op ``name`` (one of ``_kernels.BINARY``): ruda's kernel where the operands fit, else
+    ``impl``."""
+    if name not in _kernels.BINARY:
+        raise ValueError(f"ruda: no fast cuda kernel for {name!r} (only {sorted(_kernels.BINARY)})")
+
     def kernel(dt, variant, dev):
         k = _KERNELS.get((name, dt, variant, dev))
         if k is None:
@@ -107,7 +111,8 @@ def _binary(name, impl):
     return op
 
 
-def _sum(impl):
+def sum(impl):
+    """Full sums (every axis) of contiguous arrays: ruda's two-stage kernel, else ``impl``."""
     def get(dt, dev):
         k = _KERNELS.get(("sum", dt, "", dev))
         if k is None:
@@ -137,11 +142,3 @@ def _sum(impl):
 
     sum.__wrapped__ = impl
     return sum
-
-
-def accelerate(name, impl):
-    if name in _kernels.BINARY:
-        return _binary(name, impl)
-    if name == "sum":
-        return _sum(impl)
-    return impl
