@@ -167,6 +167,13 @@ def top_k(x, k):
     key = x.astype(np.float32) if x.dtype == _BF16 else x
     if key.dtype.kind == "f" and np.isnan(key).any():
         key = np.where(np.isnan(key), np.inf, key)   # NaN counts as largest, as torch
+    idx = _top_k_rows(key, k)
+    return np.take_along_axis(x, idx, axis=1), idx.astype(np.int64, copy=False)
+
+
+def _top_k_rows(key, k):
+    """Indices of the k largest of each row of key, largest first, ties by lower index."""
+    rows, n = key.shape
     if k == 0:
         idx = np.empty((rows, 0), dtype=np.int64)
     elif k < n and n >= _TOPK_SAMPLE * 4 and k <= _TOPK_SAMPLE // 4:
@@ -187,8 +194,7 @@ def top_k(x, k):
         idx = np.broadcast_to(np.arange(n), (rows, n))
     kv = np.take_along_axis(key, idx, axis=1)
     order = np.lexsort((idx, _neg(kv)), axis=-1)     # value descending, then index ascending
-    idx = np.take_along_axis(idx, order, axis=1)
-    return np.take_along_axis(x, idx, axis=1), idx.astype(np.int64, copy=False)
+    return np.take_along_axis(idx, order, axis=1)
 
 
 _TOPK_SAMPLE = 4096
