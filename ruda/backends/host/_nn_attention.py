@@ -5,6 +5,7 @@ Attention runs by blocks of query rows: each block's scores against the keys it 
 through one BLAS matmul, an in-place exp and a second matmul; K and V are never repeated for
 grouped-query attention (the query heads of one kv head are stacked as rows of one matmul).
 """
+import functools
 import os
 
 import numpy as np
@@ -128,16 +129,22 @@ def _attend(q4, k, v1, mask, out, causal, window, u0, u1):
 def _band(s, i0, i1, lo, hi, off, causal, window):
     """Sets -inf in scores s (G, i1-i0, hi-lo) where causality or the window forbids; only the
     columns where some row is cut are touched."""
+    n = i1 - i0
     if causal and hi - 1 > i0 + off:                 # columns past row i0's last key
-        c0 = i0 + off + 1
-        i = np.arange(i0 + off, i1 + off)[:, None]
-        j = np.arange(c0, hi)[None, :]
-        np.copyto(s[:, :, c0 - lo:], -np.inf, where=j > i)
+        c0 = i0 + off + 1                            # key c0 + j' is after row i' when j' >= i'
+        np.copyto(s[:, :, c0 - lo:], -np.inf, where=_cut(n, hi - c0, -1, True))
     if window is not None and lo <= i1 - 1 + off - window:   # columns before row i1-1's first
-        c1 = i1 + off - window
-        i = np.arange(i0 + off, i1 + off)[:, None]
-        j = np.arange(lo, c1)[None, :]
-        np.copyto(s[:, :, :c1 - lo], -np.inf, where=j <= i - window)
+        c1 = i1 + off - window                       # key lo + j' is too old for row i' when
+        d = i0 + off - window - lo                   # j' - i' <= d
+        np.copyto(s[:, :, :c1 - lo], -np.inf, where=_cut(n, c1 - lo, d, False))
+
+
+@functools.lru_cache(maxsize=64)
+def _cut(n, w, d, above):
+    """Bool (n, w): ``j - i > d`` when ``above``, else ``j - i <= d`` (cached: the blocks of one
+    call repeat a few patterns)."""
+    diff = np.arange(w)[None, :] - np.arange(n)[:, None]
+    return diff > d if above else diff <= d
 
 
 def apply_rope(x, cos, sin, interleaved, rotary_dim):
