@@ -18,9 +18,13 @@ bfloat16 = _dtypes.public(_dtypes.bfloat16) if _dtypes.bfloat16 is not None else
 from ruda import _devices  # noqa: E402
 from ruda._devices import Device, default_device, set_default_device  # noqa: E402,F401
 from ruda._devices import device, available as devices  # noqa: E402,F401
+from ruda import _array  # noqa: E402
 from ruda._array import Array  # noqa: E402,F401
 from ruda._host_conversion import HostConversionWarning, allow_host_conversion  # noqa: E402,F401
 from ruda._info import __array_namespace_info__  # noqa: E402,F401
+if _array._speedups is not None:   # the C accelerator's fast paths: ruda/_accelerate.py lists them
+    from ruda import _accelerate  # noqa: E402
+    _accelerate.install()
 from ruda._creation import (  # noqa: E402,F401
     arange, asarray, empty, empty_like, eye, from_dlpack, full, full_like, linspace, meshgrid,
     ones, ones_like, tril, triu, zeros, zeros_like,
@@ -47,7 +51,7 @@ from ruda._sorting import argsort, sort  # noqa: E402,F401
 from ruda._statistical import (  # noqa: E402,F401
     all, any, cumulative_prod, cumulative_sum, diff, max, mean, min, prod, std, sum, var,
 )
-from ruda import _operators  # noqa: E402,F401  (installs Array operators)
+from ruda import _operators  # noqa: E402,F401  (Array's operators)
 from ruda import _methods  # noqa: E402,F401  (installs x.sum(), x.astype(), ...)
 from ruda import fft, linalg, random  # noqa: E402,F401
 from ruda import _hints  # noqa: E402

@@ -8,7 +8,7 @@ import numpy as np
 
 from ruda import _devices, _dtypes
 from ruda import _validation as v
-from ruda._array import Array, _speedups, new as _new
+from ruda._array import Array, new as _new
 from ruda.backends import dlpack_device_name
 
 _HOST_FAST = frozenset(_dtypes.all_dtypes)
@@ -345,16 +345,7 @@ def from_dlpack(x, /, *, device=None, copy=None):
     return out if dest is _devices.CPU else out.to_device(dest)
 
 
-# C fast paths for host arrays (ruda/_speedups.c); every other call runs the code above
-if _speedups is not None:
-    _host_dtypes = tuple(_dtypes.all_dtypes)
-    _host_pairs = _dtypes.with_public(_host_dtypes)
-    _host_float = v.default_dtype(_devices.CPU, "real floating")
-    asarray = _speedups.function("asarray", asarray, _host_dtypes)
-    zeros = _speedups.function("filled", zeros, (np.zeros, _host_pairs, _host_float))
-    ones = _speedups.function("filled", ones, (np.ones, _host_pairs, _host_float))
-    empty = _speedups.function("filled", empty, (np.empty, _host_pairs, _host_float))
-
+# with the C accelerator, ruda/_accelerate.py lists the functions here it gives a host fast path
 # keyword errors name the standard's spelling of a NumPy keyword (ruda/_hints.py)
 from ruda import _hints  # noqa: E402
 _hints.install(globals(), ("arange", "asarray", "empty", "empty_like", "eye", "from_dlpack",

@@ -3,7 +3,7 @@ import numpy as np
 
 from ruda import _devices, _dtypes
 from ruda import _validation as v
-from ruda._array import Array, _speedups
+from ruda._array import Array
 
 
 def astype(x, dtype, /, *, copy=True, device=None):
@@ -87,11 +87,7 @@ def result_type(*arrays_and_dtypes):
     return _dtypes.public(out)
 
 
-# C fast path for host arrays (ruda/_speedups.c); every other call runs the code above
-if _speedups is not None:
-    astype = _speedups.function("astype", astype, (_dtypes.with_public(_dtypes.all_dtypes),
-                                                   (_dtypes.complex64, _dtypes.complex128)))
-
+# with the C accelerator, ruda/_accelerate.py lists the functions here it gives a host fast path
 # keyword errors name the standard's spelling of a NumPy keyword (ruda/_hints.py)
 from ruda import _hints  # noqa: E402
 _hints.install(globals(), ("astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type"))

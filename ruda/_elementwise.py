@@ -8,15 +8,15 @@ NumPy scalars, broadcasting) and calls the backend method of the same name on th
 device always has one).  Binary functions first try a fast path: one device, one dtype, one
 shape, or an array and a Python scalar its dtype holds.  With the C accelerator the binary
 functions are ``ruda._speedups`` Functions that run that fast path for host arrays in C and call
-the Python function here otherwise (see the end of the module).
+the Python function here otherwise (ruda/_accelerate.py lists them).
 """
 from __future__ import annotations
 
 from ruda import _hints
 from ruda import _validation as v
-from ruda._array import Array, _speedups, new as _new
+from ruda._array import Array, new as _new
 # clip and operands are re-exported (ruda.clip, ruda._searching)
-from ruda._operands import c_dtypes, cast, clip, fast_dtypes, operands  # noqa: F401
+from ruda._operands import cast, clip, fast_dtypes, operands  # noqa: F401
 from ruda._typing import Scalar
 
 # dtypes of each category (ruda._dtypes.CATEGORIES)
@@ -1226,66 +1226,6 @@ def subtract(x1: Array | Scalar, x2: Array | Scalar, /) -> Array:
     dev, a, b = operands("subtract", x1, x2, "numeric")
     return _new(dev._backend.subtract(a, b), dev)
 
-
-# The C accelerator (ruda/_speedups.c): each binary function becomes a Function that runs the
-# fast path above for host arrays in C and calls the Python function for every other case.
-if _speedups is not None:
-    add = _speedups.binary(
-        "add", add, *c_dtypes(_ADD_FAST, _ADD_SCALAR))
-    atan2 = _speedups.binary(
-        "atan2", atan2, *c_dtypes(_ATAN2_FAST, _ATAN2_SCALAR))
-    bitwise_and = _speedups.binary(
-        "bitwise_and", bitwise_and, *c_dtypes(_BITWISE_AND_FAST, _BITWISE_AND_SCALAR))
-    bitwise_left_shift = _speedups.binary(
-        "bitwise_left_shift", bitwise_left_shift, *c_dtypes(_BITWISE_LEFT_SHIFT_FAST, _BITWISE_LEFT_SHIFT_SCALAR))
-    bitwise_or = _speedups.binary(
-        "bitwise_or", bitwise_or, *c_dtypes(_BITWISE_OR_FAST, _BITWISE_OR_SCALAR))
-    bitwise_right_shift = _speedups.binary(
-        "bitwise_right_shift", bitwise_right_shift, *c_dtypes(_BITWISE_RIGHT_SHIFT_FAST, _BITWISE_RIGHT_SHIFT_SCALAR))
-    bitwise_xor = _speedups.binary(
-        "bitwise_xor", bitwise_xor, *c_dtypes(_BITWISE_XOR_FAST, _BITWISE_XOR_SCALAR))
-    copysign = _speedups.binary(
-        "copysign", copysign, *c_dtypes(_COPYSIGN_FAST, _COPYSIGN_SCALAR))
-    divide = _speedups.binary(
-        "divide", divide, *c_dtypes(_DIVIDE_FAST, _DIVIDE_SCALAR))
-    equal = _speedups.binary(
-        "equal", equal, *c_dtypes(_EQUAL_FAST, _EQUAL_SCALAR))
-    floor_divide = _speedups.binary(
-        "floor_divide", floor_divide, *c_dtypes(_FLOOR_DIVIDE_FAST, _FLOOR_DIVIDE_SCALAR))
-    greater = _speedups.binary(
-        "greater", greater, *c_dtypes(_GREATER_FAST, _GREATER_SCALAR))
-    greater_equal = _speedups.binary(
-        "greater_equal", greater_equal, *c_dtypes(_GREATER_EQUAL_FAST, _GREATER_EQUAL_SCALAR))
-    hypot = _speedups.binary(
-        "hypot", hypot, *c_dtypes(_HYPOT_FAST, _HYPOT_SCALAR))
-    less = _speedups.binary(
-        "less", less, *c_dtypes(_LESS_FAST, _LESS_SCALAR))
-    less_equal = _speedups.binary(
-        "less_equal", less_equal, *c_dtypes(_LESS_EQUAL_FAST, _LESS_EQUAL_SCALAR))
-    logaddexp = _speedups.binary(
-        "logaddexp", logaddexp, *c_dtypes(_LOGADDEXP_FAST, _LOGADDEXP_SCALAR))
-    logical_and = _speedups.binary(
-        "logical_and", logical_and, *c_dtypes(_LOGICAL_AND_FAST, _LOGICAL_AND_SCALAR))
-    logical_or = _speedups.binary(
-        "logical_or", logical_or, *c_dtypes(_LOGICAL_OR_FAST, _LOGICAL_OR_SCALAR))
-    logical_xor = _speedups.binary(
-        "logical_xor", logical_xor, *c_dtypes(_LOGICAL_XOR_FAST, _LOGICAL_XOR_SCALAR))
-    maximum = _speedups.binary(
-        "maximum", maximum, *c_dtypes(_MAXIMUM_FAST, _MAXIMUM_SCALAR))
-    minimum = _speedups.binary(
-        "minimum", minimum, *c_dtypes(_MINIMUM_FAST, _MINIMUM_SCALAR))
-    multiply = _speedups.binary(
-        "multiply", multiply, *c_dtypes(_MULTIPLY_FAST, _MULTIPLY_SCALAR))
-    nextafter = _speedups.binary(
-        "nextafter", nextafter, *c_dtypes(_NEXTAFTER_FAST, _NEXTAFTER_SCALAR))
-    not_equal = _speedups.binary(
-        "not_equal", not_equal, *c_dtypes(_NOT_EQUAL_FAST, _NOT_EQUAL_SCALAR))
-    pow = _speedups.binary(
-        "pow", pow, *c_dtypes(_POW_FAST, _POW_SCALAR))
-    remainder = _speedups.binary(
-        "remainder", remainder, *c_dtypes(_REMAINDER_FAST, _REMAINDER_SCALAR))
-    subtract = _speedups.binary(
-        "subtract", subtract, *c_dtypes(_SUBTRACT_FAST, _SUBTRACT_SCALAR))
 
 # keyword errors name the standard's spelling of a NumPy keyword (ruda/_hints.py); the unary
 # functions take no keywords

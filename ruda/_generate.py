@@ -28,15 +28,15 @@ NumPy scalars, broadcasting) and calls the backend method of the same name on th
 device always has one).  Binary functions first try a fast path: one device, one dtype, one
 shape, or an array and a Python scalar its dtype holds.  With the C accelerator the binary
 functions are ``ruda._speedups`` Functions that run that fast path for host arrays in C and call
-the Python function here otherwise (see the end of the module).
+the Python function here otherwise (ruda/_accelerate.py lists them).
 """
 from __future__ import annotations
 
 from ruda import _hints
 from ruda import _validation as v
-from ruda._array import Array, _speedups, new as _new
+from ruda._array import Array, new as _new
 # clip and operands are re-exported (ruda.clip, ruda._searching)
-from ruda._operands import c_dtypes, cast, clip, fast_dtypes, operands  # noqa: F401
+from ruda._operands import cast, clip, fast_dtypes, operands  # noqa: F401
 from ruda._typing import Scalar
 
 '''
@@ -91,11 +91,6 @@ FLOAT_RESULT_LINES = '''\
 
 FOOTER = '''
 
-# The C accelerator (ruda/_speedups.c): each binary function becomes a Function that runs the
-# fast path above for host arrays in C and calls the Python function for every other case.
-if _speedups is not None:
-{accelerated}
-
 # keyword errors name the standard's spelling of a NumPy keyword (ruda/_hints.py); the unary
 # functions take no keywords
 _hints.install(globals(), ({binary_names}))
@@ -124,11 +119,8 @@ def render():
         out.append(BINARY.format(name=name, cat=cat, fast=f"_{name.upper()}_FAST",
                                  scalar=f"_{name.upper()}_SCALAR",
                                  float_result=FLOAT_RESULT_LINES if name in FLOAT_RESULT else ""))
-    accelerated = "\n".join(
-        f'    {n} = _speedups.binary(\n        "{n}", {n}, *c_dtypes(_{n.upper()}_FAST, _{n.upper()}_SCALAR))'
-        for n in ELEMENTWISE_BINARY_CATEGORIES)
     names = ", ".join(f'"{n}"' for n in ELEMENTWISE_BINARY_CATEGORIES)
-    out.append(FOOTER.format(accelerated=accelerated, binary_names=_wrap(names)))
+    out.append(FOOTER.format(binary_names=_wrap(names)))
     return "".join(out)
 
 

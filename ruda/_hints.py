@@ -135,10 +135,10 @@ def install(namespace, names):
         if fn.__class__ is types.FunctionType:
             fn = namespace[n] = _speedups.function("plain", fn, None) if _C else _python_wrapper(fn)
         if fn.__class__ is not types.FunctionType:
-            _pickled_by_name(fn)
+            pickled_by_name(fn)
 
 
-def _pickled_by_name(f):
+def pickled_by_name(f):
     """pickle and copy take a ``_speedups.Function`` by its module and name, as a function."""
     name = f.__qualname__
     f.__reduce_ex__ = lambda protocol: name

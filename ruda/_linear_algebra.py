@@ -3,7 +3,7 @@ import operator
 
 from ruda import _dtypes
 from ruda import _validation as v
-from ruda._array import Array, _speedups
+from ruda._array import Array
 
 
 def promoted(fn, x1, x2, cat="numeric"):
@@ -78,12 +78,7 @@ def vecdot(x1, x2, /, *, axis=-1):
     return Array._new(dev.backend.vecdot(a, b, axis=axis if axis < 0 else axis - nd), dev)
 
 
-# C fast path for host arrays (ruda/_speedups.c); every other call runs the code above
-if _speedups is not None:
-    import numpy as _np
-    matmul = _speedups.function("matmul", matmul, (
-        tuple(d for d in _dtypes.all_dtypes if d in v._CATEGORY_SETS["numeric"]), _np.matmul))
-
+# with the C accelerator, ruda/_accelerate.py lists the functions here it gives a host fast path
 # keyword errors name the standard's spelling of a NumPy keyword (ruda/_hints.py)
 from ruda import _hints  # noqa: E402
 _hints.install(globals(), ("matmul", "matrix_transpose", "tensordot", "vecdot"))

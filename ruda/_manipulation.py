@@ -4,7 +4,7 @@ import operator
 
 from ruda import _dtypes
 from ruda import _validation as v
-from ruda._array import Array, _speedups
+from ruda._array import Array
 
 
 def _arrays(fn, arrays):
@@ -188,11 +188,7 @@ def unstack(x, /, *, axis=0):
     return tuple(Array._new(o, x._device) for o in x._device.backend.unstack(x._data, axis=axis))
 
 
-# C fast paths for host arrays (ruda/_speedups.c); every other call runs the code above
-if _speedups is not None:
-    permute_dims = _speedups.function("permute_dims", permute_dims, None)
-    reshape = _speedups.function("reshape", reshape, None)
-
+# with the C accelerator, ruda/_accelerate.py lists the functions here it gives a host fast path
 # keyword errors name the standard's spelling of a NumPy keyword (ruda/_hints.py)
 from ruda import _hints  # noqa: E402
 _hints.install(globals(), ("broadcast_arrays", "broadcast_shapes", "broadcast_to", "concat",

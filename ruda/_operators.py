@@ -3,7 +3,7 @@
 Pure Python: the functions below are Array's operator methods.  With the C accelerator, Array's
 base type (``ruda._speedups.Base``) has the number slots: they run the host fast path in C
 (``x * 2.5 + 1.0`` also reuses the temporary), then the same namespace function, or the reflected
-and in-place methods registered here.  The signatures are declared for type checkers in
+and in-place methods made here (ruda/_accelerate.py registers them).  The signatures are declared for type checkers in
 ruda/_array.py.
 """
 from ruda import _dtypes
@@ -12,7 +12,6 @@ from ruda import _indexing
 from ruda import _linear_algebra as la
 from ruda import _validation as v
 from ruda._array import Array, _speedups
-from ruda._devices import CPU
 
 _OPERANDS = v._OPERAND_TYPES   # Python and NumPy scalars; anything else: NotImplemented or TypeError
 
@@ -61,7 +60,8 @@ def inplace(fn, name):
     return op
 
 
-# + - * / // % ** & | ^ << >>: forward, reflected, in-place
+# + - * / // % ** & | ^ << >>: forward, reflected, in-place (with the C accelerator: its number
+# slots, which call the same functions; ruda/_accelerate.py registers them)
 if _speedups is None:
     Array.__add__, Array.__radd__, Array.__iadd__ = ew.add, reflected(ew.add), inplace(ew.add, "add")
     Array.__sub__, Array.__rsub__, Array.__isub__ = (
@@ -87,27 +87,6 @@ if _speedups is None:
     Array.__rshift__, Array.__rrshift__, Array.__irshift__ = (
         ew.bitwise_right_shift, reflected(ew.bitwise_right_shift),
         inplace(ew.bitwise_right_shift, "bitwise_right_shift"))
-else:
-    # the C slots call the namespace function (registered by ruda._elementwise) for a forward
-    # operator, and these for the reflected and in-place ones; the host backend's NumPy ufunc
-    # (when the op is exactly one) is their fast path and the temporaries' `out=`
-    def _register(fn, name):
-        _speedups.operators(name, reflected(fn), inplace(fn, name), CPU.backend.binary_ufunc(name))
-
-    _register(ew.add, "add")
-    _register(ew.subtract, "subtract")
-    _register(ew.multiply, "multiply")
-    _register(ew.divide, "divide")
-    _register(ew.floor_divide, "floor_divide")
-    _register(ew.remainder, "remainder")
-    _register(ew.pow, "pow")
-    _register(ew.bitwise_and, "bitwise_and")
-    _register(ew.bitwise_or, "bitwise_or")
-    _register(ew.bitwise_xor, "bitwise_xor")
-    _register(ew.bitwise_left_shift, "bitwise_left_shift")
-    _register(ew.bitwise_right_shift, "bitwise_right_shift")
-    # `x * 2.5 + 1.0` reuses the temporary (see elide() in _speedups.c)
-    _speedups.elision(tuple(d for d in _dtypes.all_dtypes if d.kind in "fc"))
 
 # comparisons: == and != answer NotImplemented for foreign types, so `x == None` is False
 Array.__lt__ = ew.less
@@ -137,13 +116,8 @@ def _matmul_reflected(self, other):
 Array.__matmul__ = _matmul_forward
 Array.__rmatmul__ = _matmul_reflected
 Array.__imatmul__ = inplace(la.matmul, "matmul")
-if _speedups is None:
+if _speedups is None:   # with the C accelerator: its mapping slots (ruda/_accelerate.py)
     Array.__getitem__ = _indexing.getitem
     Array.__setitem__ = _indexing.setitem
-else:   # the C slots' fast path takes int/slice/... keys of host arrays, the rest goes here
-    _speedups.indexing(_indexing.getitem, _indexing.setitem,
-                       tuple(d for d in _dtypes.all_dtypes if d.kind in "iufc"),
-                       tuple(d for d in _dtypes.all_dtypes if d.kind in "fc"),
-                       tuple(d for d in _dtypes.all_dtypes if d.kind in "iub"))
 Array.__array_ufunc__ = None  # NumPy defers to ruda's operators: no silent conversion
 Array.__hash__ = None

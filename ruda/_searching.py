@@ -4,7 +4,7 @@ from __future__ import annotations
 from ruda import _dtypes
 from ruda import _elementwise as ew
 from ruda import _validation as v
-from ruda._array import Array, _speedups
+from ruda._array import Array
 from ruda._typing import Axis, Scalar
 from ruda._statistical import reduction_axes
 
@@ -82,11 +82,7 @@ def where(condition, x1, x2, /):
     return Array._new(dev.backend.where(condition._data, a, b), dev)
 
 
-# C fast path for host arrays (ruda/_speedups.c); every other call runs the code above
-if _speedups is not None:
-    import numpy as _np
-    where = _speedups.function("where", where, (tuple(_dtypes.all_dtypes), _dtypes.bool, _np.where))
-
+# with the C accelerator, ruda/_accelerate.py lists the functions here it gives a host fast path
 # keyword errors name the standard's spelling of a NumPy keyword (ruda/_hints.py)
 from ruda import _hints  # noqa: E402
 _hints.install(globals(), ("argmax", "argmin", "count_nonzero", "nonzero", "searchsorted",

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ruda import _validation as v
-from ruda._array import Array, _speedups
+from ruda._array import Array
 
 
 def _sort(fn, x, axis):
@@ -27,13 +27,7 @@ def argsort(x: Array, /, *, axis: int = -1, descending: bool = False,
                                                 stable=bool(stable)), x._device)
 
 
-# C fast path for host arrays (ruda/_speedups.c); every other call runs the code above
-if _speedups is not None:
-    from ruda import _dtypes
-    sort = _speedups.function("sort", sort, (
-        tuple(d for d in _dtypes.all_dtypes if d in v._CATEGORY_SETS["real numeric"]),
-        ("order",), ("axis", "kind"), "K", "stable"))
-
+# with the C accelerator, ruda/_accelerate.py lists the functions here it gives a host fast path
 # keyword errors name the standard's spelling of a NumPy keyword (ruda/_hints.py)
 from ruda import _hints  # noqa: E402
 _hints.install(globals(), ("argsort", "sort"))

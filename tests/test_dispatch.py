@@ -176,3 +176,18 @@ def test_public_functions_are_typed(fn):
     assert hints["return"] is xp.Array or hints["return"].__name__.endswith("Result")
     first = next(iter(inspect.signature(_python(fn)).parameters))
     assert hints[first] is xp.Array
+
+
+def test_c_replacements_are_listed_in_one_place():
+    """Only ruda/_accelerate.py turns namespace functions into C fast-path Functions (ruda/_hints.py
+    wraps them for keyword hints, without a fast path) or registers Array's operator slots."""
+    import pathlib
+    root = pathlib.Path(xp.__file__).parent
+    users = sorted(f.name for f in [*root.glob("_*.py"), *root.glob("*/__init__.py")]
+                   if re.search(r"_speedups\.(function|binary|operators|indexing|elision)\(",
+                                f.read_text()))
+    assert users == ["_accelerate.py", "_hints.py"]
+    if _array._speedups is not None:
+        for fn in (xp.asarray, xp.zeros, xp.astype, xp.matmul, xp.reshape, xp.where, xp.sort,
+                   xp.add, xp.equal, xp.linalg.matmul):
+            assert fn.__class__ is _array._speedups.Function and callable(fn.__wrapped__)
