@@ -118,7 +118,8 @@ def rope_frequencies(head_dim, base=10000.0, positions=None, scaling=None, *, de
     ``positions[t] * inv_freq[i]`` with ``inv_freq[i] = base ** (-2 i / head_dim)``.
 
     ``head_dim``: the rotated size (for partial rotary, the rotary dimension); even.
-    ``positions``: an int T (positions 0..T-1) or a 1-D array of positions (its device is used).
+    ``positions``: an int T (positions 0..T-1) or a 1-D array of positions (its device is used);
+    it is required (None is an error: the table has no default length).
     ``scaling``: None or a dict as transformers' ``rope_scaling`` / ``rope_parameters``:
 
     - ``{"rope_type": "linear", "factor"}``: frequencies divided by ``factor``;
