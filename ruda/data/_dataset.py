@@ -204,8 +204,9 @@ class Dataset:
         the rank's whole share if smaller): the chunk rows that a window's records lie in are
         each read once and the batches gathered from one buffer of that size, which the
         dataset keeps for the next epoch until it is closed.  Where the rows a window touches
-        fit in the window whole (a dataset, or share, smaller than it), the buffer holds them
-        whole and later epochs read only the rows it does not hold yet (new or grown ones).
+        fit in the window whole and hold at most twice its records (a dataset, or a share of
+        half of it, smaller than the window), the buffer holds them whole and later epochs
+        read only the rows it does not hold yet (new or grown ones).
         A larger window reads each chunk row fewer times per epoch (about share / window
         times); the order is the same whatever the window.
         """

@@ -236,9 +236,9 @@ class Reader:
 
     def window(self, idx, room, limit):
         """(buffers, rows) as ``gather`` gives, in ``room``: where the chunk rows that ``idx``
-        touches hold at most ``limit`` records in all (and every field is fixed), each is
-        held whole, and rows that the room already holds from an earlier window or epoch
-        are not read again; otherwise ``gather`` into the room."""
+        touches hold at most ``limit`` records in all, and at most twice ``len(idx)`` (and
+        every field is fixed), each is held whole, and rows that the room already holds from
+        an earlier window or epoch are not read again; otherwise ``gather`` into the room."""
         got = self._resident(idx, room, limit)
         if got is None:
             room.held = {}
@@ -253,7 +253,7 @@ class Reader:
         touched = np.flatnonzero(np.bincount(g, minlength=len(firsts) - 1))
         sizes = firsts[touched + 1] - firsts[touched]
         ends = np.cumsum(sizes)
-        if ends[-1] > limit:
+        if ends[-1] > min(limit, 2 * len(idx)):       # whole rows: at most twice the records
             return None
         starts = ends - sizes
         m = int(ends[-1])          # room to spare for rows appended later, within the limit
