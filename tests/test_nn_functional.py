@@ -48,6 +48,21 @@ def test_activations(device, name, kw):
     close(getattr(nn, name)(put(a, device, dt), **kw), want, dt, tol)
 
 
+def test_activations_float32_host():
+    """float32 on the host (its fused kernels) within a few float32 ulp of torch in float64,
+    tiny and large arguments included (gelu: 1e-6 absolute where 1 + erf cancels, x < -4)."""
+    rng = np.random.default_rng(9)
+    a = np.concatenate([rng.standard_normal(3000) * 5, np.geomspace(1e-30, 1e-3, 30),
+                        -np.geomspace(1e-30, 1e-3, 30), [0.0, 88.0, -88.0, 200.0, -200.0]])
+    t = torch.from_numpy(a.astype(np.float32).astype(np.float64))
+    x = xp.asarray(a.astype(np.float32))
+    for name, kw in ACTS + [("erf", {})]:
+        got = getattr(nn, name)(x, **kw)
+        assert got.dtype == xp.float32
+        want = (torch.erf(t) if name == "erf" else getattr(F, name)(t, **kw)).numpy()
+        np.testing.assert_allclose(np.asarray(got), want, rtol=2e-6, atol=1e-6, err_msg=name)
+
+
 def test_activations_bfloat16_and_int():
     rng = np.random.default_rng(2)
     a = rng.standard_normal((4, 33)).astype(np.float32) * 3

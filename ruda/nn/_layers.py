@@ -137,7 +137,8 @@ def dropout(x, p=0.5, training=False, generator=None):
     elif not isinstance(generator, ruda.random.Generator):
         raise c.err(TypeError, "dropout", "generator", "a ruda.random.Generator or None",
                     type(generator).__name__)
-    keep = generator.random(x.shape, device=x.device, dtype=xp.float32) >= p
+    # keep where a raw uint32 word >= p * 2**32 (probability 1 - p; no float conversion)
+    keep = generator.bits(x.shape, device=x.device) >= min(round(p * 2.0**32), 2**32 - 1)
     y = c.up(x)
     return c.down(xp.where(keep, y * (1.0 / (1.0 - p)), 0.0), x.dtype)
 

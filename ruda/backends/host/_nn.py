@@ -14,6 +14,7 @@ from ruda.backends.host._nn_attention import _THREADS, _pool
 
 _BF16 = _dtypes.bfloat16
 _BLOCK = 1 << 16            # elements of one block of rows (256 KiB of float32)
+_SMALL_BLOCK = 1 << 14      # elementwise chains with temporaries: a block and its temporaries in L2
 
 
 def _work(x):
@@ -25,9 +26,9 @@ def _work(x):
     return None, None
 
 
-def _blocks(rows, n, fn):
+def _blocks(rows, n, fn, block=_BLOCK):
     """Calls fn(r0, r1) over blocks of rows, spread over threads when the work is large."""
-    step = max(1, _BLOCK // max(1, n))
+    step = max(1, block // max(1, n))
     spans = [(r, min(rows, r + step)) for r in range(0, rows, step)]
     if len(spans) < 2 * _THREADS or _THREADS == 1:
         for s in spans:
@@ -212,6 +213,33 @@ def _erf_block(x, o, tables):
     np.copyto(o, big, where=~small)
 
 
+# float32 erf: Eigen's rational approximation on [-4, 4] (erf is +-1 in float32 beyond);
+# absolute error below 5e-7, a third of the passes of the float64 tables
+_ERF32_P = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
+            -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
+            -1.60960333262415e-02)
+_ERF32_Q = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
+            -7.37332916720468e-03, -1.42647390514189e-02)
+
+
+def _erf32_block(x, o):
+    np.clip(x, -4, 4, out=o)
+    z = o * o
+    o *= _poly(_ERF32_P, z)
+    o /= _poly(_ERF32_Q, z)
+
+
+def _expm1_neg(x, o):
+    """o = expm1(min(x, 0)) by ``2 t / (1 - t)``, ``t = tanh(x / 2)``: NumPy's SIMD tanh, exact
+    to a few ulp near 0 (where exp(x) - 1 cancels) and -1 far below."""
+    np.minimum(x, 0, out=o)
+    o *= 0.5
+    np.tanh(o, out=o)
+    t = 1 - o
+    o *= 2
+    o /= t
+
+
 def _poly(coef, z):
     r = z * z.dtype.type(coef[0]) + z.dtype.type(coef[1])
     for c in coef[2:]:
@@ -222,18 +250,23 @@ def _poly(coef, z):
 
 def _act(name, p1, p2):
     """The block function of activation ``name``."""
-    def leaky_relu(x, o):
+    def leaky_relu(x, o):                 # max(x, s x) for s <= 1, min(x, s x) above
         np.multiply(x, x.dtype.type(p1), out=o)
-        np.copyto(o, x, where=x >= 0)
+        (np.maximum if p1 <= 1 else np.minimum)(o, x, out=o)
 
-    def elu(x, o):
-        np.minimum(x, 0, out=o)
-        np.expm1(o, out=o)
+    def elu(x, o):                        # max(x, 0) + alpha expm1(min(x, 0)): no mask
+        _expm1_neg(x, o)
         o *= x.dtype.type(p1)
-        np.copyto(o, x, where=x > 0)
+        o += np.maximum(x, 0)
+
+    def erf(x, o):
+        if x.dtype == np.float32:
+            _erf32_block(x, o)
+        else:
+            _erf_block(x, o, p2)
 
     def gelu(x, o):
-        _erf_block(x * x.dtype.type(0.7071067811865476), o, p2)
+        erf(x * x.dtype.type(0.7071067811865476), o)
         o += 1
         o *= x
         o *= x.dtype.type(0.5)
@@ -257,11 +290,17 @@ def _act(name, p1, p2):
         bx = x * x.dtype.type(p1)
         np.abs(bx, out=o)
         np.negative(o, out=o)
-        np.exp(o, out=o)
-        np.log1p(o, out=o)
+        np.exp(o, out=o)                  # e in (0, 1]; log1p(e) = log(u) - (u - 1 - e) / u
+        u = o + 1                         # with u = 1 + e (NumPy's log1p is not SIMD)
+        o -= u - 1
+        o /= u
+        np.log(u, out=u)
+        np.subtract(u, o, out=o)
         o += np.maximum(bx, 0)
         o /= x.dtype.type(p1)
-        np.copyto(o, x, where=bx > p2)
+        big = bx > p2
+        if big.any():
+            np.copyto(o, x, where=big)
 
     def hardsigmoid(x, o):
         np.add(x, 3, out=o)
@@ -274,14 +313,14 @@ def _act(name, p1, p2):
 
     return {"leaky_relu": leaky_relu, "elu": elu, "gelu": gelu, "gelu_tanh": gelu_tanh,
             "silu": silu, "sigmoid": _sigmoid, "softplus": softplus, "hardswish": hardswish,
-            "hardsigmoid": hardsigmoid, "erf": lambda x, o: _erf_block(x, o, p2)}.get(name)
+            "hardsigmoid": hardsigmoid, "erf": erf}.get(name)
 
 
 def _by_blocks(xw, out, fn):
     x2 = xw.reshape(-1, xw.shape[-1]) if xw.ndim else xw.reshape(1, 1)
     o2 = out.reshape(x2.shape)
     with np.errstate(over="ignore", invalid="ignore"):
-        _blocks(x2.shape[0], x2.shape[1], lambda r0, r1: fn(x2[r0:r1], o2[r0:r1]))
+        _blocks(x2.shape[0], x2.shape[1], lambda r0, r1: fn(x2[r0:r1], o2[r0:r1]), _SMALL_BLOCK)
 
 
 def activation(x, name, p1, p2):
