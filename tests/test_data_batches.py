@@ -153,11 +153,8 @@ def test_shuffled_reads_each_chunk_row_once_per_window(tmp_path, monkeypatch):
     assert calls == {"chunk": 0, "record": 2000}
 
 
-def test_shuffled_epochs_reuse_the_rows_the_window_holds(tmp_path, monkeypatch):
-    """A window that holds every row whole reads each once; later epochs read none, and
-    after an append only the grown last row and the new rows."""
-    ds, data = small(tmp_path, monkeypatch, 1000)
-    rows = -(-1000 // ROW)
+def chunk_reads(monkeypatch):
+    """The list of the chunk rows that Store.chunk reads from now on, in order."""
     calls = []
     real = store_module.Store.chunk
 
@@ -165,6 +162,15 @@ def test_shuffled_epochs_reuse_the_rows_the_window_holds(tmp_path, monkeypatch):
         calls.append(c)
         return real(self, sid, c, checksum)
     monkeypatch.setattr(store_module.Store, "chunk", counted)
+    return calls
+
+
+def test_shuffled_epochs_reuse_the_rows_the_window_holds(tmp_path, monkeypatch):
+    """A window that holds every row whole reads each once; later epochs read none, and
+    after an append only the grown last row and the new rows."""
+    ds, data = small(tmp_path, monkeypatch, 1000)
+    rows = -(-1000 // ROW)
+    calls = chunk_reads(monkeypatch)
     epoch(ds, data, "cpu", 64, seed=1, prefetch=0)
     assert sorted(calls) == list(range(rows))
     calls.clear()
@@ -200,13 +206,7 @@ def test_shuffled_share_held_in_part_of_the_rows(tmp_path, monkeypatch):
     more = {"x": np.ones((400, 8), np.float32), "y": np.arange(400)}
     ds.extend(more)                                             # then 200 rows of 2
     data = {k: np.concatenate((data[k], more[k])) for k in data}
-    calls = []
-    real = store_module.Store.chunk
-
-    def counted(self, sid, c, checksum=True):
-        calls.append(c)
-        return real(self, sid, c, checksum)
-    monkeypatch.setattr(store_module.Store, "chunk", counted)
+    calls = chunk_reads(monkeypatch)
     epoch(ds, data, "cpu", 16, seed=1, shard=(0, 4), prefetch=0)
     assert len(calls) == len(set(calls)) < 201                 # some rows, each read once
     calls.clear()
