@@ -133,6 +133,7 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
         mean = xp.mean(y, axis=axes, keepdims=True)
         d = y - mean
         var = xp.mean(d * d, axis=axes, keepdims=True)
+        del d
         for r, stat in ((running_mean, mean), (running_var, var * (count / (count - 1)))):
             if r is not None:
                 new = (1.0 - momentum) * c.up(r) + momentum * xp.reshape(stat, (C,))
@@ -140,8 +141,11 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
     else:
         mean = xp.reshape(c.up(running_mean), bshape)
         var = xp.reshape(c.up(running_var), bshape)
-        d = y - mean
-    out = d / xp.sqrt(var + eps)
-    w = None if weight is None else xp.reshape(weight, bshape)
-    b = None if bias is None else xp.reshape(bias, bshape)
-    return c.down(_affine(out, w, b), x.dtype)
+    # per channel: out = y * scale + shift (two passes over x; the (C,) terms are small)
+    scale = 1.0 / xp.sqrt(var + eps)
+    if weight is not None:
+        scale = scale * xp.reshape(c.up(weight), bshape)
+    shift = -mean * scale
+    if bias is not None:
+        shift = shift + xp.reshape(c.up(bias), bshape)
+    return c.down(y * scale + shift, x.dtype)

@@ -144,8 +144,31 @@ if _nb is not None:
                 sh = b[ch] - mean * sc
                 for j in range(sp):
                     out[n, ch, j] = x[n, ch, j] * sc + sh
+
+    @_nb.njit(parallel=True, fastmath=False, cache=True)
+    def _erf32_flat(x, out, gelu):
+        # Eigen's float32 rational (below): no libm call, so LLVM vectorizes the loop
+        f = np.float32
+        for i in _nb.prange(x.size):
+            v = x[i]
+            u = v * f(0.7071067811865476) if gelu else v
+            u = min(max(u, f(-4.0)), f(4.0))
+            z = u * u
+            p = f(-2.72614225801306e-10) * z + f(2.77068142495902e-08)
+            p = p * z + f(-2.10102402082508e-06)
+            p = p * z + f(-5.69250639462346e-05)
+            p = p * z + f(-7.34990630326855e-04)
+            p = p * z + f(-2.95459980854025e-03)
+            p = p * z + f(-1.60960333262415e-02)
+            q = f(-1.45660718464996e-05) * z + f(-2.13374055278905e-04)
+            q = q * z + f(-1.68282697438203e-03)
+            q = q * z + f(-7.37332916720468e-03)
+            q = q * z + f(-1.42647390514189e-02)
+            e = u * p / q
+            r = f(0.5) * v * (f(1.0) + e) if gelu else e
+            out[i] = r if v == v else v            # NaN stays NaN
 else:
-    _ln_rows = _rms_rows = _gn_rows = None
+    _ln_rows = _rms_rows = _gn_rows = _erf32_flat = None
 
 
 def _param(p, n, fill, dt):
@@ -333,7 +356,9 @@ def activation(x, name, p1, p2):
     if xw is None or fn is None:
         return NotImplemented
     out = np.empty_like(xw)
-    if xw.size:
+    if name in ("erf", "gelu") and xw.dtype == np.float32 and _erf32_flat is not None:
+        _erf32_flat(xw.reshape(-1), out.reshape(-1), name == "gelu")
+    elif xw.size:
         _by_blocks(xw, out, fn)
     return out if odt == out.dtype else out.astype(odt)
 
