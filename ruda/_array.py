@@ -1,14 +1,16 @@
 """The Array object: a thin wrapper around one backend's native array.
 
 Arrays are made only by ruda's functions (``Array._new``), never by calling
-``Array(...)``.  Operators and ``__getitem__``/``__setitem__`` are installed by
-the namespace layer (``ruda._operators``), which owns validation and
-promotion; this module holds what needs no namespace function.
+``Array(...)``.  Operators and ``__getitem__``/``__setitem__`` are the namespace
+functions of their names, assigned by the namespace layer (``ruda._operators``,
+which owns validation and promotion) and declared here for type checkers; this
+module holds what needs no namespace function.
 
 With the optional C accelerator (``ruda._speedups``, built at install where a
 compiler exists; ``RUDA_PURE_PYTHON=1`` turns it off at import), Array's base
 is its C type: the same slots, plus C fast paths for host arrays in the
-operators and indexing that hand every other case to the Python code.
+operators and indexing that hand every other case to the Python code
+(registered by ``ruda._accelerate``).
 """
 from __future__ import annotations
 
