@@ -18,17 +18,17 @@ def size_class(n):
 class Storage:
     """A pooled wgpu buffer; returned to the pool when the last array using it goes."""
 
-    __slots__ = ("buffer", "nbytes", "ctx", "host", "__weakref__")
+    __slots__ = ("buffer", "nbytes", "mem", "host", "__weakref__")
 
-    def __init__(self, ctx, buffer, nbytes):
+    def __init__(self, mem, buffer, nbytes):
         self.buffer = buffer
         self.nbytes = nbytes
-        self.ctx = ctx                      # the Allocator whose pending list takes it back
+        self.mem = mem                      # the Allocator whose pending list takes it back
         self.host = None                    # (queue.writes when read, its bytes): read_through
 
     def __del__(self):
         try:
-            self.ctx.pending.append(self.buffer)
+            self.mem.pending.append(self.buffer)
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
 
