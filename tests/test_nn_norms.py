@@ -151,3 +151,22 @@ def test_host_kernels_match_composite(dtype):
     for got, want in checks:
         assert got.dtype == a.dtype
         np.testing.assert_allclose(got.astype(np.float64), want.numpy(), rtol=tol, atol=tol * 10)
+
+
+def test_host_kernels_without_numba(monkeypatch):
+    """Where Numba is missing, the host's norms and float32 erf/gelu run blocked NumPy."""
+    from ruda.backends.host import _nn as k
+    for name in ("_ln_rows", "_rms_rows", "_gn_rows", "_erf32_flat"):
+        monkeypatch.setattr(k, name, None)
+    rng = np.random.default_rng(16)
+    a = (rng.standard_normal((2, 4, 300)) * 3).astype(np.float32)
+    w, b = rng.standard_normal((2, 300)).astype(np.float32)
+    x, t = xp.asarray(a), T(a).double()
+    pairs = [(nn.layer_norm(x, 300, xp.asarray(w), xp.asarray(b)),
+              F.layer_norm(t, (300,), T(w).double(), T(b).double())),
+             (nn.rms_norm(x, 300, xp.asarray(w)), F.rms_norm(t, (300,), T(w).double())),
+             (nn.group_norm(x, 2), F.group_norm(t, 2)),
+             (nn.erf(x), torch.erf(t)), (nn.gelu(x), F.gelu(t))]
+    for got, want in pairs:
+        assert got.dtype == xp.float32
+        np.testing.assert_allclose(np.asarray(got), want.numpy(), rtol=1e-5, atol=1e-6)
