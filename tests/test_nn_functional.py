@@ -185,7 +185,8 @@ def test_linear_embedding(device):
         nn.linear(put(x, device, dt), put(w, device, xp.int32))
     idx = rng.integers(0, 4, (3, 2))
     got = nn.embedding(put(idx, device, xp.int32), put(w, device, dt))
-    close(got, F.embedding(torch.from_numpy(idx), torch.from_numpy(w)).numpy(), dt, 0)
+    want = F.embedding(torch.from_numpy(idx), torch.from_numpy(w)).numpy().astype(np.dtype(dt))
+    close(got, want, dt, 0)                   # rows copied exactly
     with pytest.raises(IndexError, match=r"ruda.nn.embedding: indices: expected values in \[0, 4\)"):
         nn.embedding(put([0, 4], device, xp.int32), put(w, device, dt))
     with pytest.raises(TypeError, match=r"ruda.nn.embedding: indices: expected an integer dtype"):
