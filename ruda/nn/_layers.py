@@ -160,7 +160,9 @@ _PAD_MODES = ("constant", "reflect", "replicate", "circular")
 def pad(x, pad, mode="constant", value=0.0):
     """Pads ``x`` as torch: ``pad = (left_last, right_last, left_second_last, ...)`` (last axis
     first). ``mode``: ``"constant"`` (with ``value``; negative pads crop), ``"reflect"`` (pad <
-    the axis' length), ``"replicate"``, ``"circular"`` (pad <= the axis' length)."""
+    the axis' length), ``"replicate"``, ``"circular"`` (pad <= the axis' length). Unlike torch,
+    the non-constant modes pad any number of trailing axes of any array (torch: 1 to 3 axes of a
+    2-D to 5-D input)."""
     c.array("pad", "x", x)
     if mode not in _PAD_MODES:
         raise c.err(ValueError, "pad", "mode", " or ".join(map(repr, _PAD_MODES)), repr(mode))
