@@ -24,9 +24,15 @@ DTYPES = ["float32", "float64"] + (["bfloat16"] if BF16 is not None else [])
 TOL = {"float32": 2e-5, "float64": 1e-12, "bfloat16": 2e-2}
 
 
+@pytest.fixture(autouse=True)
+def _fused_kernels_on(monkeypatch):
+    monkeypatch.setenv("RUDA_CUDA_NN_KERNELS", "1")   # off by default until checked on a GPU
+
+
 @pytest.fixture(scope="module")
 def nn():
-    return ruda.device("cuda").backend.nn
+    from ruda.backends.cuda import _nn
+    return _nn
 
 
 def _host(a, dtype):

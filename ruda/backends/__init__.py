@@ -125,7 +125,8 @@ OPS = ELEMENTWISE_UNARY + ELEMENTWISE_BINARY + (
 
 # The fused kernels a backend's ``nn`` module may provide (see ruda/nn/README.md).
 NN_KERNELS = (
-    "softmax", "layer_norm", "rms_norm", "swiglu", "apply_rope", "sdpa", "top_k",
+    "softmax", "layer_norm", "rms_norm", "group_norm", "swiglu", "glu", "activation",
+    "apply_rope", "sdpa", "top_k",
 )
 
 

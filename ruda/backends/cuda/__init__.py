@@ -25,6 +25,7 @@ float32/complex64 ``matmul`` and ``tensordot`` are strict (no TF32) unless TF32 
 ``RUDA_TF32=1``, :func:`allow_tf32` (process-wide) or ``backend.allow_tf32 = True`` (one
 device); see ``_tf32`` for the cuBLAS mechanism.
 """
+import os
 import threading
 
 import numpy as np
@@ -70,7 +71,12 @@ class CudaBackend(Backend):
 
     @property
     def nn(self):
-        """This device's fused nn kernels (``ruda.backends.NN_KERNELS``), imported on first use."""
+        """This device's fused nn kernels (``ruda.backends.NN_KERNELS``), imported on first use.
+
+        Off unless ``RUDA_CUDA_NN_KERNELS=1``: they have not yet been run on a GPU, so ruda.nn
+        composes CuPy-backed namespace ops on cuda by default."""
+        if os.environ.get("RUDA_CUDA_NN_KERNELS") != "1":
+            return None
         from ruda.backends.cuda import _nn
         return _nn
     _probed = None
