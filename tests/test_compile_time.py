@@ -73,7 +73,7 @@ def _cases():
 def _worker():
     """Measure every case; one JSON line each (flushed, so a timeout still shows the ones done)."""
     import ruda as xp
-    from ruda.backends.wgpu import _ops
+    from ruda.backends.wgpu import _base
     from ruda.runtime.cache import ProgramCache
 
     class TimedCache(ProgramCache):
@@ -103,7 +103,7 @@ def _worker():
             dev.backend.synchronize()
             ctx.cache = TimedCache(ctx.renderer, ctx._compile)
             keep.append(ctx.cache)
-            _ops._K.clear()
+            _base._K.clear()
             ctx.plans.clear()
             times = []
             for _ in range(2):      # cold (compiles), then warm (the same launches, compiled)
