@@ -223,6 +223,58 @@ def test_dropout(device):
         nn.dropout(x, p=1.5, training=True)
 
 
+def test_dropout_kernel_words_and_composed_path(monkeypatch):
+    """The host's fused dropout draws the very words of ruda.random (bit for bit, any seed and
+    call number, any length) and gives what the composed path gives, call after call."""
+    from ruda.backends.host import _nn as k, _philox
+    if _philox.words(0, 0, 1) is None:
+        pytest.skip("Numba is not installed: dropout composes ruda.random")
+    for seed, calls, n in ((0, 0, 1), (3, 1, 1003), (2**40 + 17, 2**33 + 5, 4097)):
+        g = xp.random.Generator(seed)
+        g.calls = calls
+        np.testing.assert_array_equal(_philox.words(seed, calls, n), to_numpy(g.bits((n,))))
+    rng = np.random.default_rng(11)
+    for dt in (xp.float32, xp.float64):
+        x = xp.asarray(rng.standard_normal((37, 29)), dtype=dt)
+        g1, g2 = xp.random.Generator(5), xp.random.Generator(5)
+        fused = [to_numpy(nn.dropout(x, p=p, training=True, generator=g1)) for p in (0.3, 0.9)]
+        with monkeypatch.context() as m:
+            m.setattr(k, "dropout", None)
+            composed = [to_numpy(nn.dropout(x, p=p, training=True, generator=g2))
+                        for p in (0.3, 0.9)]
+        assert g1.calls == g2.calls == 2
+        for a, b in zip(fused, composed):
+            assert a.dtype == b.dtype == np.dtype(dt)
+            np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("numba", [True, False], ids=["numba", "numpy"])
+def test_host_float32_elementwise_kernels(monkeypatch, numba):
+    """float32 elu, silu, sigmoid, softplus and glu on the host (one Numba pass each, or blocked
+    NumPy where Numba is missing) within a few float32 ulp of torch in float64."""
+    from ruda.backends.host import _nn as k
+    if not numba:
+        for name in ("_act32_flat", "_glu32_rows"):
+            monkeypatch.setattr(k, name, None)
+    rng = np.random.default_rng(12)
+    a = np.concatenate([rng.standard_normal(4000) * 6, np.geomspace(1e-30, 1e-3, 30),
+                        -np.geomspace(1e-30, 1e-3, 30), [0.0, 87.0, -87.0, 89.0, -89.0, 1e4,
+                        -1e4, np.inf, -np.inf, np.nan]]).astype(np.float32)
+    t = torch.from_numpy(a.astype(np.float64))
+    x = xp.asarray(a)
+    for name, kw in (("elu", {}), ("elu", {"alpha": 0.3}), ("silu", {}), ("sigmoid", {}),
+                     ("softplus", {}), ("softplus", {"beta": 0.5, "threshold": 30.0})):
+        got = getattr(nn, name)(x, **kw)
+        assert got.dtype == xp.float32
+        want = getattr(F, name)(t, **kw).numpy()
+        np.testing.assert_allclose(np.asarray(got), want, rtol=2e-6, atol=1e-6,
+                                   equal_nan=True, err_msg=f"{name} {kw}")
+    b = a[:4070].reshape(55, 74)
+    np.testing.assert_allclose(np.asarray(nn.glu(xp.asarray(b), axis=-1)),
+                               F.glu(torch.from_numpy(b.astype(np.float64)), -1).numpy(),
+                               rtol=2e-6, atol=1e-6)
+
+
 def test_normalize(device):
     dt, tol = fdt(device)
     rng = np.random.default_rng(8)

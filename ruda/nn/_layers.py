@@ -137,6 +137,13 @@ def dropout(x, p=0.5, training=False, generator=None):
     elif not isinstance(generator, ruda.random.Generator):
         raise c.err(TypeError, "dropout", "generator", "a ruda.random.Generator or None",
                     type(generator).__name__)
+    if c.kernel(x, "dropout") is not None:
+        # the device's fused kernel draws the words of the generator's next call itself
+        call = generator.calls
+        r = c.call(x, "dropout", x, p, generator.seed, call)
+        if r is not None:
+            generator.calls = call + 1
+            return r
     # keep where a raw uint32 word >= p * 2**32 (probability 1 - p; no float conversion)
     keep = generator.bits(x.shape, device=x.device) >= min(round(p * 2.0**32), 2**32 - 1)
     y = c.up(x)

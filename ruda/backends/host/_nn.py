@@ -4,8 +4,11 @@ Contract: ruda/nn/README.md. ``softmax`` and ``swiglu`` run NumPy's SIMD ufuncs 
 blocks of rows that stay in the caches, a block per thread (ufuncs release the GIL): one
 read of x and one write of the result, where composed NumPy makes five passes. ``layer_norm``
 and ``rms_norm`` are Numba row loops (``parallel=True``, compiled once and cached on disk),
-accumulating in float64; where Numba is missing they run blocked NumPy. bfloat16 computes in
-float32 and rounds once.
+accumulating in float64; where Numba is missing they run blocked NumPy. float32 erf, gelu, elu,
+silu, sigmoid, softplus and glu are single Numba loops without libm calls (exp by Cephes' expf
+with 2**n built from its bits, log1p by its atanh series), so LLVM vectorizes them; float64
+and Numba-less runs use the NumPy block functions. ``dropout`` draws ruda.random's Philox words
+in the same pass (``_philox.py``). bfloat16 computes in float32 and rounds once.
 """
 import numpy as np
 
@@ -167,8 +170,102 @@ if _nb is not None:
             e = u * p / q
             r = f(0.5) * v * (f(1.0) + e) if gelu else e
             out[i] = r if v == v else v            # NaN stays NaN
+
+    @_nb.extending.intrinsic
+    def _i32_as_f32(typingctx, i):
+        """The float32 whose bits are int32 ``i`` (a bitcast LLVM vectorizes)."""
+        from numba.core import types
+        from llvmlite import ir
+
+        def codegen(context, builder, sig, args):
+            return builder.bitcast(args[0], ir.FloatType())
+        return types.float32(types.int32), codegen
+
+    @_nb.njit(inline="always")
+    def _exp32_parts(v):
+        """(s, q) with exp(v) = s (1 + q) and expm1(v) = s q + (s - 1) for float32 v, by
+        Cephes' expf: v = n ln2 + r, |r| <= ln2 / 2, q = r + r^2 P(r), s = 2**n built from
+        its bits (no libm call, so the loops around it vectorize). v is clamped to
+        [-87.3, 88.3], where 2**n stays a normal float32."""
+        f = np.float32
+        v = min(max(v, f(-87.3)), f(88.3))
+        n = np.rint(v * f(1.4426950408889634))
+        r = v - n * f(0.693359375)
+        r = r - n * f(-2.12194440e-4)
+        p = f(1.9875691500e-4) * r + f(1.3981999507e-3)
+        p = p * r + f(8.3334519073e-3)
+        p = p * r + f(4.1665795894e-2)
+        p = p * r + f(1.6666665459e-1)
+        p = p * r + f(5.0000001201e-1)
+        s = _i32_as_f32((np.int32(n) + np.int32(127)) << np.int32(23))
+        return s, p * r * r + r
+
+    @_nb.njit(inline="always")
+    def _sigmoid32(v):
+        """float32 sigmoid; 0 below -88.3 (where it is below 2**-127), so that -inf * it is NaN
+        in silu and glu, as torch; NaN stays NaN."""
+        s, q = _exp32_parts(-v)
+        r = np.float32(1.0) / (np.float32(1.0) + (s * q + s))
+        if v <= np.float32(-88.3):
+            return np.float32(0.0)
+        return r if v == v else v
+
+    @_nb.njit(inline="always")
+    def _log1p32_unit(e):
+        """log1p(e) for float32 e in [0, 1]: 2 atanh(u), u = e / (2 + e) <= 1/3, by its series
+        to u**15 (relative error below 2e-8, no libm call)."""
+        f = np.float32
+        u = e / (f(2.0) + e)
+        z = u * u
+        w = f(1.0 / 15) * z + f(1.0 / 13)
+        w = w * z + f(1.0 / 11)
+        w = w * z + f(1.0 / 9)
+        w = w * z + f(1.0 / 7)
+        w = w * z + f(1.0 / 5)
+        w = w * z + f(1.0 / 3)
+        w = w * z + f(1.0)
+        return f(2.0) * u * w
+
+    @_nb.njit(parallel=True, fastmath=False, cache=True)
+    def _act32_flat(x, out, kind, p1, p2):
+        """float32 elu (kind 0, alpha p1), silu (1), sigmoid (2), softplus (3, beta p1,
+        threshold p2), one loop each (so each vectorizes); NaN stays NaN."""
+        f = np.float32
+        a, t, zero, one = f(p1), f(p2), f(0.0), f(1.0)
+        if kind == 0:
+            for i in _nb.prange(x.size):
+                v = x[i]
+                s, q = _exp32_parts(min(v, zero))
+                r = v if v > zero else a * (s * q + (s - one))
+                out[i] = r if v == v else v
+        elif kind == 1:
+            for i in _nb.prange(x.size):
+                v = x[i]
+                out[i] = v * _sigmoid32(v)
+        elif kind == 2:
+            for i in _nb.prange(x.size):
+                v = x[i]
+                r = _sigmoid32(v)
+                out[i] = r if v == v else v
+        else:
+            for i in _nb.prange(x.size):
+                v = x[i]
+                bx = v * a
+                s, q = _exp32_parts(-abs(bx))
+                r = (_log1p32_unit(s * q + s) + max(bx, zero)) / a
+                r = v if bx > t else r
+                out[i] = r if v == v else v
+
+    @_nb.njit(parallel=True, fastmath=False, cache=True)
+    def _glu32_rows(x, out):
+        rows, h = out.shape
+        for i in _nb.prange(rows):
+            for j in range(h):
+                out[i, j] = x[i, j] * _sigmoid32(x[i, h + j])
 else:
-    _ln_rows = _rms_rows = _gn_rows = _erf32_flat = None
+    _ln_rows = _rms_rows = _gn_rows = _erf32_flat = _act32_flat = _glu32_rows = None
+
+_ACT32 = {"elu": 0, "silu": 1, "sigmoid": 2, "softplus": 3}   # _act32_flat's kinds
 
 
 def _param(p, n, fill, dt):
@@ -358,6 +455,8 @@ def activation(x, name, p1, p2):
     out = np.empty_like(xw)
     if name in ("erf", "gelu") and xw.dtype == np.float32 and _erf32_flat is not None:
         _erf32_flat(xw.reshape(-1), out.reshape(-1), name == "gelu")
+    elif name in _ACT32 and xw.dtype == np.float32 and _act32_flat is not None:
+        _act32_flat(xw.reshape(-1), out.reshape(-1), _ACT32[name], float(p1), float(p2))
     elif xw.size:
         _by_blocks(xw, out, fn)
     return out if odt == out.dtype else out.astype(odt)
@@ -370,6 +469,9 @@ def glu(x):
         return NotImplemented
     h = xw.shape[1] // 2
     out = np.empty((xw.shape[0], h), dtype=xw.dtype)
+    if xw.dtype == np.float32 and _glu32_rows is not None:
+        _glu32_rows(xw, out)
+        return out if odt == out.dtype else out.astype(odt)
 
     def run(r0, r1):
         o = out[r0:r1]
@@ -395,3 +497,4 @@ def group_norm(x, groups, weight, bias, eps):
 
 
 from ruda.backends.host._nn_attention import apply_rope, sdpa, top_k  # noqa: E402,F401
+from ruda.backends.host._philox import dropout  # noqa: E402,F401
