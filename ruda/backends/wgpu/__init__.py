@@ -87,6 +87,15 @@ class WgpuBackend(FftOps, MatmulOps, LinalgOps, ElementwiseOps, ReductionOps, In
             feats.add("int64")
         self.features = frozenset(feats | set(f))
 
+    @property
+    def nn(self):
+        """This device's fused nn kernels (``ruda.backends.NN_KERNELS``), made on first use."""
+        k = self.__dict__.get("_nn")
+        if k is None:
+            from ruda.backends.wgpu._nn import Kernels
+            k = self.__dict__["_nn"] = Kernels(self)
+        return k
+
     def describe(self):
         info = self.ctx.adapter.info
         feats = ", ".join(sorted(self.ctx.features)) or "none"

@@ -1,0 +1,85 @@
+"""Fused nn kernels on wgpu (the names in ``ruda.backends.NN_KERNELS``; None where absent).
+
+``WgpuBackend.nn`` is a :class:`Kernels` bound to the backend (a WArray does not know its
+device, so the kernels reach the queue through it).  Each kernel takes native arrays already
+checked by ``ruda.nn`` (see ruda/nn/README.md) and returns native arrays, or ``NotImplemented``
+for a dtype it does not cover: float32 only (float64, where the adapter has it, and every other
+dtype take ``ruda.nn``'s composed path).  Sources come from :mod:`ruda.runtime.kernels.nn_wgsl`;
+pipelines are compiled once per device and configuration by the queue's ``raw_pipeline``
+(as matmul's) and recorded with ``launch_raw`` in the queue's batch.
+"""
+import numpy as np
+
+from ruda.runtime.kernels import nn_wgsl as gen
+
+_F32 = np.dtype(np.float32)
+_U32 = 2 ** 32
+
+
+class Kernels:
+    """The fused kernels of one wgpu backend (``backend.nn``)."""
+
+    group_norm = None       # composed: ruda.nn folds it into layer_norm rows
+    glu = None
+    activation = None
+    apply_rope = None
+    sdpa = None
+    top_k = None
+
+    def __init__(self, backend):
+        self.be = backend
+        self.max_groups = int(backend.ctx.limits.get("max-compute-workgroups-per-dimension", 65535))
+
+    def _pipeline(self, key, make, writable, name):
+        return self.be.ctx.raw_pipeline(("nn",) + key, make, writable, name)
+
+    def _rows(self, op, x, w, b, eps):
+        if x.dtype != _F32 or x.ndim != 2 or any(a is not None and a.dtype != _F32 for a in (w, b)):
+            return NotImplemented
+        be = self.be
+        rows, n = x.shape
+        y = be._new((rows, n), _F32)
+        if rows == 0 or n == 0:
+            return y
+        x = be._contig(x)
+        w = None if w is None else be._contig(w)
+        b = None if b is None else be._contig(b)
+        if rows * n >= _U32:
+            return NotImplemented
+        wg = gen.wg_for(n)
+        hw, hb = w is not None, b is not None
+        ins = [a for a in (x, w, b) if a is not None]
+        pipe, bgl = self._pipeline(("rows", op, wg, hw, hb), lambda: gen.rows(op, wg, hw, hb),
+                                   (False,) * len(ins) + (True,), f"nn {op}")
+        gx, gy = gen.grid(rows, self.max_groups)
+        words = np.frombuffer(gen.pack_rows(rows, n, gx, x.offset, 0 if w is None else w.offset,
+                                            0 if b is None else b.offset, y.offset, eps), np.uint32)
+        be.ctx.launch_raw(pipe, bgl, words, [a.st for a in ins] + [y.st], (gx, gy, 1), (len(ins),))
+        return y
+
+    def softmax(self, x, log):
+        return self._rows("log_softmax" if log else "softmax", x, None, None, 0.0)
+
+    def layer_norm(self, x, weight, bias, eps):
+        return self._rows("layer_norm", x, weight, bias, eps)
+
+    def rms_norm(self, x, weight, eps):
+        return self._rows("rms_norm", x, weight, None, eps)
+
+    def swiglu(self, gate, up):
+        if gate.dtype != _F32 or up.dtype != _F32 or tuple(gate.shape) != tuple(up.shape):
+            return NotImplemented
+        be = self.be
+        n = gate.size
+        y = be._new(gate.shape, _F32)
+        if n == 0:
+            return y
+        if n >= _U32:
+            return NotImplemented
+        g, u = be._contig(gate), be._contig(up)
+        wg = 256
+        pipe, bgl = self._pipeline(("swiglu", wg), lambda: gen.swiglu(wg), (False, False, True), "nn swiglu")
+        gx, gy = gen.grid(-(-n // wg), self.max_groups)
+        words = np.frombuffer(gen.pack_rows(n, n, gx, g.offset, u.offset, 0, y.offset, 0.0), np.uint32)
+        be.ctx.launch_raw(pipe, bgl, words, [g.st, u.st, y.st], (gx, gy, 1), (2,))
+        return y

@@ -1,0 +1,185 @@
+"""WGSL row kernels of ``ruda.nn`` (softmax, log_softmax, layer_norm, rms_norm) and swiglu:
+source generators (pure code generation, no device).
+
+Row kernels work on a C-contiguous float32 ``(rows, n)`` array, one workgroup of ``wg``
+invocations per row.  Pass 1 reads the row (invocation ``i`` takes elements ``i, i + wg, ...``,
+so a workgroup's loads are contiguous) into per-invocation float32 statistics, which a tree in
+workgroup memory folds; pass 2 reads the row again and writes the result.  Nothing of the row is
+held in registers, so any ``n`` runs.  Statistics:
+
+* softmax / log_softmax: running (max, sum of exp(x - max)), merged by rescaling; the max
+  starts at ``-FLT_MAX`` (not -inf), so -inf elements add exp(-inf) = 0 and a row of only -inf
+  gives 0 / 0 = NaN, as torch does.
+* layer_norm: Welford (count, mean, M2) per invocation, merged by Chan's formula (no
+  cancellation of ``E[x^2] - E[x]^2``); biased variance, as torch.
+* rms_norm: sum of squares.
+
+Interface (the wgpu backend's ``_nn.py``):
+
+``rows(op, wg, has_weight, has_bias) -> str``
+    the module; entry point ``main``.  ``@binding(0)`` uniform ``Params`` (8 x u32 from
+    :func:`pack_rows`), ``@binding(1)`` x (read), then weight and bias (read) where present,
+    then y (read-write).  Dispatch :func:`grid` workgroups.
+``pack_rows(rows, n, gx, off_x, off_w, off_b, off_y, eps) -> bytes``  (32 bytes)
+``grid(rows, max_groups=65535) -> (gx, gy)``  workgroup ``(x, y)`` takes row ``y * gx + x``.
+``swiglu(wg) -> str``  ``y = silu(g) * u`` elementwise; bindings P (``pack_rows(n, n, gx,
+off_g, off_u, 0, off_y, 0)``), g, u, y; one element per invocation over a ``grid(ceil(n / wg))``
+of workgroups.
+"""
+import struct
+
+OPS = ("softmax", "log_softmax", "layer_norm", "rms_norm")
+FLT_MAX = "3.4028234663852886e38"
+
+
+def pack_rows(rows, n, gx, off_x=0, off_w=0, off_b=0, off_y=0, eps=0.0):
+    return struct.pack("<7If", rows, n, gx, off_x, off_w, off_b, off_y, eps)
+
+
+def grid(rows, max_groups=65535):
+    gx = max(1, min(rows, max_groups))
+    return gx, -(-rows // gx)
+
+
+def wg_for(n):
+    """Workgroup size for rows of ``n``: 64 for short rows (fewer idle invocations), else 256."""
+    return 64 if n <= 1024 else 256
+
+
+_HEAD = """struct Params { rows: u32, n: u32, gx: u32, ox: u32, ow: u32, ob: u32, oy: u32, eps: f32 };
+@group(0) @binding(0) var<uniform> P: Params;"""
+
+
+def _bindings(has_w, has_b):
+    L = ["@group(0) @binding(1) var<storage, read> X: array<f32>;"]
+    b = 2
+    if has_w:
+        L.append(f"@group(0) @binding({b}) var<storage, read> W: array<f32>;")
+        b += 1
+    if has_b:
+        L.append(f"@group(0) @binding({b}) var<storage, read> B: array<f32>;")
+        b += 1
+    L.append(f"@group(0) @binding({b}) var<storage, read_write> Y: array<f32>;")
+    return L
+
+
+def _tree(wg, arrays, merge):
+    """Fold workgroup arrays ``arrays`` into element 0: ``merge`` is WGSL statements combining
+    slot ``t`` with slot ``t + h`` (names ``t``, ``u = t + h``)."""
+    return [
+        f"  for (var h = {wg // 2}u; h > 0u; h = h >> 1u) {{",
+        "    workgroupBarrier();",
+        "    if (t < h) {",
+        "      let u = t + h;",
+        *("      " + s for s in merge),
+        "    }",
+        "  }",
+        "  workgroupBarrier();",
+    ]
+
+
+def rows(op, wg=256, has_weight=False, has_bias=False):
+    if op not in OPS:
+        raise ValueError(f"nn_wgsl.rows: op must be one of {OPS}; got {op!r}")
+    if wg not in (32, 64, 128, 256):
+        raise ValueError(f"nn_wgsl.rows: wg must be 32, 64, 128 or 256; got {wg}")
+    if op in ("softmax", "log_softmax") and (has_weight or has_bias):
+        raise ValueError("nn_wgsl.rows: softmax takes no weight or bias")
+    if op == "rms_norm" and has_bias:
+        raise ValueError("nn_wgsl.rows: rms_norm takes no bias")
+    L = [_HEAD, *_bindings(has_weight, has_bias)]
+    w = L.append
+    if op in ("softmax", "log_softmax"):
+        w(f"var<workgroup> SM: array<f32, {wg}>;")
+        w(f"var<workgroup> SS: array<f32, {wg}>;")
+    elif op == "layer_norm":
+        w(f"var<workgroup> SC: array<f32, {wg}>;")
+        w(f"var<workgroup> SM: array<f32, {wg}>;")
+        w(f"var<workgroup> SQ: array<f32, {wg}>;")
+    else:
+        w(f"var<workgroup> SS: array<f32, {wg}>;")
+    w(f"@compute @workgroup_size({wg}, 1, 1)")
+    w("fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {")
+    w("  let row = wid.y * P.gx + wid.x;")
+    w("  if (row >= P.rows) { return; }")
+    w("  let t = lid.x;")
+    w("  let n = P.n;")
+    w("  let bx = P.ox + row * n;")
+    w("  let by = P.oy + row * n;")
+    if op in ("softmax", "log_softmax"):
+        w(f"  var m = -{FLT_MAX};")
+        w("  var s = 0.0;")
+        w(f"  for (var i = t; i < n; i += {wg}u) {{")
+        w("    let v = X[bx + i];")
+        w("    if (v > m) { s = s * exp(m - v) + 1.0; m = v; } else { s += exp(v - m); }")
+        w("  }")
+        w("  SM[t] = m;")
+        w("  SS[t] = s;")
+        L += _tree(wg, None, [
+            "let a = SM[t];", "let b = SM[u];", "let mm = max(a, b);",
+            "SS[t] = SS[t] * exp(a - mm) + SS[u] * exp(b - mm);", "SM[t] = mm;"])
+        w("  let mx = SM[0];")
+        if op == "softmax":
+            w("  let r = 1.0 / SS[0];")
+            w(f"  for (var i = t; i < n; i += {wg}u) {{ Y[by + i] = exp(X[bx + i] - mx) * r; }}")
+        else:
+            w("  let lse = log(SS[0]);")
+            w(f"  for (var i = t; i < n; i += {wg}u) {{ Y[by + i] = (X[bx + i] - mx) - lse; }}")
+    else:
+        if op == "layer_norm":
+            w("  var c = 0.0;")
+            w("  var mean = 0.0;")
+            w("  var q = 0.0;")
+            w(f"  for (var i = t; i < n; i += {wg}u) {{")
+            w("    let v = X[bx + i];")
+            w("    c += 1.0;")
+            w("    let d = v - mean;")
+            w("    mean += d / c;")
+            w("    q += d * (v - mean);")
+            w("  }")
+            w("  SC[t] = c;")
+            w("  SM[t] = mean;")
+            w("  SQ[t] = q;")
+            L += _tree(wg, None, [
+                "let ca = SC[t];", "let cb = SC[u];", "let cn = ca + cb;",
+                "if (cb > 0.0) {",
+                "  let d = SM[u] - SM[t];",
+                "  let f = cb / cn;",
+                "  SM[t] = SM[t] + d * f;",
+                "  SQ[t] = SQ[t] + SQ[u] + d * d * ca * f;",
+                "  SC[t] = cn;",
+                "}"])
+            w("  let mu = SM[0];")
+            w("  let rs = inverseSqrt(SQ[0] / f32(n) + P.eps);")
+            val = "(X[bx + i] - mu) * rs"
+        else:
+            w("  var s = 0.0;")
+            w(f"  for (var i = t; i < n; i += {wg}u) {{ let v = X[bx + i]; s += v * v; }}")
+            w("  SS[t] = s;")
+            L += _tree(wg, None, ["SS[t] = SS[t] + SS[u];"])
+            w("  let rs = inverseSqrt(SS[0] / f32(n) + P.eps);")
+            val = "X[bx + i] * rs"
+        if has_weight:
+            val = f"({val}) * W[P.ow + i]"
+        if has_bias:
+            val = f"{val} + B[P.ob + i]"
+        w(f"  for (var i = t; i < n; i += {wg}u) {{ Y[by + i] = {val}; }}")
+    w("}")
+    return "\n".join(L) + "\n"
+
+
+def swiglu(wg=256):
+    """``y = g / (1 + exp(-g)) * u`` elementwise (float32); exp(-g) overflowing to inf gives
+    ``g / inf = -0``, the limit."""
+    return "\n".join([
+        _HEAD,
+        "@group(0) @binding(1) var<storage, read> G: array<f32>;",
+        "@group(0) @binding(2) var<storage, read> U: array<f32>;",
+        "@group(0) @binding(3) var<storage, read_write> Y: array<f32>;",
+        f"@compute @workgroup_size({wg}, 1, 1)",
+        "fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {",
+        f"  let i = (wid.y * P.gx + wid.x) * {wg}u + lid.x;",
+        "  if (i >= P.n) { return; }",
+        "  let g = G[P.ox + i];",
+        "  Y[P.oy + i] = g / (1.0 + exp(-g)) * U[P.ow + i];",
+        "}"]) + "\n"
