@@ -250,11 +250,12 @@ def test_dropout_kernel_words_and_composed_path(monkeypatch):
 
 @pytest.mark.parametrize("numba", [True, False], ids=["numba", "numpy"])
 def test_host_float32_elementwise_kernels(monkeypatch, numba):
-    """float32 elu, silu, sigmoid, softplus and glu on the host (one Numba pass each, or blocked
-    NumPy where Numba is missing) within a few float32 ulp of torch in float64."""
+    """float32 elu, silu, sigmoid, softplus, hardsigmoid, hardswish, glu and logsumexp on the
+    host (one Numba pass each, or NumPy where Numba is missing) within a few float32 ulp of
+    torch in float64."""
     from ruda.backends.host import _nn as k
     if not numba:
-        for name in ("_act32_flat", "_glu32_rows"):
+        for name in ("_act32_flat", "_glu32_rows", "_lse32_rows"):
             monkeypatch.setattr(k, name, None)
     rng = np.random.default_rng(12)
     a = np.concatenate([rng.standard_normal(4000) * 6, np.geomspace(1e-30, 1e-3, 30),
@@ -263,7 +264,8 @@ def test_host_float32_elementwise_kernels(monkeypatch, numba):
     t = torch.from_numpy(a.astype(np.float64))
     x = xp.asarray(a)
     for name, kw in (("elu", {}), ("elu", {"alpha": 0.3}), ("silu", {}), ("sigmoid", {}),
-                     ("softplus", {}), ("softplus", {"beta": 0.5, "threshold": 30.0})):
+                     ("softplus", {}), ("softplus", {"beta": 0.5, "threshold": 30.0}),
+                     ("hardsigmoid", {}), ("hardswish", {})):
         got = getattr(nn, name)(x, **kw)
         assert got.dtype == xp.float32
         want = getattr(F, name)(t, **kw).numpy()
@@ -273,6 +275,17 @@ def test_host_float32_elementwise_kernels(monkeypatch, numba):
     np.testing.assert_allclose(np.asarray(nn.glu(xp.asarray(b), axis=-1)),
                                F.glu(torch.from_numpy(b.astype(np.float64)), -1).numpy(),
                                rtol=2e-6, atol=1e-6)
+    c = rng.standard_normal((5, 6, 37)).astype(np.float32) * 20
+    c[0, 0, 0], c[2, 2, 3] = np.nan, np.inf
+    c[1, 1, :], c[3, 3, :] = -np.inf, -1e30           # rows of -inf, and of one huge negative
+    tc = torch.from_numpy(c.astype(np.float64))
+    for axis in (-1, 0, (0, 2), None):
+        for keep in (False, True):
+            got = nn.logsumexp(xp.asarray(c), axis=axis, keepdims=keep)
+            want = torch.logsumexp(tc, tuple(range(3)) if axis is None else axis, keep).numpy()
+            assert got.dtype == xp.float32 and got.shape == want.shape
+            np.testing.assert_allclose(np.asarray(got), want, rtol=2e-6, atol=1e-6,
+                                       equal_nan=True, err_msg=f"logsumexp {axis} {keep}")
 
 
 def test_normalize(device):

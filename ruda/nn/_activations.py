@@ -243,6 +243,16 @@ def logsumexp(x, axis, keepdims=False):
         axes = tuple(sorted({c.axis("logsumexp", a, x.ndim) for a in axes}))
     if x.ndim == 0:
         return x + 0.0
+    if c.kernel(x, "logsumexp") is not None and x.size:
+        # the device's row kernel over the reduced axes moved last
+        keep = tuple(a for a in range(x.ndim) if a not in axes)
+        xt = xp.permute_dims(x, keep + axes) if keep + axes != tuple(range(x.ndim)) else x
+        n = math.prod(x.shape[a] for a in axes)
+        r = c.call(x, "logsumexp", xp.reshape(xt, (-1, n)))
+        if r is not None:
+            shp = tuple(1 if a in axes else x.shape[a] for a in range(x.ndim)) if keepdims \
+                else tuple(x.shape[a] for a in keep)
+            return xp.reshape(r, shp)
     y = c.up(x)
     m = xp.max(y, axis=axes, keepdims=True)
     m = xp.where(xp.isinf(m), 0.0, m)

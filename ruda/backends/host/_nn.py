@@ -5,7 +5,7 @@ blocks of rows that stay in the caches, a block per thread (ufuncs release the G
 read of x and one write of the result, where composed NumPy makes five passes. ``layer_norm``
 and ``rms_norm`` are Numba row loops (``parallel=True``, compiled once and cached on disk),
 accumulating in float64; where Numba is missing they run blocked NumPy. float32 erf, gelu, elu,
-silu, sigmoid, softplus and glu are single Numba loops without libm calls (exp by Cephes' expf
+silu, sigmoid, softplus, hardsigmoid, hardswish and glu are single Numba loops without libm calls (exp by Cephes' expf
 with 2**n built from its bits, log1p by its atanh series), so LLVM vectorizes them; float64
 and Numba-less runs use the NumPy block functions. ``dropout`` draws ruda.random's Philox words
 in the same pass (``_philox.py``). bfloat16 computes in float32 and rounds once.
@@ -229,7 +229,8 @@ if _nb is not None:
     @_nb.njit(parallel=True, fastmath=False, cache=True)
     def _act32_flat(x, out, kind, p1, p2):
         """float32 elu (kind 0, alpha p1), silu (1), sigmoid (2), softplus (3, beta p1,
-        threshold p2), one loop each (so each vectorizes); NaN stays NaN."""
+        threshold p2), hardsigmoid (4), hardswish (5), one loop each (so each vectorizes); NaN
+        stays NaN."""
         f = np.float32
         a, t, zero, one = f(p1), f(p2), f(0.0), f(1.0)
         if kind == 0:
@@ -247,6 +248,12 @@ if _nb is not None:
                 v = x[i]
                 r = _sigmoid32(v)
                 out[i] = r if v == v else v
+        elif kind == 4 or kind == 5:
+            for i in _nb.prange(x.size):
+                v = x[i]
+                h = min(max(v + f(3.0), zero), f(6.0)) / f(6.0)
+                r = h * v if kind == 5 else h
+                out[i] = r if v == v else v
         else:
             for i in _nb.prange(x.size):
                 v = x[i]
@@ -262,10 +269,38 @@ if _nb is not None:
         for i in _nb.prange(rows):
             for j in range(h):
                 out[i, j] = x[i, j] * _sigmoid32(x[i, h + j])
+
+    @_nb.njit(parallel=True, fastmath=False, cache=True)
+    def _lse32_rows(x, m, out):
+        """float32 logsumexp of each row given its maximum m (NumPy's SIMD max: NaN where the
+        row holds one): m + log(sum(exp(x - m))), summed in 16 float64 lanes (so the loop
+        vectorizes); a row whose m is NaN or +-inf gives m."""
+        rows, n = x.shape
+        n16 = n - n % 16
+        for i in _nb.prange(rows):
+            mf = m[i]
+            if mf != mf or mf == np.inf or mf == -np.inf:
+                out[i] = mf
+                continue
+            acc = np.zeros(16, np.float64)
+            for j0 in range(0, n16, 16):
+                for k in range(16):
+                    e, q = _exp32_parts(x[i, j0 + k] - mf)
+                    acc[k] += np.float64(e * q + e)
+            s = 0.0
+            for k in range(16):
+                s += acc[k]
+            for j in range(n16, n):
+                e, q = _exp32_parts(x[i, j] - mf)
+                s += np.float64(e * q + e)
+            out[i] = np.log(s) + np.float64(mf)
+
 else:
     _ln_rows = _rms_rows = _gn_rows = _erf32_flat = _act32_flat = _glu32_rows = None
+    _lse32_rows = None
 
-_ACT32 = {"elu": 0, "silu": 1, "sigmoid": 2, "softplus": 3}   # _act32_flat's kinds
+_ACT32 = {"elu": 0, "silu": 1, "sigmoid": 2, "softplus": 3, "hardsigmoid": 4,
+          "hardswish": 5}                                           # _act32_flat's kinds
 
 
 def _param(p, n, fill, dt):
@@ -480,6 +515,17 @@ def glu(x):
 
     with np.errstate(over="ignore"):
         _blocks(xw.shape[0], xw.shape[1], run)
+    return out if odt == out.dtype else out.astype(odt)
+
+
+def logsumexp(x):
+    """x (rows, n), n > 0 -> (rows,): ``log(sum(exp(x), axis=1))``; float32 and bfloat16 only
+    (float64 declines: ruda.nn composes it)."""
+    xw, odt = _work(x)
+    if xw is None or xw.dtype != np.float32 or _lse32_rows is None:
+        return NotImplemented
+    out = np.empty(xw.shape[0], dtype=np.float32)
+    _lse32_rows(xw, xw.max(axis=1), out)
     return out if odt == out.dtype else out.astype(odt)
 
 
