@@ -149,13 +149,15 @@ def test_declines_other_dtypes(wgpu_device):
     NotImplemented and ruda.nn still answers, in float64."""
     dev = wgpu_device
     k = dev.backend.nn
-    assert k.sdpa is None and k.top_k is None
+    assert k.top_k is None and k.apply_rope is None
     if xp.float64 not in xp.__array_namespace_info__().dtypes(device=dev).values():
         pytest.skip("no float64 on this adapter")
     a = np.random.default_rng(9).standard_normal((3, 10))
     x = xp.asarray(a, device=dev)
     assert k.softmax(native(x), False) is NotImplemented
     assert k.layer_norm(native(x), None, None, 1e-5) is NotImplemented
+    x4 = native(xp.reshape(x, (1, 1, 3, 10)))
+    assert k.sdpa(x4, x4, x4, None, False, 1.0, None) is NotImplemented
     got = nn.softmax(x, axis=-1)
     assert got.dtype == xp.float64
     np.testing.assert_allclose(host(got), want("softmax", a), rtol=1e-12, atol=1e-12)
@@ -193,3 +195,57 @@ def test_browser_profile(wgpu_device):
     env = dict(os.environ, RUDA_WGPU_WITHOUT=PROFILE)
     r = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]
+
+
+def _attn_ref(q, k, v, causal, scale, mask=None):
+    q, k, v = (T(a) for a in (q, k, v))
+    G = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(G, 1), v.repeat_interleave(G, 1)
+    s = q @ k.transpose(-1, -2) * scale
+    L, S = s.shape[-2:]
+    if causal:      # lower-right aligned
+        s = s.masked_fill(torch.arange(S)[None] > torch.arange(L)[:, None] + S - L, float("-inf"))
+    if mask is not None:
+        s = s.masked_fill(~torch.from_numpy(mask), float("-inf"))
+    return (torch.softmax(s, -1).nan_to_num(0.0) @ v).numpy()   # no visible key: 0
+
+
+@pytest.mark.parametrize("shape", [(2, 4, 2, 40, 33, 16, 16), (2, 4, 4, 1, 40, 16, 8),
+                                   (1, 2, 1, 70, 70, 64, 64), (2, 4, 2, 40, 25, 16, 16),
+                                   (1, 3, 1, 5, 37, 7, 3)])
+def test_sdpa(wgpu_device, shape):
+    """Tiled attention, causal or not, GQA head mapping, L > S (causal rows with no key: 0),
+    key counts that are not a multiple of the tile, odd head dims; direct and through ruda.nn."""
+    dev = wgpu_device
+    B, Hq, Hkv, L, S, D, Dv = shape
+    rng = np.random.default_rng(list(shape))
+    q = rng.standard_normal((B, Hq, L, D)).astype(np.float32)
+    k = rng.standard_normal((B, Hkv, S, D)).astype(np.float32)
+    v = rng.standard_normal((B, Hkv, S, Dv)).astype(np.float32)
+    for causal in (False, True):
+        scale = 0.3 if causal else 1 / np.sqrt(D)
+        exp = _attn_ref(q, k, v, causal, scale)
+        qx, kx, vx = (f32(dev, a) for a in (q, k, v))
+        r = dev.backend.nn.sdpa(native(qx), native(kx), native(vx), None, causal, scale, None)
+        assert r is not NotImplemented
+        got = wrap(r, dev)
+        assert got.dtype == xp.float32 and got.shape == (B, Hq, L, Dv)
+        np.testing.assert_allclose(host(got), exp, **TOL)
+        got = nn.scaled_dot_product_attention(qx, kx, vx, is_causal=causal, scale=scale,
+                                              enable_gqa=Hq != Hkv)
+        np.testing.assert_allclose(host(got), exp, **TOL)
+
+
+def test_sdpa_declines_mask_and_window(wgpu_device):
+    """A mask or sliding window goes to the composed path (still correct through ruda.nn)."""
+    dev = wgpu_device
+    rng = np.random.default_rng(21)
+    q, k, v = (rng.standard_normal((1, 2, 9, 8)).astype(np.float32) for _ in range(3))
+    m = rng.uniform(size=(9, 9)) > 0.3
+    qx, kx, vx = (f32(dev, a) for a in (q, k, v))
+    mx = xp.asarray(m, device=dev)
+    kern = dev.backend.nn.sdpa
+    assert kern(native(qx), native(kx), native(vx), native(mx), False, 0.5, None) is NotImplemented
+    assert kern(native(qx), native(kx), native(vx), None, True, 0.5, 3) is NotImplemented
+    got = nn.scaled_dot_product_attention(qx, kx, vx, attn_mask=mx, scale=0.5)
+    np.testing.assert_allclose(host(got), _attn_ref(q, k, v, False, 0.5, m), **TOL)

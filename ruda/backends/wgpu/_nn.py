@@ -23,7 +23,6 @@ class Kernels:
     glu = None
     activation = None
     apply_rope = None
-    sdpa = None
     top_k = None
 
     def __init__(self, backend):
@@ -83,3 +82,31 @@ class Kernels:
         words = np.frombuffer(gen.pack_rows(n, n, gx, g.offset, u.offset, 0, y.offset, 0.0), np.uint32)
         be.ctx.launch_raw(pipe, bgl, words, [g.st, u.st, y.st], (gx, gy, 1), (2,))
         return y
+
+    def sdpa(self, q, k, v, mask, is_causal, scale, sliding_window):
+        """Tiled online-softmax attention (float32; no mask or window: those compose)."""
+        if mask is not None or sliding_window is not None or \
+                any(a.dtype != _F32 for a in (q, k, v)):
+            return NotImplemented
+        B, Hq, L, D = q.shape
+        _, Hkv, S, Dv = v.shape
+        be = self.be
+        bk = gen.sdpa_block_k(D, Dv, int(be.ctx.limits.get("max-compute-workgroup-storage-size", 16384)))
+        if D > 256 or Dv > 256 or bk == 0 or B * Hq > self.max_groups or \
+                max(q.size, k.size, v.size, B * Hq * L * Dv) >= _U32:
+            return NotImplemented
+        o = be._new((B, Hq, L, Dv), _F32)
+        if o.size == 0:
+            return o
+        if S == 0:
+            return be.full((B, Hq, L, Dv), 0, _F32)
+        q, k, v = be._contig(q), be._contig(k), be._contig(v)
+        pipe, bgl = self._pipeline(("sdpa", D, Dv, bk), lambda: gen.sdpa(D, Dv, bk),
+                                   (False, False, False, True), "nn sdpa")
+        words = np.frombuffer(gen.pack_sdpa(Hq, Hkv, L, S, q.offset, k.offset, v.offset, o.offset,
+                                            scale, is_causal), np.uint32)
+        gx = -(-L // gen.SDPA_WG)
+        if gx > self.max_groups:
+            return NotImplemented
+        be.ctx.launch_raw(pipe, bgl, words, [q.st, k.st, v.st, o.st], (gx, B * Hq, 1), (3,))
+        return o

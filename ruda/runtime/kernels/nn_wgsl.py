@@ -183,3 +183,106 @@ def swiglu(wg=256):
         "  let g = G[P.ox + i];",
         "  Y[P.oy + i] = g / (1.0 + exp(-g)) * U[P.ow + i];",
         "}"]) + "\n"
+
+
+# ---------------------------------------------------------------------- attention
+SDPA_WG = 64          # queries per workgroup (one per invocation)
+
+
+def sdpa_block_k(d, dv, max_shared_bytes=16384):
+    """Keys per tile: the largest power of two up to 32 whose K and V tiles fit workgroup
+    memory, or 0 when not even one key does."""
+    bk = 32
+    while bk and bk * (d + dv) * 4 > max_shared_bytes:
+        bk //= 2
+    return bk
+
+
+def pack_sdpa(Hq, Hkv, L, S, off_q, off_k, off_v, off_o, scale, causal):
+    return struct.pack("<7IfI3I", Hq, Hkv, L, S, off_q, off_k, off_v, scale, int(bool(causal)), off_o, 0, 0)
+
+
+def sdpa(d, dv, bk):
+    """Attention of float32 ``q (B, Hq, L, d)``, ``k (B, Hkv, S, d)``, ``v (B, Hkv, S, dv)``, all
+    C-contiguous, into ``o (B, Hq, L, dv)``: workgroup ``(x, y)`` takes queries
+    ``64x .. 64x + 63`` of head ``y`` (= b * Hq + h; kv head ``h // (Hq / Hkv)``), one query per
+    invocation holding its q row and output accumulator in registers.  Key tiles of ``bk``
+    keys (K and V) are staged in workgroup memory; per tile the scores are computed, then the
+    running max, sum and accumulator are rescaled once (online softmax, float32).  Causal is
+    aligned to the lower right (query i sees keys ``j <= i + S - L``); tiles past the
+    workgroup's last visible key are not visited.  A query with no visible key gives 0.
+    Bindings: P (:func:`pack_sdpa`), q, k, v (read), o (read-write); grid
+    ``(ceil(L / 64), B * Hq)``."""
+    wg = SDPA_WG
+    return "\n".join([
+        "struct Params { Hq: u32, Hkv: u32, L: u32, S: u32, oq: u32, ok: u32, ov: u32, scale: f32,",
+        "  causal: u32, oo: u32, p1: u32, p2: u32 };",
+        "@group(0) @binding(0) var<uniform> P: Params;",
+        "@group(0) @binding(1) var<storage, read> Q: array<f32>;",
+        "@group(0) @binding(2) var<storage, read> K: array<f32>;",
+        "@group(0) @binding(3) var<storage, read> V: array<f32>;",
+        "@group(0) @binding(4) var<storage, read_write> O: array<f32>;",
+        f"var<workgroup> Ks: array<f32, {bk * d}>;",
+        f"var<workgroup> Vs: array<f32, {bk * dv}>;",
+        f"@compute @workgroup_size({wg}, 1, 1)",
+        "fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {",
+        "  let t = lid.x;",
+        "  let L = P.L;",
+        "  let S = P.S;",
+        "  let head = wid.y;",
+        "  let h = head % P.Hq;",
+        "  let kvh = (head / P.Hq) * P.Hkv + h / (P.Hq / P.Hkv);",
+        f"  let q0 = wid.x * {wg}u;",
+        "  let i = q0 + t;",
+        "  let live = i < L;",
+        f"  var qv: array<f32, {d}>;",
+        f"  var acc: array<f32, {dv}>;",
+        f"  var sc: array<f32, {bk}>;",
+        "  let qb = P.oq + (head * L + min(i, L - 1u)) * " + f"{d}u;",
+        f"  for (var c = 0u; c < {d}u; c++) {{ qv[c] = Q[qb + c] * P.scale; }}",
+        f"  for (var c = 0u; c < {dv}u; c++) {{ acc[c] = 0.0; }}",
+        f"  var m = -{FLT_MAX};",
+        "  var l = 0.0;",
+        "  // keys visible to the workgroup's last query (lower-right causal), and to this one",
+        "  var kend = S;",
+        "  var mine = S;",
+        "  if (P.causal != 0u) {",
+        f"    let last = min(q0 + {wg - 1}u, L - 1u) + S;",
+        "    kend = select(0u, min(S, last + 1u - L), last + 1u > L);",
+        "    let me = min(i, L - 1u) + S;",
+        "    mine = select(0u, min(S, me + 1u - L), me + 1u > L);",
+        "  }",
+        "  let kb = P.ok + kvh * S * " + f"{d}u;",
+        "  let vb = P.ov + kvh * S * " + f"{dv}u;",
+        f"  for (var k0 = 0u; k0 < kend; k0 += {bk}u) {{",
+        "    workgroupBarrier();",
+        f"    let nk = min({bk}u, S - k0);",
+        f"    for (var e = t; e < nk * {d}u; e += {wg}u) {{ Ks[e] = K[kb + k0 * {d}u + e]; }}",
+        f"    for (var e = t; e < nk * {dv}u; e += {wg}u) {{ Vs[e] = V[vb + k0 * {dv}u + e]; }}",
+        "    workgroupBarrier();",
+        "    let nv = select(0u, min(nk, mine - k0), mine > k0);",
+        "    var mx = m;",
+        "    for (var j = 0u; j < nv; j++) {",
+        "      var s = 0.0;",
+        f"      for (var c = 0u; c < {d}u; c++) {{ s += qv[c] * Ks[j * {d}u + c]; }}",
+        "      sc[j] = s;",
+        "      mx = max(mx, s);",
+        "    }",
+        "    if (nv > 0u) {",
+        "      let a = exp(m - mx);",
+        "      m = mx;",
+        "      l *= a;",
+        f"      for (var c = 0u; c < {dv}u; c++) {{ acc[c] *= a; }}",
+        "      for (var j = 0u; j < nv; j++) {",
+        "        let p = exp(sc[j] - m);",
+        "        l += p;",
+        f"        for (var c = 0u; c < {dv}u; c++) {{ acc[c] += p * Vs[j * {dv}u + c]; }}",
+        "      }",
+        "    }",
+        "  }",
+        "  if (live) {",
+        "    let r = select(0.0, 1.0 / l, l > 0.0);",
+        f"    let ob = P.oo + (head * L + i) * {dv}u;",
+        f"    for (var c = 0u; c < {dv}u; c++) {{ O[ob + c] = acc[c] * r; }}",
+        "  }",
+        "}"]) + "\n"
