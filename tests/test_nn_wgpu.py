@@ -213,10 +213,12 @@ def _attn_ref(q, k, v, causal, scale, mask=None):
 @pytest.mark.parametrize("shape", [(2, 4, 2, 40, 33, 16, 16), (2, 4, 4, 1, 40, 16, 8),
                                    (1, 2, 1, 70, 70, 64, 64), (2, 4, 2, 40, 25, 16, 16),
                                    (1, 3, 1, 5, 37, 7, 3)])
-def test_sdpa(wgpu_device, shape):
+def test_sdpa(wgpu_device, shape, monkeypatch):
     """Tiled attention, causal or not, GQA head mapping, L > S (causal rows with no key: 0),
-    key counts that are not a multiple of the tile, odd head dims; direct and through ruda.nn."""
+    key counts that are not a multiple of the tile, odd head dims; direct and through ruda.nn
+    (the size bound of CPU adapters lifted, so the kernel runs)."""
     dev = wgpu_device
+    monkeypatch.setattr(dev.backend.nn, "SDPA_CPU_MAX", 1 << 40)
     B, Hq, Hkv, L, S, D, Dv = shape
     rng = np.random.default_rng(list(shape))
     q = rng.standard_normal((B, Hq, L, D)).astype(np.float32)
@@ -247,5 +249,8 @@ def test_sdpa_declines_mask_and_window(wgpu_device):
     kern = dev.backend.nn.sdpa
     assert kern(native(qx), native(kx), native(vx), native(mx), False, 0.5, None) is NotImplemented
     assert kern(native(qx), native(kx), native(vx), None, True, 0.5, 3) is NotImplemented
+    if dev.backend.nn.cpu:      # past the CPU adapter's bound: composed
+        big = native(xp.zeros((1, 1, 300, 64), dtype=xp.float32, device=dev))
+        assert kern(big, big, big, None, False, 0.5, None) is NotImplemented
     got = nn.scaled_dot_product_attention(qx, kx, vx, attn_mask=mx, scale=0.5)
     np.testing.assert_allclose(host(got), _attn_ref(q, k, v, False, 0.5, m), **TOL)

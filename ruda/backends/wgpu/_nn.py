@@ -25,8 +25,15 @@ class Kernels:
     apply_rope = None
     top_k = None
 
+    # On a CPU adapter (lavapipe) each invocation is a SIMD lane, and the attention kernel's
+    # per-query registers (q row, accumulator, tile scores) spill: the composed path (tuned
+    # matmul) was faster there from L = S = 64, D = 64 on; the kernel takes only work up to
+    # this many L * S * (D + Dv) on such an adapter.
+    SDPA_CPU_MAX = 1 << 16
+
     def __init__(self, backend):
         self.be = backend
+        self.cpu = str(backend.ctx.adapter.info.get("adapter_type", "")).upper() == "CPU"
         self.max_groups = int(backend.ctx.limits.get("max-compute-workgroups-per-dimension", 65535))
 
     def _pipeline(self, key, make, writable, name):
@@ -94,6 +101,8 @@ class Kernels:
         bk = gen.sdpa_block_k(D, Dv, int(be.ctx.limits.get("max-compute-workgroup-storage-size", 16384)))
         if D > 256 or Dv > 256 or bk == 0 or B * Hq > self.max_groups or \
                 max(q.size, k.size, v.size, B * Hq * L * Dv) >= _U32:
+            return NotImplemented
+        if self.cpu and L * S * (D + Dv) > self.SDPA_CPU_MAX:
             return NotImplemented
         o = be._new((B, Hq, L, Dv), _F32)
         if o.size == 0:

@@ -26,6 +26,7 @@ Interface (the wgpu backend's ``_nn.py``):
 off_g, off_u, 0, off_y, 0)``), g, u, y; one element per invocation over a ``grid(ceil(n / wg))``
 of workgroups.
 """
+import re
 import struct
 
 OPS = ("softmax", "log_softmax", "layer_norm", "rms_norm")
@@ -202,7 +203,15 @@ def pack_sdpa(Hq, Hkv, L, S, off_q, off_k, off_v, off_o, scale, causal):
     return struct.pack("<7IfI3I", Hq, Hkv, L, S, off_q, off_k, off_v, scale, int(bool(causal)), off_o, 0, 0)
 
 
-def sdpa(d, dv, bk):
+def _each(indent, n, body, unroll):
+    """WGSL running ``body`` for ``c`` in 0..n: a loop, or ``n`` statements with constant
+    indices (private arrays indexed by constants stay in registers)."""
+    if not unroll:
+        return f"{indent}for (var c = 0u; c < {n}u; c++) {{ {body} }}"
+    return "\n".join(indent + re.sub(r"\bc\b", f"{i}u", body) for i in range(n))
+
+
+def sdpa(d, dv, bk, unroll=None):
     """Attention of float32 ``q (B, Hq, L, d)``, ``k (B, Hkv, S, d)``, ``v (B, Hkv, S, dv)``, all
     C-contiguous, into ``o (B, Hq, L, dv)``: workgroup ``(x, y)`` takes queries
     ``64x .. 64x + 63`` of head ``y`` (= b * Hq + h; kv head ``h // (Hq / Hkv)``), one query per
@@ -214,6 +223,8 @@ def sdpa(d, dv, bk):
     Bindings: P (:func:`pack_sdpa`), q, k, v (read), o (read-write); grid
     ``(ceil(L / 64), B * Hq)``."""
     wg = SDPA_WG
+    if unroll is None:
+        unroll = d <= 128 and dv <= 128
     return "\n".join([
         "struct Params { Hq: u32, Hkv: u32, L: u32, S: u32, oq: u32, ok: u32, ov: u32, scale: f32,",
         "  causal: u32, oo: u32, p1: u32, p2: u32 };",
@@ -239,8 +250,8 @@ def sdpa(d, dv, bk):
         f"  var acc: array<f32, {dv}>;",
         f"  var sc: array<f32, {bk}>;",
         "  let qb = P.oq + (head * L + min(i, L - 1u)) * " + f"{d}u;",
-        f"  for (var c = 0u; c < {d}u; c++) {{ qv[c] = Q[qb + c] * P.scale; }}",
-        f"  for (var c = 0u; c < {dv}u; c++) {{ acc[c] = 0.0; }}",
+        _each("  ", d, "qv[c] = Q[qb + c] * P.scale;", unroll),
+        _each("  ", dv, "acc[c] = 0.0;", unroll),
         f"  var m = -{FLT_MAX};",
         "  var l = 0.0;",
         "  // keys visible to the workgroup's last query (lower-right causal), and to this one",
@@ -260,29 +271,29 @@ def sdpa(d, dv, bk):
         f"    for (var e = t; e < nk * {d}u; e += {wg}u) {{ Ks[e] = K[kb + k0 * {d}u + e]; }}",
         f"    for (var e = t; e < nk * {dv}u; e += {wg}u) {{ Vs[e] = V[vb + k0 * {dv}u + e]; }}",
         "    workgroupBarrier();",
-        "    let nv = select(0u, min(nk, mine - k0), mine > k0);",
+        "    // loops over the tile's keys are uniform (lanes stay together); keys this query",
+        "    // may not see are masked per lane",
         "    var mx = m;",
-        "    for (var j = 0u; j < nv; j++) {",
+        "    for (var j = 0u; j < nk; j++) {",
         "      var s = 0.0;",
-        f"      for (var c = 0u; c < {d}u; c++) {{ s += qv[c] * Ks[j * {d}u + c]; }}",
+        _each("      ", d, f"s += qv[c] * Ks[j * {d}u + c];", unroll),
+        f"      s = select(-{FLT_MAX}, s, k0 + j < mine);",
         "      sc[j] = s;",
         "      mx = max(mx, s);",
         "    }",
-        "    if (nv > 0u) {",
-        "      let a = exp(m - mx);",
-        "      m = mx;",
-        "      l *= a;",
-        f"      for (var c = 0u; c < {dv}u; c++) {{ acc[c] *= a; }}",
-        "      for (var j = 0u; j < nv; j++) {",
-        "        let p = exp(sc[j] - m);",
-        "        l += p;",
-        f"        for (var c = 0u; c < {dv}u; c++) {{ acc[c] += p * Vs[j * {dv}u + c]; }}",
-        "      }",
+        "    let a = exp(m - mx);",
+        "    m = mx;",
+        "    l *= a;",
+        _each("    ", dv, "acc[c] *= a;", unroll),
+        "    for (var j = 0u; j < nk; j++) {",
+        "      let p = select(0.0, exp(sc[j] - m), k0 + j < mine);",
+        "      l += p;",
+        _each("      ", dv, f"acc[c] += p * Vs[j * {dv}u + c];", unroll),
         "    }",
         "  }",
         "  if (live) {",
         "    let r = select(0.0, 1.0 / l, l > 0.0);",
         f"    let ob = P.oo + (head * L + i) * {dv}u;",
-        f"    for (var c = 0u; c < {dv}u; c++) {{ O[ob + c] = acc[c] * r; }}",
+        _each("    ", dv, "O[ob + c] = acc[c] * r;", unroll),
         "  }",
         "}"]) + "\n"
