@@ -211,6 +211,13 @@ def _each(indent, n, body, unroll):
     return "\n".join(indent + re.sub(r"\bc\b", f"{i}u", body) for i in range(n))
 
 
+def _ld(buf, base, w4, idx="c"):
+    """Element ``idx`` of ``buf`` from ``base`` (scalar), or the vec4 at ``4 * idx``."""
+    if w4 == 1:
+        return f"{buf}[{base} + {idx}]"
+    return "vec4<f32>(" + ", ".join(f"{buf}[{base} + 4u * {idx} + {e}u]" for e in range(4)) + ")"
+
+
 def sdpa(d, dv, bk, unroll=None):
     """Attention of float32 ``q (B, Hq, L, d)``, ``k (B, Hkv, S, d)``, ``v (B, Hkv, S, dv)``, all
     C-contiguous, into ``o (B, Hq, L, dv)``: workgroup ``(x, y)`` takes queries
@@ -220,11 +227,17 @@ def sdpa(d, dv, bk, unroll=None):
     running max, sum and accumulator are rescaled once (online softmax, float32).  Causal is
     aligned to the lower right (query i sees keys ``j <= i + S - L``); tiles past the
     workgroup's last visible key are not visited.  A query with no visible key gives 0.
+    Head dims that are multiples of 4 hold q, the accumulator and the tiles as vec4.
     Bindings: P (:func:`pack_sdpa`), q, k, v (read), o (read-write); grid
     ``(ceil(L / 64), B * Hq)``."""
     wg = SDPA_WG
     if unroll is None:
         unroll = d <= 128 and dv <= 128
+    # head dims that are multiples of 4: q, accumulator and tiles as vec4 (a quarter of the
+    # workgroup-memory reads and register slots)
+    w4 = 4 if d % 4 == 0 and dv % 4 == 0 else 1
+    T = "vec4<f32>" if w4 == 4 else "f32"
+    d4, dv4 = d // w4, dv // w4
     return "\n".join([
         "struct Params { Hq: u32, Hkv: u32, L: u32, S: u32, oq: u32, ok: u32, ov: u32, scale: f32,",
         "  causal: u32, oo: u32, p1: u32, p2: u32 };",
@@ -233,8 +246,8 @@ def sdpa(d, dv, bk, unroll=None):
         "@group(0) @binding(2) var<storage, read> K: array<f32>;",
         "@group(0) @binding(3) var<storage, read> V: array<f32>;",
         "@group(0) @binding(4) var<storage, read_write> O: array<f32>;",
-        f"var<workgroup> Ks: array<f32, {bk * d}>;",
-        f"var<workgroup> Vs: array<f32, {bk * dv}>;",
+        f"var<workgroup> Ks: array<{T}, {bk * d4}>;",
+        f"var<workgroup> Vs: array<{T}, {bk * dv4}>;",
         f"@compute @workgroup_size({wg}, 1, 1)",
         "fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {",
         "  let t = lid.x;",
@@ -246,12 +259,12 @@ def sdpa(d, dv, bk, unroll=None):
         f"  let q0 = wid.x * {wg}u;",
         "  let i = q0 + t;",
         "  let live = i < L;",
-        f"  var qv: array<f32, {d}>;",
-        f"  var acc: array<f32, {dv}>;",
+        f"  var qv: array<{T}, {d4}>;",
+        f"  var acc: array<{T}, {dv4}>;",
         f"  var sc: array<f32, {bk}>;",
         "  let qb = P.oq + (head * L + min(i, L - 1u)) * " + f"{d}u;",
-        _each("  ", d, "qv[c] = Q[qb + c] * P.scale;", unroll),
-        _each("  ", dv, "acc[c] = 0.0;", unroll),
+        _each("  ", d4, f"qv[c] = {_ld('Q', 'qb', w4)} * P.scale;", unroll),
+        _each("  ", dv4, f"acc[c] = {T}(0.0);", unroll),
         f"  var m = -{FLT_MAX};",
         "  var l = 0.0;",
         "  // keys visible to the workgroup's last query (lower-right causal), and to this one",
@@ -268,15 +281,15 @@ def sdpa(d, dv, bk, unroll=None):
         f"  for (var k0 = 0u; k0 < kend; k0 += {bk}u) {{",
         "    workgroupBarrier();",
         f"    let nk = min({bk}u, S - k0);",
-        f"    for (var e = t; e < nk * {d}u; e += {wg}u) {{ Ks[e] = K[kb + k0 * {d}u + e]; }}",
-        f"    for (var e = t; e < nk * {dv}u; e += {wg}u) {{ Vs[e] = V[vb + k0 * {dv}u + e]; }}",
+        f"    for (var e = t; e < nk * {d4}u; e += {wg}u) {{ Ks[e] = {_ld('K', f'kb + k0 * {d}u', w4, 'e')}; }}",
+        f"    for (var e = t; e < nk * {dv4}u; e += {wg}u) {{ Vs[e] = {_ld('V', f'vb + k0 * {dv}u', w4, 'e')}; }}",
         "    workgroupBarrier();",
         "    // loops over the tile's keys are uniform (lanes stay together); keys this query",
         "    // may not see are masked per lane",
         "    var mx = m;",
         "    for (var j = 0u; j < nk; j++) {",
         "      var s = 0.0;",
-        _each("      ", d, f"s += qv[c] * Ks[j * {d}u + c];", unroll),
+        _each("      ", d4, f"s += {'dot' if w4 == 4 else ''}(qv[c] {',' if w4 == 4 else '*'} Ks[j * {d4}u + c]);", unroll),
         f"      s = select(-{FLT_MAX}, s, k0 + j < mine);",
         "      sc[j] = s;",
         "      mx = max(mx, s);",
@@ -284,16 +297,17 @@ def sdpa(d, dv, bk, unroll=None):
         "    let a = exp(m - mx);",
         "    m = mx;",
         "    l *= a;",
-        _each("    ", dv, "acc[c] *= a;", unroll),
+        _each("    ", dv4, "acc[c] *= a;", unroll),
         "    for (var j = 0u; j < nk; j++) {",
         "      let p = select(0.0, exp(sc[j] - m), k0 + j < mine);",
         "      l += p;",
-        _each("      ", dv, f"acc[c] += p * Vs[j * {dv}u + c];", unroll),
+        _each("      ", dv4, f"acc[c] += p * Vs[j * {dv4}u + c];", unroll),
         "    }",
         "  }",
         "  if (live) {",
         "    let r = select(0.0, 1.0 / l, l > 0.0);",
         f"    let ob = P.oo + (head * L + i) * {dv}u;",
-        _each("    ", dv, "O[ob + c] = acc[c] * r;", unroll),
+        *([_each("    ", dv, "O[ob + c] = acc[c] * r;", unroll)] if w4 == 1 else
+          [_each("    ", dv4, f"O[ob + 4u * c + {e}u] = acc[c].{'xyzw'[e]} * r;", unroll) for e in range(4)]),
         "  }",
         "}"]) + "\n"
