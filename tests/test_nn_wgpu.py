@@ -97,6 +97,10 @@ def test_layer_norm_bias_only_and_offset(wgpu_device):
     np.testing.assert_allclose(host(got), want("layer_norm", a[2:], None, b), **TOL)
     got = nn.rms_norm(f32(dev, a)[3:], 300)
     np.testing.assert_allclose(host(got), want("rms_norm", a[3:]), **TOL)
+    flat = rng.standard_normal(41).astype(np.float32)      # offset 1: no vec4 loads
+    x = xp.reshape(f32(dev, flat)[1:], (5, 8))
+    np.testing.assert_allclose(host(direct(dev, "softmax", x)), want("softmax", flat[1:].reshape(5, 8)), **TOL)
+    np.testing.assert_allclose(host(direct(dev, "rms_norm", x)), want("rms_norm", flat[1:].reshape(5, 8)), **TOL)
 
 
 def test_softmax_infinities(wgpu_device):

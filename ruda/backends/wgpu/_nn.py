@@ -55,7 +55,8 @@ class Kernels:
         wg = gen.wg_for(n)
         hw, hb = w is not None, b is not None
         ins = [a for a in (x, w, b) if a is not None]
-        pipe, bgl = self._pipeline(("rows", op, wg, hw, hb), lambda: gen.rows(op, wg, hw, hb),
+        vec = 4 if n % 4 == 0 and all(a.offset % 4 == 0 for a in ins + [y]) else 1
+        pipe, bgl = self._pipeline(("rows", op, wg, hw, hb, vec), lambda: gen.rows(op, wg, hw, hb, vec),
                                    (False,) * len(ins) + (True,), f"nn {op}")
         gx, gy = gen.grid(rows, self.max_groups)
         words = np.frombuffer(gen.pack_rows(rows, n, gx, x.offset, 0 if w is None else w.offset,

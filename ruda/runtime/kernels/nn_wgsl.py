@@ -51,16 +51,16 @@ _HEAD = """struct Params { rows: u32, n: u32, gx: u32, ox: u32, ow: u32, ob: u32
 @group(0) @binding(0) var<uniform> P: Params;"""
 
 
-def _bindings(has_w, has_b):
-    L = ["@group(0) @binding(1) var<storage, read> X: array<f32>;"]
+def _bindings(has_w, has_b, T="f32"):
+    L = [f"@group(0) @binding(1) var<storage, read> X: array<{T}>;"]
     b = 2
     if has_w:
-        L.append(f"@group(0) @binding({b}) var<storage, read> W: array<f32>;")
+        L.append(f"@group(0) @binding({b}) var<storage, read> W: array<{T}>;")
         b += 1
     if has_b:
-        L.append(f"@group(0) @binding({b}) var<storage, read> B: array<f32>;")
+        L.append(f"@group(0) @binding({b}) var<storage, read> B: array<{T}>;")
         b += 1
-    L.append(f"@group(0) @binding({b}) var<storage, read_write> Y: array<f32>;")
+    L.append(f"@group(0) @binding({b}) var<storage, read_write> Y: array<{T}>;")
     return L
 
 
@@ -79,7 +79,20 @@ def _tree(wg, arrays, merge):
     ]
 
 
-def rows(op, wg=256, has_weight=False, has_bias=False):
+def _per_lane(vec, body):
+    """WGSL running ``body`` (statements on ``v``) for the element ``xv`` (vec == 1) or for
+    each of its 4 components."""
+    if vec == 1:
+        return ["    let v = xv;", *("    " + b for b in body)]
+    return [line for e in "xyzw" for line in
+            ([f"    {{ let v = xv.{e};"] + ["      " + b for b in body] + ["    }"])]
+
+
+def rows(op, wg=256, has_weight=False, has_bias=False, vec=1):
+    """``vec=4``: x, weight, bias and y are read and written as vec4 (n, and every offset, a
+    multiple of 4)."""
+    if vec not in (1, 4):
+        raise ValueError(f"nn_wgsl.rows: vec must be 1 or 4; got {vec}")
     if op not in OPS:
         raise ValueError(f"nn_wgsl.rows: op must be one of {OPS}; got {op!r}")
     if wg not in (32, 64, 128, 256):
@@ -88,7 +101,7 @@ def rows(op, wg=256, has_weight=False, has_bias=False):
         raise ValueError("nn_wgsl.rows: softmax takes no weight or bias")
     if op == "rms_norm" and has_bias:
         raise ValueError("nn_wgsl.rows: rms_norm takes no bias")
-    L = [_HEAD, *_bindings(has_weight, has_bias)]
+    L = [_HEAD, *_bindings(has_weight, has_bias, "f32" if vec == 1 else "vec4<f32>")]
     w = L.append
     if op in ("softmax", "log_softmax"):
         w(f"var<workgroup> SM: array<f32, {wg}>;")
@@ -104,15 +117,17 @@ def rows(op, wg=256, has_weight=False, has_bias=False):
     w("  let row = wid.y * P.gx + wid.x;")
     w("  if (row >= P.rows) { return; }")
     w("  let t = lid.x;")
-    w("  let n = P.n;")
-    w("  let bx = P.ox + row * n;")
-    w("  let by = P.oy + row * n;")
+    w(f"  let n = P.n / {vec}u;")
+    w(f"  let bx = (P.ox + row * P.n) / {vec}u;")
+    w(f"  let by = (P.oy + row * P.n) / {vec}u;")
+    w(f"  let bw = P.ow / {vec}u;")
+    w(f"  let bb = P.ob / {vec}u;")
     if op in ("softmax", "log_softmax"):
         w(f"  var m = -{FLT_MAX};")
         w("  var s = 0.0;")
         w(f"  for (var i = t; i < n; i += {wg}u) {{")
-        w("    let v = X[bx + i];")
-        w("    if (v > m) { s = s * exp(m - v) + 1.0; m = v; } else { s += exp(v - m); }")
+        w("    let xv = X[bx + i];")
+        L += _per_lane(vec, ["if (v > m) { s = s * exp(m - v) + 1.0; m = v; } else { s += exp(v - m); }"])
         w("  }")
         w("  SM[t] = m;")
         w("  SS[t] = s;")
@@ -132,11 +147,8 @@ def rows(op, wg=256, has_weight=False, has_bias=False):
             w("  var mean = 0.0;")
             w("  var q = 0.0;")
             w(f"  for (var i = t; i < n; i += {wg}u) {{")
-            w("    let v = X[bx + i];")
-            w("    c += 1.0;")
-            w("    let d = v - mean;")
-            w("    mean += d / c;")
-            w("    q += d * (v - mean);")
+            w("    let xv = X[bx + i];")
+            L += _per_lane(vec, ["c += 1.0;", "let d = v - mean;", "mean += d / c;", "q += d * (v - mean);"])
             w("  }")
             w("  SC[t] = c;")
             w("  SM[t] = mean;")
@@ -151,19 +163,20 @@ def rows(op, wg=256, has_weight=False, has_bias=False):
                 "  SC[t] = cn;",
                 "}"])
             w("  let mu = SM[0];")
-            w("  let rs = inverseSqrt(SQ[0] / f32(n) + P.eps);")
+            w("  let rs = inverseSqrt(SQ[0] / f32(P.n) + P.eps);")
             val = "(X[bx + i] - mu) * rs"
         else:
             w("  var s = 0.0;")
-            w(f"  for (var i = t; i < n; i += {wg}u) {{ let v = X[bx + i]; s += v * v; }}")
+            w(f"  for (var i = t; i < n; i += {wg}u) {{ let v = X[bx + i]; s += dot(v, v); }}" if vec == 4 else
+              f"  for (var i = t; i < n; i += {wg}u) {{ let v = X[bx + i]; s += v * v; }}")
             w("  SS[t] = s;")
             L += _tree(wg, None, ["SS[t] = SS[t] + SS[u];"])
-            w("  let rs = inverseSqrt(SS[0] / f32(n) + P.eps);")
+            w("  let rs = inverseSqrt(SS[0] / f32(P.n) + P.eps);")
             val = "X[bx + i] * rs"
         if has_weight:
-            val = f"({val}) * W[P.ow + i]"
+            val = f"({val}) * W[bw + i]"
         if has_bias:
-            val = f"{val} + B[P.ob + i]"
+            val = f"{val} + B[bb + i]"
         w(f"  for (var i = t; i < n; i += {wg}u) {{ Y[by + i] = {val}; }}")
     w("}")
     return "\n".join(L) + "\n"
