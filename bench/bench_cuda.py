@@ -131,7 +131,7 @@ def main(argv=None):
     t["sum_cupy_cub"] = _events_time(lambda: cupy.sum(ca), args.reps)
     if has_torch:
         t["sum_torch"] = _events_time(lambda: torch.sum(ta), args.reps)
-    del ca, cb
+    ca = cb = ta = tb = None     # free the device memory before the next group
 
     # small ops: per-call host cost
     sync = cupy.cuda.get_current_stream().synchronize

@@ -120,7 +120,7 @@ def bandwidth(device, max_mb):
         say(f"| {mb} MB | {_fmt(row[0])} | {_fmt(row[4])} | {_fmt(row[1])} | "
             f"{_ratio(row[0], row[1])} | {_ratio(row[4], row[1])} | "
             f"{_fmt(row[2])} | {_fmt(row[3])} | {_ratio(row[2], row[3])} |")
-        del x, raw
+        x = raw = None
     if tt is None:
         say("(PyTorch not installed: no anchor)")
     else:

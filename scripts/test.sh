@@ -8,6 +8,7 @@ if command -v apt-get >/dev/null && ! ls /usr/share/vulkan/icd.d/lvp_icd*.json >
     $SUDO apt-get update -qq && $SUDO apt-get install -y -qq mesa-vulkan-drivers >/dev/null
 fi
 python3 -m pip install -q -e ".[test]"
+python3 -m ruff check -q ruda tests bench      # the lint rules in pyproject.toml
 rc=0
 python3 -m pytest -q -p no:cacheprovider "$@" || rc=$?
 # Again on wgpu as a browser-class adapter (Metal, browsers, OpenGL: no shader-f64/int64, so

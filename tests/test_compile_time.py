@@ -19,7 +19,6 @@ import sys
 import time
 
 import numpy as np
-import pytest
 
 LIMIT_S = 1.0         # per call, the compile part only (it takes ~0.1 s on lavapipe)
 SEARCH_SIZES = (300, 1 << 20)     # 300: the old unrolled search took 16 s here, so a relapse shows early

@@ -6,7 +6,6 @@ import sys
 import time
 
 import numpy as np
-import pytest
 
 import ruda.data as rd
 from conftest import to_numpy

@@ -32,10 +32,10 @@ ALL = ("bool", "integral", "real floating", "complex floating")
 def gen(lo=-10.0, hi=10.0, nonzero=False, complex_range=None):
     """Input generator: (rng, shape, dtype) -> ndarray within [lo, hi] (complex: complex_range)."""
     def make(rng, shape, dtype):
-        l, h = (complex_range if complex_range and np.dtype(dtype).kind == "c" else (lo, hi))
+        a, b = (complex_range if complex_range and np.dtype(dtype).kind == "c" else (lo, hi))
         if nonzero:
-            return rand_nonzero(rng, shape, dtype, l, h)
-        return rand(rng, shape, dtype, l, h)
+            return rand_nonzero(rng, shape, dtype, a, b)
+        return rand(rng, shape, dtype, a, b)
     return make
 
 

@@ -21,7 +21,7 @@ RED_PARTS = 1024     # vec4 full reductions: at most this many partials (workgro
 RED_BLOCK = 4 * WG * VEC_UNROLL   # ... which take the elements in blocks of this many, round robin
 # ... and the last one folds them (RUDA_WGPU_TWO_PASS=1: a second pass does)
 SINGLE_PASS = os.environ.get("RUDA_WGPU_TWO_PASS", "") in ("", "0")
-I = ir.INDEX
+I = ir.INDEX         # noqa: E741  (the IR index type, short as in the kernels)
 NP_OF = {v: k for k, v in IR.items()}
 OUT, TEMP = "out", "temp"   # roles of the memory an op takes (see _plan)
 

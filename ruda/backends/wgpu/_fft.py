@@ -40,7 +40,7 @@ from ruda import _dtypes
 from ruda.backends.wgpu._array import IR, collapse, contiguous_strides
 from ruda.runtime import ir
 
-I = ir.INDEX
+I = ir.INDEX         # noqa: E741  (the IR index type, short as in the kernels)
 _KF = {}               # kernel key -> ir.Kernel
 MAX_RADIX = 16         # radices are products of prime factors up to this
 MAX_PRIME = 13         # lengths with a larger prime factor go through Bluestein
