@@ -125,8 +125,10 @@ OPS = ELEMENTWISE_UNARY + ELEMENTWISE_BINARY + (
 
 # The fused kernels a backend's ``nn`` module may provide (see ruda/nn/README.md).
 NN_KERNELS = (
-    "softmax", "layer_norm", "rms_norm", "group_norm", "swiglu", "glu", "activation",
-    "apply_rope", "sdpa", "top_k",
+    "softmax", "logsumexp", "layer_norm", "rms_norm", "group_norm", "swiglu", "glu", "activation",
+    "dropout", "apply_rope", "sdpa", "top_k",
+    "conv", "conv_transpose", "pool", "interpolate",
+    "linear_quantized",
 )
 
 
