@@ -53,8 +53,6 @@ ALLOWED = {
     ("ruda.nn._check", "._new"): "owned elsewhere, being fixed",
     # owned elsewhere, being fixed: the cuda nn kernels and the attention kernels import each other
     ("ruda.backends.cuda._nn", "ruda.backends.cuda._nn_attention"): "owned elsewhere, being fixed",
-    # owned elsewhere, being fixed: the bench's case groups and its nn cases import each other
-    ("ruda.bench._groups", "ruda.bench._nn_cases"): "owned elsewhere, being fixed",
 }
 
 

@@ -6,38 +6,8 @@ A case names its group, op, size label and dtype, says how much work one call do
 """
 import numpy as np
 
+from ruda.bench._case import _CPU_MAX_MATMUL, GROUPS, Case  # noqa: F401  (GROUPS: re-exported)
 from ruda.bench._libs import Skip
-
-GROUPS = ("matmul", "elementwise", "reductions", "transfer", "latency", "host", "nn")  # run order
-
-# host contestants (ruda:cpu, numpy) do not run cases larger than these
-_CPU_MAX_ELEMENTS = 3e7
-_CPU_MAX_MATMUL = {"float32": 2048, "float64": 2048, "float16": 512, "bfloat16": 512}
-
-
-class Case:
-    def __init__(self, group, op, size, dtype, make, *, flops=None, nbytes=None, elements=None,
-                 only=None, sync_each=False, target=None):
-        self.group, self.op, self.size, self.dtype = group, op, size, dtype
-        self.make = make
-        self.flops, self.nbytes, self.elements = flops, nbytes, elements
-        self.only = only                  # contestant kinds allowed (None: all)
-        self.sync_each = sync_each        # latency: device sync after every call
-        self.target = target              # host group: allowed ruda/numpy time ratio
-
-    def allows(self, c):
-        if self.only is not None and c.kind not in self.only:
-            return False
-        if self.group == "host" and c.gpu:          # ruda on cpu vs NumPy only
-            return False
-        if c.name == "torch:cpu" and self.group != "nn":   # torch on the host: nn's reference
-            return False
-        if not c.gpu and self.elements is not None and self.elements > _CPU_MAX_ELEMENTS:
-            return False
-        return True
-
-    def label(self):
-        return (self.group, self.op, self.size, self.dtype)
 
 
 def _rng():

@@ -8,7 +8,7 @@ Llama-3 vocabulary (64 x 128256).
 """
 import numpy as np
 
-from ruda.bench._groups import Case
+from ruda.bench._case import Case
 from ruda.bench._libs import Skip
 
 GROUP = "nn"

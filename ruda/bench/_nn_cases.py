@@ -8,7 +8,7 @@ float32, (16384, 16384) bfloat16), timed as bandwidth.
 """
 import numpy as np
 
-from ruda.bench._groups import Case
+from ruda.bench._case import Case
 from ruda.bench._libs import Skip
 
 GROUP = "nn"
