@@ -14,6 +14,7 @@ from ruda import _dtypes  # noqa: E402
 # the public dtype objects (ruda._dtypes.DType): never equal to None, unlike NumPy's
 bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64, complex64, \
     complex128 = map(_dtypes.public, _dtypes.all_dtypes)
+float16 = _dtypes.public(_dtypes.float16)        # extension dtypes: ruda.float16, ruda.bfloat16
 bfloat16 = _dtypes.public(_dtypes.bfloat16) if _dtypes.bfloat16 is not None else None
 from ruda import _devices  # noqa: E402
 from ruda._devices import Device, default_device, set_default_device  # noqa: E402,F401
@@ -93,8 +94,9 @@ __all__ = [
     "all", "any", "diff",
     # the extensions
     "fft", "linalg", "random",
-    # ruda's own: the array and device types, device selection, bfloat16, host conversion
-    "Array", "Device", "device", "devices", "default_device", "set_default_device", "bfloat16",
+    # ruda's own: the array and device types, device selection, float16/bfloat16, host conversion
+    "Array", "Device", "device", "devices", "default_device", "set_default_device", "float16",
+    "bfloat16",
     "HostConversionWarning", "allow_host_conversion",
 ]
 

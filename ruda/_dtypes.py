@@ -12,11 +12,14 @@ combinations it leaves undefined (mixed kinds such as int with float, or
 uint64 with int64) follow NumPy 2 (``numpy.promote_types``), which agrees with
 the standard wherever the standard defines a result.
 
-``bfloat16`` (via ml_dtypes) is an extension beyond the standard, promoted by
-one table (``_BF16_WITH``, ml_dtypes 0.7's rule, written out so that it does not
-depend on the installed ml_dtypes: 0.6 refuses int16 and wider integers): with
-bool, int8 and uint8 it stays bfloat16; with int16/uint16 and float16 it gives
-float32, with wider integers float64, with float32/float64/complex that type.
+``float16`` (NumPy's) and ``bfloat16`` (via ml_dtypes) are extensions beyond the
+standard, promoted by one written table (``_HALF_WITH``: NumPy 2's rule for
+float16, ml_dtypes 0.7's for bfloat16, which agree; written out so that it does
+not depend on the installed ml_dtypes: 0.6 refuses int16 and wider integers):
+with bool, int8 and uint8 a half dtype stays itself; with int16/uint16 and the
+other half dtype it gives float32, with wider integers float64, with
+float32/float64/complex that type.  The inspection tables list neither (they
+report the standard's dtypes); the categories and ``isdtype`` kinds hold both.
 """
 import builtins
 
@@ -36,6 +39,8 @@ float64 = np.dtype("float64")
 complex64 = np.dtype("complex64")
 complex128 = np.dtype("complex128")
 
+float16 = np.dtype("float16")      # extension dtype
+
 try:  # extension dtype, only where ml_dtypes is installed
     import ml_dtypes as _ml_dtypes
 
@@ -52,7 +57,7 @@ floating_dtypes = real_floating_dtypes + complex_floating_dtypes
 real_numeric_dtypes = integer_dtypes + real_floating_dtypes
 numeric_dtypes = real_numeric_dtypes + complex_floating_dtypes
 all_dtypes = (bool,) + numeric_dtypes
-extension_dtypes = (bfloat16,) if bfloat16 is not None else ()
+extension_dtypes = (float16,) + ((bfloat16,) if bfloat16 is not None else ())
 
 
 class DType:
@@ -121,7 +126,7 @@ def _public_named(nm):
     return public(bfloat16 if nm == "bfloat16" else np.dtype(nm))
 
 
-_names = {dt: dt.name for dt in all_dtypes}
+_names = {dt: dt.name for dt in all_dtypes + (float16,)}
 if bfloat16 is not None:
     _names[bfloat16] = "bfloat16"
 
@@ -179,16 +184,30 @@ def promote(dt1, dt2):
     """Result dtype of an operation between arrays of dt1 and dt2."""
     if dt1 is dt2 or dt1 == dt2:
         return dt1
-    if bfloat16 is not None and (dt1 == bfloat16 or dt2 == bfloat16):
-        return _BF16_WITH[dt2 if dt1 == bfloat16 else dt1]
+    half = _HALF_WITH.get(dt1)
+    if half is not None:
+        return half[dt2]
+    half = _HALF_WITH.get(dt2)
+    if half is not None:
+        return half[dt1]
     return np.promote_types(dt1, dt2)
 
 
-_BF16_WITH = {np.dtype(k): np.dtype(v) for k, v in {
-    "bool": "bfloat16", "int8": "bfloat16", "uint8": "bfloat16", "int16": "float32", "uint16": "float32",
-    "float16": "float32", "int32": "float64", "uint32": "float64", "int64": "float64", "uint64": "float64",
-    "float32": "float32", "float64": "float64", "complex64": "complex64", "complex128": "complex128"}.items()
-    if bfloat16 is not None}
+def _half_table(h, other):
+    """What half dtype ``h`` gives with each other dtype (``other``: the other half dtype)."""
+    t = {"bool": h, "int8": h, "uint8": h, "int16": float32, "uint16": float32, "int32": float64,
+         "uint32": float64, "int64": float64, "uint64": float64, "float32": float32,
+         "float64": float64, "complex64": complex64, "complex128": complex128}
+    t = {np.dtype(k): v for k, v in t.items()}
+    if other is not None:
+        t[other] = float32
+    return t
+
+
+# The written promotion table of the half dtypes (the module docstring's rule).
+_HALF_WITH = {float16: _half_table(float16, bfloat16)}
+if bfloat16 is not None:
+    _HALF_WITH[bfloat16] = _half_table(bfloat16, float16)
 
 
 def complex_of(dtype):

@@ -141,6 +141,8 @@ class Generator:
 
     def _uniform01(self, n, dt, dev):
         """n floats in [0, 1) of NumPy dtype dt, from one call's words."""
+        if dt.itemsize == 2:                 # float16: 11 bits, exact in its significand
+            return _data_type.astype(self._words(n, dev) >> 21, dt) * 2.0**-11
         if dt.itemsize <= 4:
             w = self._words(n, dev)
             return _data_type.astype(w >> 8, dt) * 2.0**-24

@@ -109,6 +109,62 @@ def ops_for(mod):
                                      permute_dims, matmul)}
 
 
+# The ops that accumulate (or call LAPACK) and so compute half dtypes in float32.
+HALF_OPS = ("sum", "prod", "mean", "var", "std", "cumulative_sum", "cumulative_prod", "matmul",
+            "tensordot", "vecdot", "clip") + tuple("linalg_" + n for n in (
+                "cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "matrix_norm",
+                "matrix_power", "matrix_rank", "pinv", "qr", "slogdet", "solve", "svd", "svdvals",
+                "vector_norm", "trace", "outer", "cross"))
+
+
+def half_by_f32(mod, halves, own, compat):
+    """The ops of :data:`HALF_OPS` (``own``'s where it defines them, else array-api-compat's
+    ``compat``) taking half operands (dtypes ``halves``) as float32 copies, a half ``dtype``
+    argument as float32, and rounding their float32 results once to the half dtype asked for
+    (the operands' where none is; an explicit other dtype is kept).  float32 accumulation."""
+    halves = frozenset(halves)
+    f32 = mod.dtype("float32")
+    nd = mod.ndarray
+    scalar = getattr(mod, "generic", nd)
+
+    def back(r, target):
+        if isinstance(r, (nd, scalar)):             # NumPy gives 0-d results as scalars
+            return mod.asarray(r).astype(target) if target is not None and r.dtype == f32 else r
+        if isinstance(r, tuple):
+            out = [back(v, target) for v in r]
+            return r._make(out) if hasattr(r, "_fields") else tuple(out)
+        return r
+
+    def up(a, dtype_arg=False):
+        if a.__class__ is nd:
+            return a.astype(f32) if a.dtype in halves else a
+        return f32 if dtype_arg and a in halves else a
+
+    def wrap(fn):
+        def op(*args, **kwargs):
+            x = args[0]
+            dt = kwargs.get("dtype")
+            if dt is None and len(args) > 2 and isinstance(args[2], mod.dtype):
+                dt = args[2]                                 # sum(x, axis, dtype, keepdims)
+            target = dt if dt is not None else x.dtype
+            if target not in halves and x.dtype not in halves:
+                return fn(*args, **kwargs)
+            r = fn(*[up(a, i == 2) for i, a in enumerate(args)],
+                   **{k: up(a, k == "dtype") for k, a in kwargs.items()})
+            return back(r, target if target in halves else None)
+        op.__name__ = fn.__name__
+        return op
+
+    def source(name):
+        if own.get(name) is not None:
+            return own[name]
+        if name.startswith("linalg_"):
+            return getattr(compat.linalg, name[7:], None)
+        return getattr(compat, name, None)
+
+    return {n: wrap(source(n)) for n in HALF_OPS if source(n) is not None}
+
+
 def complex_log(mod):
     """``log`` of ``mod`` whose complex real part keeps its digits near |z| = 1, for a module that
     takes log(hypot(x, y)) there (CuPy's thrust kernels; NumPy's C99 clog needs none):

@@ -127,7 +127,7 @@ class CudaBackend(Backend):
 
     # capabilities ----------------------------------------------------------
     def dtypes(self):
-        return _dtypes.all_dtypes + _bf16.extension_dtypes()
+        return _dtypes.all_dtypes + (_dtypes.float16,) + _bf16.extension_dtypes()
 
     def default_dtypes(self):
         return {"real floating": _dtypes.float64, "complex floating": _dtypes.complex128,

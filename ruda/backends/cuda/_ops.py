@@ -11,7 +11,7 @@ import cupy as cp
 import numpy as np
 
 from ruda import _dtypes
-from ruda.backends._numpylike import c99_complex, complex_log, ops_for
+from ruda.backends._numpylike import c99_complex, complex_log, half_by_f32, ops_for
 from ruda.backends.cuda import _ir, _numba
 from ruda.runtime import ir
 
@@ -219,3 +219,8 @@ fft_fftn, fft_ifftn, fft_rfftn, fft_irfftn = map(_nd_fft, ("fftn", "ifftn", "rff
 def unstack(x, axis=0):
     lead = (slice(None),) * axis
     return tuple(x[lead + (i,)] for i in range(x.shape[axis]))
+
+
+# float16 (CuPy's dtype): the accumulating ops and cuSOLVER's take float32 copies and round once
+# (_numpylike.half_by_f32; bfloat16 has its own routes in _bf16).
+globals().update(half_by_f32(cp, (_dtypes.float16,), globals(), _ccp))

@@ -5,7 +5,7 @@ import numpy as np
 import array_api_compat.numpy as _cnp
 
 from ruda import _dtypes
-from ruda.backends._numpylike import ops_for
+from ruda.backends._numpylike import half_by_f32, ops_for
 
 globals().update(ops_for(np))
 
@@ -108,3 +108,9 @@ searchsorted = _bf16_by_f32(_cnp.searchsorted)
 unique_values, unique_counts, unique_inverse, unique_all = (
     _bf16_by_f32(getattr(_cnp, n), _values_back)
     for n in ("unique_values", "unique_counts", "unique_inverse", "unique_all"))
+
+
+# float16 and bfloat16 compute in float32 and round once (_numpylike.half_by_f32): NumPy rounds
+# float16 axis sums and moments every step and returns float32 for bfloat16 matmul, LAPACK takes
+# no half dtype, and NumPy's clip refuses bfloat16.
+globals().update(half_by_f32(np, _dtypes.extension_dtypes, globals(), _cnp))
