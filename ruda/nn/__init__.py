@@ -1,6 +1,8 @@
 """ruda.nn: torch.nn.functional-like functions on ruda arrays, on every device."""
 from ruda.nn._activations import (elu, gelu, glu, hardsigmoid, hardswish, leaky_relu, log_softmax,
                                   logsumexp, relu, relu6, sigmoid, silu, softmax, softplus, swiglu)
+from ruda.nn._conv import (conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, fold,
+                           unfold)
 from ruda.nn._layers import dropout, embedding, erf, linear, normalize, one_hot, pad
 from ruda.nn._norms import batch_norm, group_norm, layer_norm, rms_norm
 from ruda.nn._attention import scaled_dot_product_attention
@@ -9,7 +11,8 @@ from ruda.nn._rope import apply_rope, rope_frequencies
 from ruda.nn._sampling import filter_logits, sample, top_k
 
 __all__ = [
-    "batch_norm", "dropout", "elu", "embedding", "erf", "gelu", "glu", "group_norm",
+    "batch_norm", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+    "dropout", "fold", "unfold", "elu", "embedding", "erf", "gelu", "glu", "group_norm",
     "hardsigmoid", "hardswish", "layer_norm", "leaky_relu", "linear", "log_softmax", "logsumexp",
     "normalize", "one_hot", "pad", "relu", "relu6", "rms_norm", "sigmoid", "silu", "softmax",
     "softplus", "swiglu",
