@@ -230,3 +230,103 @@ def test_random_float16_in_unit_interval():
     assert r.dtype is xp.float16
     h = to_numpy(r)
     assert h.min() >= 0 and h.max() < 1 and len(np.unique(h)) > 1000
+
+
+# -------------------------------------------------------------------- bfloat16: ml_dtypes' rounding, bit for bit
+
+needs_bf16 = pytest.mark.skipif(xp.bfloat16 is None, reason="no ml_dtypes: no bfloat16")
+
+
+def _f32_bits(rng):
+    """float32 bit patterns: random, the specials, subnormals and exact bfloat16 ties."""
+    u = rng.integers(0, 2**32, 20000, dtype=np.uint64).astype(np.uint32)
+    specials = np.array([0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001, 0xFFC12345,
+                         0x7FFFFFFF, 1, 0x807FFFFF, 0x8000, 0x18000, 0x3F808000, 0x3F818000,
+                         0x7F7FFFFF, 0x7F7F8000, 0xFF7F8000, 0x7F7F7FFF], np.uint32)
+    ties = (rng.integers(0, 2**16, 4000, dtype=np.uint32) << 16) | np.uint32(0x8000)
+    return np.concatenate([u, specials, ties])
+
+
+@needs_bf16
+def test_bfloat16_from_float32_bit_identical(device):
+    rng = np.random.default_rng(21)
+    f = _f32_bits(rng).view(np.float32)
+    want = f.astype(xp.bfloat16.dtype).view(np.uint16)
+    got = to_numpy(xp.asarray(f, device=device).astype(xp.bfloat16)).view(np.uint16)
+    np.testing.assert_array_equal(got, want)
+    # transfers keep every pattern (NaN payloads too); widening to float32 is exact
+    b = (rng.integers(0, 2**16, 5000, dtype=np.uint32).astype(np.uint16)).view(xp.bfloat16.dtype)
+    x = xp.asarray(b, device=device)
+    np.testing.assert_array_equal(to_numpy(x).view(np.uint16), b.view(np.uint16))
+    np.testing.assert_array_equal(to_numpy(x.astype(xp.float32)).view(np.uint32),
+                                  b.astype(np.float32).view(np.uint32))
+
+
+@needs_bf16
+def test_bfloat16_from_float64_and_ints_rounds_once(device):
+    if not device.backend.supports(np.dtype(np.float64)):
+        pytest.skip(f"no float64 on {device}")
+    rng = np.random.default_rng(22)
+    bf = xp.bfloat16.dtype
+    # just above and below bfloat16 ties (a float32 rounding first would land on the tie)
+    t = ((rng.integers(0x00800000 >> 16, 0x7F7F, 3000, dtype=np.uint32) << 16) | 0x8000).view(np.float32)
+    t = t.astype(np.float64) * np.where(rng.random(3000) < 0.5, -1, 1)
+    d = np.concatenate([t * (1 + 2.0**-40), t * (1 - 2.0**-40), rng.standard_normal(3000) * 1e5,
+                        [np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-300, 3.3961e38, 3.3962e38, 1e39]])
+    got = to_numpy(xp.asarray(d, device=device).astype(xp.bfloat16)).view(np.uint16)
+    np.testing.assert_array_equal(got, d.astype(bf).view(np.uint16))
+
+
+@needs_bf16
+def test_bfloat16_from_32bit_ints_rounds_once(device):
+    rng = np.random.default_rng(24)
+    bf = xp.bfloat16.dtype
+    # just above a bfloat16 tie: float32 would round onto the tie first, then to even (down)
+    edges = [2**30 + 2**22 + 1, -(2**30 + 2**22 + 1), 2**26 + 2**18 + 1, 2**31 - 1, -2**31, 2**31 - 64, 0, -1]
+    i = np.concatenate([rng.integers(-2**31, 2**31 - 1, 3000), edges]).astype(np.int32)
+    u = np.concatenate([rng.integers(0, 2**32 - 1, 3000), [2**32 - 1, 2**32 - 128, 2**31, 2**31 + 2**23 + 1]]).astype(np.uint32)
+    for a in (i, u):
+        got = to_numpy(xp.asarray(a, device=device).astype(xp.bfloat16)).view(np.uint16)
+        np.testing.assert_array_equal(got, a.astype(bf).view(np.uint16), err_msg=str(a.dtype))
+
+
+@needs_bf16
+def test_bfloat16_arithmetic_bit_identical_to_ml_dtypes(device):
+    rng = np.random.default_rng(23)
+    bf = xp.bfloat16.dtype
+    a = (rng.standard_normal(4000) * 10.0 ** rng.integers(-3, 4, 4000)).astype(np.float32).astype(bf)
+    b = (rng.standard_normal(4000) * 10.0 ** rng.integers(-3, 4, 4000)).astype(np.float32).astype(bf)
+    x, y = xp.asarray(a, device=device), xp.asarray(b, device=device)
+    with np.errstate(all="ignore"):
+        for fn, want in (("add", a + b), ("subtract", a - b), ("multiply", a * b), ("divide", a / b),
+                         ("sqrt", np.sqrt(np.abs(a)))):
+            got = getattr(xp, fn)(x, y) if fn != "sqrt" else xp.sqrt(xp.abs(x))
+            assert got.dtype is xp.bfloat16
+            np.testing.assert_array_equal(to_numpy(got).view(np.uint16), want.view(np.uint16), err_msg=fn)
+        got = x * 0.1                                   # the scalar rounded to bfloat16 first
+        np.testing.assert_array_equal(to_numpy(got).view(np.uint16), (a * np.array(0.1, bf)).view(np.uint16))
+
+
+def test_unsupported_raise_clear_errors(device):
+    if xp.bfloat16 is not None and device.backend.supports(np.dtype(xp.bfloat16)) and device.kind == "wgpu":
+        x = xp.ones(3, dtype=xp.bfloat16, device=device)
+        with pytest.raises(TypeError, match=r"ruda.nextafter: bfloat16"):
+            xp.nextafter(x, x)
+    with pytest.raises(TypeError, match=r"ruda.random.normal: dtype must be a real floating dtype"):
+        xp.random.default_rng(0).normal(shape=(2,), dtype=xp.int32, device=device)
+
+
+def test_float16_from_float32_rounds_to_nearest_even(device):
+    _need(device, "float16")
+    rng = np.random.default_rng(25)
+    u = _f32_bits(rng)
+    # float16's own ties and subnormal range: random float16 halfway points, and tiny values
+    h = rng.integers(0, 2**16, 4000, dtype=np.uint32).astype(np.uint16).view(np.float16).astype(np.float32)
+    mid = (h.view(np.uint32) + np.uint32(1 << 12)).view(np.float32)
+    f = np.concatenate([u.view(np.float32), mid, rng.uniform(-7e-5, 7e-5, 3000).astype(np.float32)])
+    with np.errstate(all="ignore"):
+        want = f.astype(np.float16)
+    got = to_numpy(xp.asarray(f, device=device).astype(xp.float16))
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    np.testing.assert_array_equal(got.view(np.uint16)[~nan], want.view(np.uint16)[~nan])

@@ -122,18 +122,18 @@ def half_by_f32(mod, halves, own, compat):
     ``compat``) taking half operands (dtypes ``halves``) as float32 copies, a half ``dtype``
     argument as float32, and rounding their float32 results once to the half dtype asked for
     (the operands' where none is; an explicit other dtype is kept).  float32 accumulation."""
+    from ruda.backends import _map_native     # the package imports this module
     halves = frozenset(halves)
     f32 = mod.dtype("float32")
     nd = mod.ndarray
     scalar = getattr(mod, "generic", nd)
 
     def back(r, target):
-        if isinstance(r, (nd, scalar)):             # NumPy gives 0-d results as scalars
-            return mod.asarray(r).astype(target) if target is not None and r.dtype == f32 else r
-        if isinstance(r, tuple):
-            out = [back(v, target) for v in r]
-            return r._make(out) if hasattr(r, "_fields") else tuple(out)
-        return r
+        if target is None:
+            return r
+        # NumPy gives 0-d results as scalars
+        return _map_native(r, lambda a: mod.asarray(a).astype(target) if a.dtype == f32 else a,
+                           lambda a: isinstance(a, (nd, scalar)))
 
     def up(a, dtype_arg=False):
         if a.__class__ is nd:

@@ -11,7 +11,7 @@ import numpy as np
 
 from ruda import _dtypes, backends
 from ruda.backends import Backend
-from ruda.backends.wgpu import _device, _queue
+from ruda.backends.wgpu import _device, _half, _queue
 from ruda.backends.wgpu._array import HOST_STORAGE, IR, WArray, contiguous_strides
 from ruda.backends.wgpu._base import Base
 from ruda.backends.wgpu._creation import CreationOps
@@ -38,6 +38,7 @@ class WgpuBackend(FftOps, MatmulOps, LinalgOps, ElementwiseOps, ReductionOps, In
     kind = "wgpu"
     fallbacks = {}
     _unavailable = None
+    has_f16 = False
 
     # ------------------------------------------------------------------ discovery
     @classmethod
@@ -80,6 +81,7 @@ class WgpuBackend(FftOps, MatmulOps, LinalgOps, ElementwiseOps, ReductionOps, In
         f = ctx.features
         self.has_f64 = "shader-f64" in f
         self.has_i64 = "shader-int64" in f
+        self.has_f16 = "shader-f16" in f
         feats = set()
         if self.has_f64:
             feats |= {"float64", "complex128"}
@@ -134,7 +136,9 @@ class WgpuBackend(FftOps, MatmulOps, LinalgOps, ElementwiseOps, ReductionOps, In
         out.append(_dtypes.complex64)
         if self.has_f64:
             out.append(_dtypes.complex128)
-        return tuple(out)
+        if self.has_f16:                            # the extensions: WGSL f16, bfloat16 (_half)
+            out.append(_dtypes.float16)
+        return tuple(out) + ((_dtypes.bfloat16,) if _dtypes.bfloat16 is not None else ())
 
     def default_dtypes(self):
         f = _dtypes.float64 if self.has_f64 else _dtypes.float32
@@ -157,6 +161,8 @@ class WgpuBackend(FftOps, MatmulOps, LinalgOps, ElementwiseOps, ReductionOps, In
             return " (the adapter lacks the shader-f64 feature)"
         if dt in (_dtypes.int64, _dtypes.uint64) and not self.has_i64:
             return " (the adapter lacks the shader-int64 feature)"
+        if dt == _dtypes.float16 and not self.has_f16:
+            return " (the adapter lacks the shader-f16 feature)"
         return ""
 
     def _check_dtype(self, fn, dt):
@@ -252,3 +258,10 @@ def _matrix_rank(self, x, rtol=None):
 
 
 WgpuBackend.linalg_matrix_rank = _matrix_rank
+
+# float16: accumulating and bit-pattern ops on float32 copies; bfloat16: every op on float32
+# views, results rounded as ml_dtypes (_half)
+for _name in _half.GUARDED:
+    if getattr(WgpuBackend, _name, None) is not None:
+        setattr(WgpuBackend, _name, _half.guard(_name, _half.f16_guard(_name, getattr(WgpuBackend, _name))))
+del _name

@@ -7,11 +7,15 @@ import math
 
 import numpy as np
 
+from ruda import _dtypes
+
 # NumPy dtype -> IR type name, and the NumPy type of the stored words (see ruda.runtime.wgsl.STORAGE).
 IR = {np.dtype(k): v for k, v in {
     "bool": "bool", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
     "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64", "float16": "f16",
     "float32": "f32", "float64": "f64", "complex64": "c64", "complex128": "c128"}.items()}
+if _dtypes.bfloat16 is not None:
+    IR[_dtypes.bfloat16] = "bf16"   # float32 words; only _bf16's relabeled float32 views reach kernels
 HOST_STORAGE = {"bool": np.dtype(np.uint32), "i8": np.dtype(np.int32), "i16": np.dtype(np.int32),
                 "u8": np.dtype(np.uint32), "u16": np.dtype(np.uint32)}
 
