@@ -1,0 +1,286 @@
+"""Autoregressive generation for decoders: prefill, then one token at a time against a static
+KV cache; greedy or sampled; stop tokens and strings; streaming; batches; chat templates."""
+import json
+import os
+
+import ruda as xp
+import ruda.nn as nn
+import ruda.random
+
+_FN = "ruda.nn.models.generate"
+
+
+def _err(cls, arg, expected, got):
+    return cls(f"{_FN}: {arg}: expected {expected}, got {got}")
+
+
+def repetition_penalty(logits, seen, penalty):
+    """transformers' RepetitionPenaltyLogitsProcessor: the scores of tokens already seen (bool
+    ``seen`` (B, V)) divided by ``penalty`` where positive, multiplied where negative."""
+    pen = xp.where(logits < 0, logits * penalty, logits / penalty)
+    return xp.where(seen, pen, logits)
+
+
+_penalize = repetition_penalty          # the name is an argument of Generator.steps
+
+
+def _token_text(tok):
+    return tok.get("content") if isinstance(tok, dict) else tok
+
+
+def render_chat(template, messages, add_generation_prompt=True, **variables):
+    """The prompt text of ``messages`` through a Jinja chat template, rendered as transformers
+    does (sandboxed, trim_blocks and lstrip_blocks, ``tojson``, ``raise_exception``,
+    ``strftime_now``)."""
+    import datetime
+
+    import jinja2
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    def raise_exception(message):
+        raise jinja2.exceptions.TemplateError(message)
+
+    def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+        return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators,
+                          sort_keys=sort_keys)
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                        extensions=[jinja2.ext.loopcontrols])
+    env.filters["tojson"] = tojson
+    env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = lambda fmt: datetime.datetime.now().strftime(fmt)
+    return env.from_string(template).render(messages=messages,
+                                            add_generation_prompt=add_generation_prompt,
+                                            **variables)
+
+
+class _Text:
+    """Incremental detokenization of one sequence: text appears once its bytes are complete
+    and once it can no longer be the start of a stop string; a stop string ends the text
+    (it is not included)."""
+
+    def __init__(self, tokenizer, stop):
+        self.tok, self.stop = tokenizer, stop
+        self.ids, self.sent, self.done = [], 0, False
+
+    def push(self, ids):
+        """Adds tokens; returns the new text that is final."""
+        self.ids.extend(ids)
+        text = self.tok.decode(self.ids, skip_special_tokens=True)
+        for s in self.stop:
+            at = text.find(s)
+            if at >= 0:
+                self.done = True
+                text = text[:at]
+        if not self.done:
+            if text.endswith("\ufffd"):              # a character cut between tokens
+                return ""
+            hold = 0
+            for s in self.stop:                      # a suffix that may begin a stop string
+                for n in range(min(len(s) - 1, len(text)), hold, -1):
+                    if text.endswith(s[:n]):
+                        hold = n
+                        break
+            text = text[:len(text) - hold]
+        new = text[self.sent:] if len(text) > self.sent else ""
+        self.sent = max(self.sent, len(text))
+        return new
+
+    def flush(self):
+        """The held-back text at the end of generation."""
+        text = self.tok.decode(self.ids, skip_special_tokens=True)
+        if not self.done:
+            self.done = True
+            new = text[self.sent:]
+            self.sent = len(text)
+            return new
+        return ""
+
+
+class Generator:
+    """Generation on top of a model's ``forward(tokens, caches, start, mask, last_only)`` and
+    ``new_cache(batch, max_len)``."""
+
+    def __init__(self, tokenizer, tokenizer_config, generation_config, config):
+        self.tokenizer = tokenizer
+        self.tokenizer_config = tokenizer_config or {}
+        gen = generation_config or {}
+        eos = gen.get("eos_token_id", config.get("eos_token_id"))
+        eos = eos if isinstance(eos, list) else [eos]
+        self.eos_ids = {int(e) for e in eos if e is not None}
+        name = _token_text(self.tokenizer_config.get("eos_token"))
+        if name and tokenizer is not None and tokenizer.token_to_id(name) is not None:
+            self.eos_ids.add(tokenizer.token_to_id(name))
+        pad = gen.get("pad_token_id", config.get("pad_token_id"))
+        self.pad_id = int(pad) if pad is not None else min(self.eos_ids, default=0)
+
+    # -------------------------------------------------------------------------------------
+    def encode(self, text):
+        """Token ids of ``text`` (with the tokenizer's special tokens, e.g. BOS)."""
+        if self.tokenizer is None:
+            raise _err(ValueError, "prompt", "token ids (the model has no tokenizer)",
+                       repr(text))
+        return self.tokenizer.encode(text).ids
+
+    def _ids(self, prompt):
+        if isinstance(prompt, str):
+            return self.encode(prompt)
+        if isinstance(prompt, (list, tuple)) and all(isinstance(t, int) and not
+                                                     isinstance(t, bool) for t in prompt):
+            return list(prompt)
+        raise _err(TypeError, "prompt", "a str or a list of int token ids",
+                   type(prompt).__name__)
+
+    def steps(self, prompts, max_new_tokens=64, temperature=0.0, top_k=None, top_p=None,
+              min_p=None, repetition_penalty=None, seed=None, max_len=None):
+        """Yields, per step, the list of next token ids (one per prompt). ``prompts``: token id
+        lists of any lengths, left-padded to one length with a key mask; every row uses
+        positions 0.. of the padded batch (rotary attention depends only on the distance
+        between positions, so the shift by the padding leaves the scores unchanged).
+
+        The cache holds ``max_len`` positions (default: the longest prompt plus
+        ``max_new_tokens``); a prompt longer than that is an error; generation ends when the
+        cache is full."""
+        if not prompts or any(len(p) == 0 for p in prompts):
+            raise _err(ValueError, "prompt", "at least one token per prompt",
+                       [len(p) for p in prompts])
+        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) \
+                or max_new_tokens < 0:
+            raise _err(ValueError, "max_new_tokens", "an int >= 0", max_new_tokens)
+        if repetition_penalty is not None and not repetition_penalty > 0:
+            raise _err(ValueError, "repetition_penalty", "a number > 0", repetition_penalty)
+        B, T = len(prompts), max(len(p) for p in prompts)
+        if max_len is None:
+            max_len = T + max_new_tokens
+        if T > max_len:
+            raise _err(ValueError, "prompt", f"at most max_len={max_len} tokens (the KV "
+                       "cache length)", f"{T} tokens")
+        vocab = self.cfg.vocab
+        for p in prompts:
+            bad = [t for t in p if not 0 <= t < vocab]
+            if bad:
+                raise _err(ValueError, "prompt", f"token ids in [0, {vocab})", bad[0])
+        dev = self.device
+        pads = [T - len(p) for p in prompts]
+        rows = [[self.pad_id] * n + list(p) for n, p in zip(pads, prompts)]
+        tokens = xp.asarray(rows, dtype=xp.int32, device=dev)
+        mask = None
+        if any(pads):
+            keep = xp.arange(max_len, dtype=xp.int32, device=dev)[None, :] >= \
+                xp.asarray(pads, dtype=xp.int32, device=dev)[:, None]
+            mask = xp.reshape(keep, (B, 1, 1, max_len))
+        seen = None
+        if repetition_penalty is not None and repetition_penalty != 1.0:
+            flags = [[False] * vocab for _ in prompts]
+            for f, p in zip(flags, prompts):
+                for t in p:
+                    f[t] = True
+            seen = xp.asarray(flags, dtype=xp.bool, device=dev)
+            ids_v = xp.arange(vocab, dtype=xp.int32, device=dev)[None, :]
+        gen = None
+        if temperature:
+            gen = ruda.random.Generator(int.from_bytes(os.urandom(8), "little")
+                                        if seed is None else seed)
+        caches = self.new_cache(B, max_len)
+        start = 0
+        for _ in range(min(max_new_tokens, max_len - T + 1)):
+            S = start + tokens.shape[1]
+            logits = self.forward(tokens, caches, start,
+                                  None if mask is None else mask[..., :S], last_only=True)
+            s = xp.astype(logits[:, -1, :], xp.float32)
+            if seen is not None:
+                s = _penalize(s, seen, repetition_penalty)
+            nxt = nn.sample(s, temperature, top_k, top_p, min_p, generator=gen)
+            out = [int(t) for t in nxt.to_device("cpu").tolist()]
+            yield out
+            start = S
+            if S >= max_len:
+                return
+            nxt32 = xp.astype(nxt, xp.int32)
+            if seen is not None:
+                seen = xp.logical_or(seen, ids_v == nxt32[:, None])
+            tokens = xp.reshape(nxt32, (B, 1))
+
+    def generate_ids(self, prompts, stop_tokens=None, **kw):
+        """New token ids per prompt, each ending at (and including) its first stop token."""
+        stop = self.eos_ids if stop_tokens is None else set(stop_tokens)
+        outs = [[] for _ in prompts]
+        done = [False] * len(prompts)
+        for toks in self.steps([self._ids(p) for p in prompts], **kw):
+            for i, t in enumerate(toks):
+                if not done[i]:
+                    outs[i].append(t)
+                    done[i] = t in stop
+            if all(done):
+                break
+        return outs
+
+    def _stream(self, prompts, stop, kw):
+        if isinstance(stop, str):
+            stop = [stop]
+        stop = [s for s in (stop or ()) if s]
+        texts = [_Text(self.tokenizer, stop) for _ in prompts]
+        for toks in self.steps([self._ids(p) for p in prompts], **kw):
+            pieces = []
+            for t, tx in zip(toks, texts):
+                if tx.done:
+                    pieces.append("")
+                elif t in self.eos_ids:
+                    pieces.append(tx.flush())
+                else:
+                    pieces.append(tx.push([t]))
+            yield pieces
+            if all(tx.done for tx in texts):
+                return
+        yield [tx.flush() for tx in texts]
+
+    def generate(self, prompt, max_new_tokens=64, temperature=0.0, top_k=None, top_p=None,
+                 min_p=None, repetition_penalty=None, seed=None, stop=None, stream=False,
+                 max_len=None):
+        """The generated text for ``prompt`` (a str or token ids), or a list of texts for a
+        list of prompts (decoded as one batch).
+
+        ``temperature=0``: greedy; otherwise sampling with ``top_k``, ``top_p``, ``min_p``
+        (as :func:`ruda.nn.sample`), reproducible with ``seed``. ``repetition_penalty``: as
+        transformers, over the prompt and the generated tokens. Generation ends at an end
+        token (the config's ``eos_token_id``), after ``max_new_tokens``, or at a ``stop``
+        string (a str or a list), which is cut from the text. ``stream=True`` returns an
+        iterator of text pieces (lists of pieces, one per prompt, for a list of prompts)
+        whose concatenation is the non-streamed result."""
+        kw = dict(max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k,
+                  top_p=top_p, min_p=min_p, repetition_penalty=repetition_penalty, seed=seed,
+                  max_len=max_len)
+        if self.tokenizer is None:
+            raise _err(ValueError, "model", "a tokenizer (use steps() or generate_ids() with "
+                       "token ids)", "none")
+        single = isinstance(prompt, str) or (isinstance(prompt, (list, tuple)) and prompt
+                                             and isinstance(prompt[0], int))
+        prompts = [prompt] if single else list(prompt)
+        it = self._stream(prompts, stop, kw)
+        if stream:
+            return (p[0] for p in it if p[0]) if single else it
+        parts = [[] for _ in prompts]
+        for pieces in it:
+            for acc, p in zip(parts, pieces):
+                acc.append(p)
+        texts = ["".join(acc) for acc in parts]
+        return texts[0] if single else texts
+
+    def chat_prompt(self, messages, add_generation_prompt=True):
+        """The prompt text of ``messages`` ([{"role", "content"}, ...]) through the model's
+        chat template (tokenizer_config.json's ``chat_template``)."""
+        tc = self.tokenizer_config
+        template = tc.get("chat_template")
+        if isinstance(template, list):                 # named templates: the default one
+            template = {t["name"]: t["template"] for t in template}.get("default")
+        if not template:
+            raise _err(ValueError, "model", "a chat_template in tokenizer_config.json", "none")
+        specials = {k: _token_text(tc.get(k)) for k in ("bos_token", "eos_token", "pad_token",
+                                                         "unk_token")}
+        return render_chat(template, messages, add_generation_prompt, **specials)
+
+    def chat(self, messages, **kw):
+        """The reply to ``messages`` (rendered by :meth:`chat_prompt`, tokenized without
+        adding special tokens, as transformers' apply_chat_template); ``generate``'s options."""
+        ids = self.tokenizer.encode(self.chat_prompt(messages), add_special_tokens=False).ids
+        return self.generate(ids, **kw)

@@ -1,0 +1,256 @@
+"""Llama-family decoders (Llama 2/3, Mistral, Qwen2, Qwen3, SmolLM2) as functional calls on
+ruda.nn, configured by transformers' config.json keys."""
+import ruda as xp
+import ruda.nn as nn
+from ruda.nn.models._generate import Generator
+
+ARCHITECTURES = ("llama", "mistral", "qwen2", "qwen3")          # config.json model_type
+SUPPORTED = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM")
+
+
+def _err(cls, arg, expected, got):
+    return cls(f"ruda.nn.models.load: {arg}: expected {expected}, got {got}")
+
+
+def _rope(config):
+    """(theta, scaling dict or None) from rope_parameters (transformers 5) or rope_theta and
+    rope_scaling (older config files)."""
+    params = config.get("rope_parameters") or {}
+    theta = params.get("rope_theta", config.get("rope_theta", 10000.0))
+    scaling = dict(params) if params else config.get("rope_scaling")
+    if scaling is not None and scaling.get("rope_type", scaling.get("type", "default")) == "default":
+        scaling = None
+    return float(theta), scaling
+
+
+class Config:
+    """The fields of a decoder's config.json that the forward pass reads."""
+
+    def __init__(self, config):
+        arch = config.get("model_type")
+        if arch not in ARCHITECTURES:
+            names = config.get("architectures") or [arch]
+            raise _err(ValueError, "config.json model_type",
+                       f"one of the supported architectures {', '.join(SUPPORTED)}",
+                       f"{arch!r} ({', '.join(map(str, names))})")
+        self.arch = arch
+        try:
+            self.hidden = int(config["hidden_size"])
+            self.layers = int(config["num_hidden_layers"])
+            self.heads = int(config["num_attention_heads"])
+            self.kv_heads = int(config.get("num_key_value_heads") or self.heads)
+            self.intermediate = int(config["intermediate_size"])
+            self.vocab = int(config["vocab_size"])
+        except KeyError as e:
+            raise _err(ValueError, "config.json", f"a {e.args[0]!r} entry", "none") from None
+        self.head_dim = int(config.get("head_dim") or self.hidden // self.heads)
+        if self.heads % self.kv_heads:
+            raise _err(ValueError, "config.json num_key_value_heads",
+                       f"a divisor of num_attention_heads={self.heads}", self.kv_heads)
+        act = config.get("hidden_act", "silu")
+        if act != "silu":
+            raise _err(ValueError, "config.json hidden_act", "'silu'", repr(act))
+        self.eps = float(config.get("rms_norm_eps", 1e-6))
+        self.theta, self.scaling = _rope(config)
+        self.tied = bool(config.get("tie_word_embeddings", False))
+        self.max_positions = int(config.get("max_position_embeddings") or 4096)
+        bias = bool(config.get("attention_bias", False))
+        self.qkv_bias = True if arch == "qwen2" else bias
+        self.o_bias = bias and arch != "qwen2"
+        self.mlp_bias = bool(config.get("mlp_bias", False))
+        self.qk_norm = arch == "qwen3"
+        # sliding window per layer: Mistral everywhere; Qwen through layer_types
+        window = config.get("sliding_window")
+        types = config.get("layer_types")
+        if arch == "mistral" or (arch in ("llama",) and window):
+            self.windows = [window] * self.layers
+        elif types:
+            self.windows = [window if t == "sliding_attention" else None for t in types]
+        elif arch in ("qwen2", "qwen3") and config.get("use_sliding_window") and window:
+            lim = int(config.get("max_window_layers", self.layers))
+            self.windows = [window if i >= lim else None for i in range(self.layers)]
+        else:
+            self.windows = [None] * self.layers
+        self.windows = [int(w) if w else None for w in self.windows]
+
+
+def expected_shapes(cfg):
+    """{tensor name: shape} of every weight the model reads (lm_head absent when tied)."""
+    H, D, q, kv = cfg.hidden, cfg.head_dim, cfg.heads * cfg.head_dim, cfg.kv_heads * cfg.head_dim
+    out = {"model.embed_tokens.weight": (cfg.vocab, H), "model.norm.weight": (H,)}
+    if not cfg.tied:
+        out["lm_head.weight"] = (cfg.vocab, H)
+    for i in range(cfg.layers):
+        p = f"model.layers.{i}."
+        out.update({p + "input_layernorm.weight": (H,), p + "post_attention_layernorm.weight": (H,),
+                    p + "self_attn.q_proj.weight": (q, H), p + "self_attn.k_proj.weight": (kv, H),
+                    p + "self_attn.v_proj.weight": (kv, H), p + "self_attn.o_proj.weight": (H, q),
+                    p + "mlp.gate_proj.weight": (cfg.intermediate, H),
+                    p + "mlp.up_proj.weight": (cfg.intermediate, H),
+                    p + "mlp.down_proj.weight": (H, cfg.intermediate)})
+        if cfg.qkv_bias:
+            out.update({p + "self_attn.q_proj.bias": (q,), p + "self_attn.k_proj.bias": (kv,),
+                        p + "self_attn.v_proj.bias": (kv,)})
+        if cfg.o_bias:
+            out[p + "self_attn.o_proj.bias"] = (H,)
+        if cfg.mlp_bias:
+            for n, s in (("gate", cfg.intermediate), ("up", cfg.intermediate), ("down", H)):
+                out[p + f"mlp.{n}_proj.bias"] = (s,)
+        if cfg.qk_norm:
+            out.update({p + "self_attn.q_norm.weight": (D,), p + "self_attn.k_norm.weight": (D,)})
+    return out
+
+
+def _shape(w):
+    return tuple(w.shape)
+
+
+def _fuse(ws):
+    """One weight (or bias) from several stacked along the output axis, when all are plain
+    arrays (a QuantizedWeight stays separate); None otherwise."""
+    if any(w is None or not isinstance(w, xp.Array) for w in ws):
+        return None
+    return xp.concat(ws, axis=0)
+
+
+class Llama(Generator):
+    """A decoder: ``forward(tokens, caches, start, mask)`` gives logits; ``generate`` and
+    ``chat`` (from :class:`ruda.nn.models._generate.Generator`) decode with a static KV cache.
+
+    Fusions made once at load: the q/k/v projections concatenated into one matrix (one matmul
+    per layer instead of three) and gate/up into another, when the weights are plain arrays."""
+
+    def __init__(self, config, weights, tokenizer=None, tokenizer_config=None,
+                 generation_config=None, device=None, dtype=None):
+        self.config = config
+        self.cfg = cfg = Config(config)
+        want = expected_shapes(cfg)
+        for name, shape in want.items():
+            if name not in weights:
+                raise _err(ValueError, "weights", f"a tensor {name!r} of shape {shape}", "none")
+            if _shape(weights[name]) != shape:
+                raise _err(ValueError, f"weight {name!r}", f"shape {shape}",
+                           _shape(weights[name]))
+        w = dict(weights)
+        first = w["model.embed_tokens.weight"]
+        self.device = first.device if device is None else xp.device(device) \
+            if isinstance(device, str) else device
+        self.dtype = dtype or (first.dtype if isinstance(first, xp.Array) else xp.float32)
+        self.layers = []
+        for i in range(cfg.layers):
+            p = f"model.layers.{i}."
+            g = w.get
+            L = {"in_norm": w[p + "input_layernorm.weight"],
+                 "post_norm": w[p + "post_attention_layernorm.weight"],
+                 "o": w[p + "self_attn.o_proj.weight"], "o_b": g(p + "self_attn.o_proj.bias"),
+                 "down": w[p + "mlp.down_proj.weight"], "down_b": g(p + "mlp.down_proj.bias"),
+                 "q_norm": g(p + "self_attn.q_norm.weight"),
+                 "k_norm": g(p + "self_attn.k_norm.weight"), "window": cfg.windows[i]}
+            qkv = [w[p + f"self_attn.{n}_proj.weight"] for n in "qkv"]
+            L["qkv"] = _fuse(qkv)
+            if L["qkv"] is None:
+                L["q"], L["k"], L["v"] = qkv
+            L["qkv_b"] = _fuse([g(p + f"self_attn.{n}_proj.bias") for n in "qkv"]) \
+                if cfg.qkv_bias else None
+            if cfg.qkv_bias and L["qkv"] is None:
+                L["q_b"], L["k_b"], L["v_b"] = (w[p + f"self_attn.{n}_proj.bias"] for n in "qkv")
+            gu = [w[p + "mlp.gate_proj.weight"], w[p + "mlp.up_proj.weight"]]
+            L["gate_up"] = _fuse(gu)
+            if L["gate_up"] is None:
+                L["gate"], L["up"] = gu
+            L["gate_up_b"] = _fuse([g(p + "mlp.gate_proj.bias"), g(p + "mlp.up_proj.bias")]) \
+                if cfg.mlp_bias else None
+            if cfg.mlp_bias and L["gate_up"] is None:
+                L["gate_b"], L["up_b"] = w[p + "mlp.gate_proj.bias"], w[p + "mlp.up_proj.bias"]
+            self.layers.append(L)
+        self.embed = first
+        self.norm = w["model.norm.weight"]
+        self.lm_head = first if cfg.tied else w["lm_head.weight"]
+        self._rope_table = None
+        super().__init__(tokenizer, tokenizer_config, generation_config, config)
+
+    # -------------------------------------------------------------------------------------
+    def rope(self, start, end):
+        """cos, sin for positions [start, end): slices of one table up to the largest length
+        asked for so far (dynamic NTK scaling depends on the length: computed each call)."""
+        cfg = self.cfg
+        dynamic = cfg.scaling and cfg.scaling.get("rope_type", cfg.scaling.get("type")) == "dynamic"
+        if dynamic:
+            pos = xp.arange(start, end, dtype=xp.int32, device=self.device)
+            return nn.rope_frequencies(cfg.head_dim, cfg.theta, pos, cfg.scaling,
+                                       dtype=self.dtype)
+        if self._rope_table is None or self._rope_table[0].shape[0] < end:
+            n = max(end, 256)
+            self._rope_table = nn.rope_frequencies(cfg.head_dim, cfg.theta, n, cfg.scaling,
+                                                   device=self.device, dtype=self.dtype)
+        cos, sin = self._rope_table
+        return cos[start:end], sin[start:end]
+
+    def new_cache(self, batch, max_len):
+        """One :class:`ruda.nn.KVCache` per layer."""
+        cfg = self.cfg
+        return [nn.KVCache(batch, cfg.kv_heads, max_len, cfg.head_dim, dtype=self.dtype,
+                           device=self.device) for _ in range(cfg.layers)]
+
+    def _attention(self, L, x, caches, i, cos, sin, mask):
+        cfg = self.cfg
+        B, T, _ = x.shape
+        D, Hq, Hk = cfg.head_dim, cfg.heads, cfg.kv_heads
+        if L["qkv"] is not None:
+            qkv = nn.linear(x, L["qkv"], L["qkv_b"])
+            q, k, v = qkv[..., :Hq * D], qkv[..., Hq * D:(Hq + Hk) * D], qkv[..., (Hq + Hk) * D:]
+        else:
+            q, k, v = (nn.linear(x, L[n], L.get(n + "_b")) for n in "qkv")
+        q = xp.reshape(q, (B, T, Hq, D))
+        k = xp.reshape(k, (B, T, Hk, D))
+        v = xp.permute_dims(xp.reshape(v, (B, T, Hk, D)), (0, 2, 1, 3))
+        if cfg.qk_norm:
+            q = nn.rms_norm(q, (D,), L["q_norm"], cfg.eps)
+            k = nn.rms_norm(k, (D,), L["k_norm"], cfg.eps)
+        q = nn.apply_rope(xp.permute_dims(q, (0, 2, 1, 3)), cos, sin)
+        k = nn.apply_rope(xp.permute_dims(k, (0, 2, 1, 3)), cos, sin)
+        if caches is not None:
+            k, v = caches[i].update(k, v)
+        o = nn.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=True,
+                                            enable_gqa=Hq != Hk, sliding_window=L["window"])
+        o = xp.reshape(xp.permute_dims(o, (0, 2, 1, 3)), (B, T, Hq * D))
+        return nn.linear(o, L["o"], L["o_b"])
+
+    def _mlp(self, L, x):
+        if L["gate_up"] is not None:
+            gu = nn.linear(x, L["gate_up"], L["gate_up_b"])
+            n = gu.shape[-1] // 2
+            return nn.linear(nn.swiglu(gu[..., :n], gu[..., n:]), L["down"], L["down_b"])
+        g = nn.linear(x, L["gate"], L.get("gate_b"))
+        u = nn.linear(x, L["up"], L.get("up_b"))
+        return nn.linear(nn.swiglu(g, u), L["down"], L["down_b"])
+
+    def forward(self, tokens, caches=None, start=0, mask=None, last_only=False):
+        """Logits (B, T, vocab) for int tokens (B, T) at positions ``start ..``.
+
+        ``caches``: None (attention over ``tokens`` only) or :meth:`new_cache`'s list, whose
+        length must be ``start``. ``mask``: None or bool (B, 1, 1, S) over all the keys
+        (cached and new), False at padding. ``last_only``: logits of the last position only
+        (B, 1, vocab), which is all decoding needs."""
+        cfg = self.cfg
+        if tokens.ndim != 2:
+            raise ValueError(f"ruda.nn.models.Llama.forward: tokens: expected shape (B, T), "
+                             f"got {tokens.shape}")
+        T = tokens.shape[1]
+        if caches is not None and caches[0].length + T > caches[0].max_len:
+            raise ValueError(f"ruda.nn.models.Llama.forward: tokens: expected at most "
+                             f"{caches[0].max_len - caches[0].length} more positions (the "
+                             f"cache holds {caches[0].length} of {caches[0].max_len}), got {T}")
+        cos, sin = self.rope(start, start + T)
+        x = nn.embedding(tokens, self.embed)
+        if x.dtype != self.dtype:
+            x = xp.astype(x, self.dtype)
+        for i, L in enumerate(self.layers):
+            h = nn.rms_norm(x, (cfg.hidden,), L["in_norm"], cfg.eps)
+            x = x + self._attention(L, h, caches, i, cos, sin, mask)
+            h = nn.rms_norm(x, (cfg.hidden,), L["post_norm"], cfg.eps)
+            x = x + self._mlp(L, h)
+        if last_only:
+            x = x[:, -1:, :]
+        x = nn.rms_norm(x, (cfg.hidden,), self.norm, cfg.eps)
+        return nn.linear(x, self.lm_head)
