@@ -127,7 +127,7 @@ def expected(fn, kw, case, name, w, r):
 
 def _tol(name):
     return {"float32": 1e-5, "complex64": 1e-5, "float64": 1e-12, "complex128": 1e-12,
-            "bfloat16": 2e-2}.get(name)
+            "float16": 2e-3, "bfloat16": 2e-2}.get(name)
 
 
 def compare(got, want, name):
