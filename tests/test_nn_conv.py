@@ -123,10 +123,15 @@ def test_conv_half(name):
         np.testing.assert_allclose(g, ref, rtol=tol, atol=tol * np.abs(ref).max())
 
 
-def test_host_kernel_matches_composed():
-    """The cpu conv kernel (im2col + BLAS, Numba depthwise) against the composed namespace path,
-    in float32 and float64, at shapes that reach each branch."""
+@pytest.mark.parametrize("numba", [True, False])
+def test_host_kernel_matches_composed(monkeypatch, numba):
+    """The cpu conv kernel (im2col + BLAS, Numba depthwise; depthwise through im2col where
+    Numba is missing) against torch and the composed namespace path, in float32 and float64,
+    at shapes that reach each branch."""
+    from ruda.backends.host import _nn_conv
     from ruda.nn import _conv
+    if not numba:
+        monkeypatch.setattr(_nn_conv, "_depthwise", None)
     rng = np.random.default_rng(5)
     for xs, ws, kw in [((2, 8, 10, 9), (16, 8, 3, 3), dict(padding=1)),
                        ((2, 8, 10, 9), (8, 1, 3, 3), dict(padding=1, groups=8)),
