@@ -9,6 +9,10 @@ from ruda.nn._attention import scaled_dot_product_attention
 from ruda.nn._cache import KVCache
 from ruda.nn._rope import apply_rope, rope_frequencies
 from ruda.nn._sampling import filter_logits, sample, top_k
+from ruda.nn._pool import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,
+                           adaptive_max_pool2d, avg_pool1d, avg_pool2d, avg_pool3d, max_pool1d,
+                           max_pool2d, max_pool3d)
+from ruda.nn._interpolate import interpolate
 
 __all__ = [
     "batch_norm", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
@@ -18,4 +22,7 @@ __all__ = [
     "softplus", "swiglu",
     "KVCache", "apply_rope", "filter_logits", "rope_frequencies", "sample",
     "scaled_dot_product_attention", "top_k",
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+    "avg_pool1d", "avg_pool2d", "avg_pool3d", "interpolate", "max_pool1d", "max_pool2d",
+    "max_pool3d",
 ]

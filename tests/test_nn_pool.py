@@ -1,0 +1,189 @@
+"""ruda.nn pooling and interpolate vs torch.nn.functional (CPU) on every device: float64 where the
+device has it, else float32; bfloat16 on cpu (1e-2 relative: one bfloat16 rounding of the
+float32 result, torch rounding its own way); fresh random inputs per test."""
+import zlib
+
+import numpy as np
+import pytest
+
+import ruda as xp
+import ruda.nn as nn
+from conftest import to_numpy
+from test_nn_functional import close, fdt, put
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+# (n, shape, kwargs): every option, odd sizes so that ceil_mode adds a partial window
+MAX_CASES = [
+    (1, (2, 3, 11), dict(kernel_size=3)),
+    (1, (3, 10), dict(kernel_size=4, stride=3, padding=2, dilation=2, ceil_mode=True)),
+    (2, (2, 3, 9, 8), dict(kernel_size=3, stride=2, padding=1)),
+    (2, (2, 3, 9, 8), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
+    (2, (1, 2, 10, 9), dict(kernel_size=(2, 3), stride=(3, 1), padding=(1, 0), dilation=(2, 1),
+                            ceil_mode=True)),
+    (3, (1, 2, 5, 6, 7), dict(kernel_size=(2, 3, 2), stride=2, padding=(1, 1, 0),
+                              ceil_mode=True)),
+]
+AVG_CASES = [
+    (1, (2, 3, 11), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
+    (2, (2, 3, 9, 8), dict(kernel_size=3, stride=2, padding=1)),
+    (2, (2, 3, 9, 8), dict(kernel_size=(3, 2), stride=(2, 3), padding=(1, 1), ceil_mode=True)),
+    (2, (3, 7, 7), dict(kernel_size=2)),
+    (3, (1, 2, 5, 6, 7), dict(kernel_size=3, stride=(2, 2, 3), padding=1, ceil_mode=True)),
+]
+
+
+def _ids(cases):
+    return [f"{n}d-{i}" for i, (n, _, _) in enumerate(cases)]
+
+
+@pytest.mark.parametrize("n, shape, kw", MAX_CASES, ids=_ids(MAX_CASES))
+def test_max_pool(device, n, shape, kw):
+    dt, tol = fdt(device)
+    a = np.random.default_rng(zlib.crc32(repr(kw).encode())).standard_normal(shape)
+    f, tf = getattr(nn, f"max_pool{n}d"), getattr(F, f"max_pool{n}d")
+    x = put(a, device, dt)
+    close(f(x, **kw), tf(torch.from_numpy(a), **kw).numpy(), dt, tol)
+    vals, idx = f(x, return_indices=True, **kw)
+    wv, wi = tf(torch.from_numpy(a), return_indices=True, **kw)
+    close(vals, wv.numpy(), dt, tol)
+    assert idx.dtype == xp.__array_namespace_info__().default_dtypes(device=device)["indexing"]
+    np.testing.assert_array_equal(to_numpy(idx), wi.numpy())
+
+
+@pytest.mark.parametrize("n, shape, kw", AVG_CASES, ids=_ids(AVG_CASES))
+@pytest.mark.parametrize("count_include_pad", [True, False])
+def test_avg_pool(device, n, shape, kw, count_include_pad):
+    dt, tol = fdt(device)
+    a = np.random.default_rng(zlib.crc32(repr(kw).encode()) + 1).standard_normal(shape)
+    f, tf = getattr(nn, f"avg_pool{n}d"), getattr(F, f"avg_pool{n}d")
+    want = tf(torch.from_numpy(a), count_include_pad=count_include_pad, **kw).numpy()
+    close(f(put(a, device, dt), count_include_pad=count_include_pad, **kw), want, dt, tol)
+    if n > 1:
+        want = tf(torch.from_numpy(a), divisor_override=5, **kw).numpy()
+        close(f(put(a, device, dt), divisor_override=5, **kw), want, dt, tol)
+
+
+@pytest.mark.parametrize("n, shape, sizes", [
+    (1, (2, 3, 10), [4, 3, 7, 10, 1, 13]),
+    (2, (2, 3, 9, 7), [(3, 7), (4, 5), (5, 3), 1, (None, 2), (11, 9)]),
+])
+def test_adaptive_pool(device, n, shape, sizes):
+    """Divisible and non-divisible sizes (overlapping windows), 1, None and larger than x."""
+    dt, tol = fdt(device)
+    a = np.random.default_rng(n + 30).standard_normal(shape)
+    t, x = torch.from_numpy(a), put(a, device, dt)
+    idt = xp.__array_namespace_info__().default_dtypes(device=device)["indexing"]
+    for o in sizes:
+        close(getattr(nn, f"adaptive_avg_pool{n}d")(x, o),
+              getattr(F, f"adaptive_avg_pool{n}d")(t, o).numpy(), dt, tol * 10)
+        vals, idx = getattr(nn, f"adaptive_max_pool{n}d")(x, o, return_indices=True)
+        wv, wi = getattr(F, f"adaptive_max_pool{n}d")(t, o, return_indices=True)
+        close(vals, wv.numpy(), dt, tol)
+        assert idx.dtype == idt
+        np.testing.assert_array_equal(to_numpy(idx), wi.numpy())
+        close(getattr(nn, f"adaptive_max_pool{n}d")(x, o), wv.numpy(), dt, tol)
+
+
+INTERP = [
+    (1, ["nearest", "nearest-exact", "linear", "area"]),
+    (2, ["nearest", "nearest-exact", "bilinear", "bicubic", "area"]),
+    (3, ["nearest", "trilinear"]),
+]
+
+
+@pytest.mark.parametrize("n, modes", INTERP, ids=[f"{n}d" for n, _ in INTERP])
+def test_interpolate(device, n, modes):
+    """Every mode, with and without align_corners, up and down, by size and by scale_factor
+    (torch's 1 / scale_factor source scale, and recompute_scale_factor)."""
+    dt, tol = fdt(device)
+    shape = (2, 3, 7, 6, 5)[:n + 2]
+    a = np.random.default_rng(40 + n).standard_normal(shape)
+    t, x = torch.from_numpy(a), put(a, device, dt)
+    resizes = [dict(size=(11, 4, 8)[:n]), dict(scale_factor=2.1), dict(scale_factor=0.6),
+               dict(scale_factor=(1.3, 1.0, 2.0)[:n], recompute_scale_factor=True),
+               dict(size=(1, 3, 5)[:n])]
+    for mode in modes:
+        aligns = [False, True] if mode in ("linear", "bilinear", "bicubic", "trilinear") \
+            else [None]
+        for kw in resizes:
+            for al in aligns:
+                want = F.interpolate(t, mode=mode, align_corners=al, **kw).numpy()
+                got = nn.interpolate(x, mode=mode, align_corners=al, **kw)
+                assert got.shape == want.shape, (mode, kw, al)
+                close(got, want, dt, tol * 10)
+
+
+def test_bfloat16_cpu():
+    bf = getattr(xp, "bfloat16", None)
+    if bf is None:
+        pytest.skip("ruda.bfloat16 needs ml_dtypes")
+    a = np.random.default_rng(50).standard_normal((2, 3, 9, 8))
+    x = xp.astype(xp.asarray(a), bf)
+    t = torch.from_numpy(np.asarray(xp.astype(x, xp.float64)))     # the same rounded inputs
+    tb = t.to(torch.bfloat16)
+    checks = [
+        (nn.max_pool2d(x, 3, 2, 1, ceil_mode=True), F.max_pool2d(tb, 3, 2, 1, ceil_mode=True)),
+        (nn.avg_pool2d(x, 3, 2, 1, count_include_pad=False),
+         F.avg_pool2d(tb, 3, 2, 1, count_include_pad=False)),
+        (nn.adaptive_avg_pool2d(x, (4, 3)), F.adaptive_avg_pool2d(tb, (4, 3))),
+        (nn.adaptive_max_pool2d(x, (4, 3)), F.adaptive_max_pool2d(tb, (4, 3))),
+        (nn.interpolate(x, scale_factor=1.7, mode="bilinear"),
+         F.interpolate(tb, scale_factor=1.7, mode="bilinear")),
+        (nn.interpolate(x, size=(5, 11), mode="bicubic", align_corners=True),
+         F.interpolate(tb, size=(5, 11), mode="bicubic", align_corners=True)),
+    ]
+    for got, want in checks:
+        assert got.dtype == bf
+        np.testing.assert_allclose(np.asarray(xp.astype(got, xp.float64)),
+                                   want.to(torch.float64).numpy(), rtol=1e-2, atol=1e-2)
+
+
+def test_errors(device):
+    x = xp.ones((2, 3, 6, 6), device=device, dtype=xp.float32)
+    cases = [
+        (lambda: nn.max_pool2d(x, 7), ValueError,
+         r"ruda.nn.max_pool2d: kernel_size: expected a kernel \(dilated: 7\) no larger than the "
+         r"padded input \(6\), got 7"),
+        (lambda: nn.max_pool2d(x, 3, dilation=3), ValueError, r"dilated: 7"),
+        (lambda: nn.avg_pool2d(x, 2, stride=0), ValueError,
+         r"ruda.nn.avg_pool2d: stride: expected values >= 1, got 0"),
+        (lambda: nn.max_pool2d(x, 2, stride=-1), ValueError, r"max_pool2d: stride"),
+        (lambda: nn.max_pool2d(x, 3, padding=2), ValueError,
+         r"ruda.nn.max_pool2d: padding: expected at most half the kernel size \(3, 3\), "
+         r"got \(2, 2\)"),
+        (lambda: nn.max_pool1d(x, 2), ValueError,
+         r"ruda.nn.max_pool1d: x: expected 2 or 3 dimensions"),
+        (lambda: nn.avg_pool3d(x[0], 2), ValueError, r"avg_pool3d: x: expected 4 or 5 dimensions"),
+        (lambda: nn.max_pool2d(x, (2, 2, 2)), ValueError,
+         r"max_pool2d: kernel_size: expected an int or a tuple of 2 ints"),
+        (lambda: nn.max_pool2d(x, 2.0), TypeError, r"max_pool2d: kernel_size"),
+        (lambda: nn.avg_pool2d(xp.ones((1, 1, 4, 4), dtype=xp.int32, device=device), 2),
+         TypeError, r"ruda.nn.avg_pool2d: x: expected a real floating dtype, got int32"),
+        (lambda: nn.avg_pool2d(x, 2, divisor_override=0), ValueError, r"divisor_override"),
+        (lambda: nn.adaptive_avg_pool2d(x, (0, 2)), ValueError,
+         r"adaptive_avg_pool2d: output_size: expected 2 positive ints"),
+        (lambda: nn.adaptive_max_pool2d(x[0, 0], 2), ValueError,
+         r"adaptive_max_pool2d: x: expected 3 or 4 dimensions"),
+        (lambda: nn.interpolate(x, size=4, mode="linear"), ValueError,
+         r"ruda.nn.interpolate: x: expected 3 dimensions for mode 'linear'"),
+        (lambda: nn.interpolate(x, size=4, mode="nearest", align_corners=True), ValueError,
+         r"interpolate: align_corners: expected None for mode 'nearest'"),
+        (lambda: nn.interpolate(x, size=4, scale_factor=2), ValueError,
+         r"interpolate: size: expected exactly one of size and scale_factor"),
+        (lambda: nn.interpolate(x, scale_factor=0.1), ValueError,
+         r"interpolate: scale_factor: expected factors giving a non-empty output"),
+        (lambda: nn.interpolate(x, size=4, mode="cubic"), ValueError, r"interpolate: mode"),
+        (lambda: nn.interpolate(x, size=(4, 4, 4)), ValueError,
+         r"interpolate: size: expected a positive int or 2 positive ints"),
+    ]
+    for f, cls, msg in cases:
+        with pytest.raises(cls, match=msg):
+            f()
+    # max pooling takes integers (a comparison), padding with the dtype's minimum
+    xi = xp.asarray(np.arange(-20, 16, dtype=np.int32).reshape(1, 1, 6, 6), device=device)
+    got = nn.max_pool2d(xi, 3, 2, 1)
+    want = F.max_pool2d(torch.arange(-20, 16, dtype=torch.int32).reshape(1, 1, 6, 6), 3, 2, 1)
+    assert got.dtype == xp.int32
+    np.testing.assert_array_equal(to_numpy(got), want.numpy())
