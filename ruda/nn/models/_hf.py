@@ -1,0 +1,149 @@
+"""Reading a Hugging Face model directory: config.json and other JSON files, safetensors
+weights (single file or shards listed in an index) and tokenizer.json.
+
+Weights are read memory-mapped through ``safetensors.safe_open(..., framework="numpy")``
+(bfloat16 through ml_dtypes) and each tensor goes to the device straight from that view."""
+import json
+import os
+
+import ruda as xp
+
+_SINGLE = "model.safetensors"
+_INDEX = "model.safetensors.index.json"
+
+
+def _err(cls, fn, arg, expected, got):
+    return cls(f"ruda.nn.models.{fn}: {arg}: expected {expected}, got {got}")
+
+
+def _dir(fn, path):
+    p = os.fspath(path)
+    if not os.path.isdir(p):
+        raise _err(ValueError, fn, "path", "a model directory", repr(p))
+    return p
+
+
+def _json_file(fn, file):
+    try:
+        with open(file, encoding="utf-8") as f:
+            data = json.load(f)
+    except json.JSONDecodeError as e:
+        raise _err(ValueError, fn, file, "valid JSON", f"a parse error: {e}") from None
+    if not isinstance(data, dict):
+        raise _err(ValueError, fn, file, "a JSON object", type(data).__name__)
+    return data
+
+
+def read_json(path, name, required=False):
+    """The JSON object in ``path/name`` (e.g. ``tokenizer_config.json``,
+    ``1_Pooling/config.json``); None when the file is absent and not ``required``."""
+    p = _dir("read_json", path)
+    file = os.path.join(p, name)
+    if not os.path.isfile(file):
+        if required:
+            raise _err(ValueError, "read_json", "path", f"a directory holding {name}", repr(p))
+        return None
+    return _json_file("read_json", file)
+
+
+def read_config(path):
+    """``config.json`` of the model directory ``path`` as a dict."""
+    p = _dir("read_config", path)
+    file = os.path.join(p, "config.json")
+    if not os.path.isfile(file):
+        raise _err(ValueError, "read_config", "path", "a directory holding config.json",
+                   f"{p!r} without it")
+    return _json_file("read_config", file)
+
+
+def _shards(p):
+    index = os.path.join(p, _INDEX)
+    if os.path.isfile(index):
+        data = _json_file("load_safetensors", index)
+        wm = data.get("weight_map")
+        if not isinstance(wm, dict) or not wm:
+            raise _err(ValueError, "load_safetensors", index,
+                       "a non-empty 'weight_map' object", repr(wm)[:80])
+        files = list(dict.fromkeys(wm.values()))
+        for f in files:
+            if not os.path.isfile(os.path.join(p, f)):
+                raise _err(ValueError, "load_safetensors", index,
+                           "shards present in the directory", f"missing {f!r}")
+        return files, set(wm)
+    if os.path.isfile(os.path.join(p, _SINGLE)):
+        return [_SINGLE], None
+    raise _err(ValueError, "load_safetensors", "path",
+               f"a directory holding {_SINGLE} or {_INDEX}", repr(p))
+
+
+def load_safetensors(path, device, dtype=None, *, skip=()):
+    """Every tensor of the model directory ``path`` as a ruda array on ``device`` (cast to
+    ``dtype`` when given, floating tensors only: integer buffers keep their dtype). Tensors
+    whose names end with one of the suffixes in ``skip`` are not read (buffers a model
+    recomputes, such as BERT's int64 ``position_ids``, which some devices cannot hold)."""
+    from safetensors import safe_open
+    from tqdm import tqdm
+
+    p = _dir("load_safetensors", path)
+    try:
+        ok = dtype is None or xp.isdtype(dtype, "real floating")
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise _err(TypeError, "load_safetensors", "dtype", "a real floating dtype", dtype)
+    skip = tuple(skip)
+    files, names = _shards(p)
+    out = {}
+    # the bar shows itself only when loading lasts over a second
+    total = sum(os.path.getsize(os.path.join(p, f)) for f in files)
+    with tqdm(total=total, desc="loading", unit="B", unit_scale=True, delay=1.0) as bar:
+        for f in files:
+            try:
+                handle = safe_open(os.path.join(p, f), framework="numpy")
+            except Exception as e:
+                raise _err(ValueError, "load_safetensors", os.path.join(p, f),
+                           "a safetensors file", f"{type(e).__name__}: {e}") from None
+            with handle as st:
+                for k in st.keys():
+                    if skip and k.endswith(skip):
+                        continue
+                    t = st.get_tensor(k)
+                    try:
+                        a = xp.asarray(t, device=device)
+                    except TypeError as e:
+                        raise _err(TypeError, "load_safetensors", f"tensor {k!r}",
+                                   "a dtype the device holds", f"{t.dtype} ({e})") from None
+                    if dtype is not None and a.dtype != dtype \
+                            and xp.isdtype(a.dtype, "real floating"):
+                        a = xp.astype(a, dtype)
+                    out[k] = a
+                    bar.update(t.nbytes)
+    missing = sorted(n for n in names or () if n not in out and not (skip and n.endswith(skip)))
+    if missing:
+        raise _err(ValueError, "load_safetensors", os.path.join(p, _INDEX),
+                   "every indexed tensor in its shard", f"missing {missing[:5]}")
+    return out
+
+
+def load_tokenizer(path):
+    """The ``tokenizers.Tokenizer`` of ``path/tokenizer.json``."""
+    from tokenizers import Tokenizer
+    p = _dir("load_tokenizer", path)
+    file = os.path.join(p, "tokenizer.json")
+    if not os.path.isfile(file):
+        raise _err(ValueError, "load_tokenizer", "path", "a directory holding tokenizer.json",
+                   repr(p))
+    try:
+        return Tokenizer.from_file(file)
+    except Exception as e:
+        raise _err(ValueError, "load_tokenizer", file, "a tokenizers JSON file",
+                   f"{type(e).__name__}: {e}") from None
+
+
+def expect_shape(name, array, shape):
+    """``array.shape == shape`` or a ValueError naming the tensor."""
+    got = tuple(array.shape)
+    if got != tuple(shape):
+        raise ValueError(f"ruda.nn.models: weight {name!r}: expected shape {tuple(shape)}, "
+                         f"got {got}")
+    return array
