@@ -44,14 +44,15 @@ def _half(device, name, a):
     return xp.asarray(h, device=device), h.astype(np.float64)
 
 
-def _close(got, want64, name, ulps=1.0):
+def _close(got, want64, name, ulps=1.0, err=""):
     """got (a half ruda array) within ``ulps`` half ulps of float64 ``want64`` rounded to the
     half dtype (NaN where want is NaN)."""
     assert got.dtype == _dt(name), (got.dtype, name)
     g = to_numpy(got).astype(np.float64)
     w = np.asarray(want64, np.float64).astype(np.float32).astype(_np(name)).astype(np.float64)
     assert g.shape == w.shape
-    np.testing.assert_allclose(g, w, rtol=ulps * EPS[name], atol=ulps * TINY[name], equal_nan=True)
+    np.testing.assert_allclose(g, w, rtol=ulps * EPS[name], atol=ulps * TINY[name], equal_nan=True,
+                               err_msg=err)
 
 
 # -------------------------------------------------------------------- promotion and dtype functions
@@ -105,10 +106,17 @@ def test_operations_return_the_table_dtype(device, name):
 
 # -------------------------------------------------------------------- values
 
-UNARY = ["abs", "ceil", "cos", "exp", "expm1", "floor", "log", "log1p", "negative", "round",
-         "sign", "sin", "sqrt", "square", "tanh", "trunc"]
-BINARY = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "pow", "atan2",
-          "floor_divide", "remainder", "hypot", "copysign"]
+# every elementwise function that takes a real floating dtype, with a domain where it is finite
+UNARY = {"abs": None, "acos": (-0.9, 0.9), "acosh": (1.1, 4), "asin": (-0.9, 0.9), "asinh": None,
+         "atan": None, "atanh": (-0.9, 0.9), "ceil": None, "conj": None, "cos": None, "cosh": None,
+         "exp": None, "expm1": None, "floor": None, "log": (0.1, 4), "log10": (0.1, 4),
+         "log1p": (0.1, 4), "log2": (0.1, 4), "negative": None, "positive": None, "real": None,
+         "reciprocal": None, "round": None, "sign": None, "sin": None, "sinh": None,
+         "sqrt": (0.1, 4), "square": None, "tan": (-1.2, 1.2), "tanh": None, "trunc": None}
+PREDICATES = ["isfinite", "isinf", "isnan", "signbit"]
+BINARY = ["add", "atan2", "copysign", "divide", "floor_divide", "hypot", "logaddexp", "maximum",
+          "minimum", "multiply", "pow", "remainder", "subtract"]
+COMPARISONS = ["equal", "greater", "greater_equal", "less", "less_equal", "not_equal"]
 
 
 @pytest.mark.parametrize("name", HALVES)
@@ -117,17 +125,23 @@ def test_elementwise(device, name):
     rng = np.random.default_rng(11)
     x, x64 = _half(device, name, rng.uniform(0.1, 4.0, 64) * rng.choice([-1, 1], 64))
     p, p64 = _half(device, name, rng.uniform(0.1, 4.0, 64))
-    x64a = np.abs(x64)
-    for fn in UNARY:
-        a, a64 = (p, p64) if fn in ("log", "log1p", "sqrt") else (x, x64)
-        _close(getattr(xp, fn)(a), getattr(np, fn)(a64), name)
+    for fn, dom in UNARY.items():
+        a, a64 = (x, x64) if dom is None else _half(device, name, rng.uniform(*dom, 64))
+        _close(getattr(xp, fn)(a), getattr(np, fn)(a64), name, err=fn)
     for fn in BINARY:
-        a, a64 = (xp.abs(x), x64a) if fn == "pow" else (x, x64)
-        _close(getattr(xp, fn)(a, p), getattr(np, fn)(a64, p64), name)
+        a, a64 = (xp.abs(x), np.abs(x64)) if fn == "pow" else (x, x64)
+        _close(getattr(xp, fn)(a, p), getattr(np, fn)(a64, p64), name, err=fn)
+    s, s64 = _half(device, name, [0.0, -0.0, np.inf, -np.inf, np.nan, 1.5, -2.0])
+    for fn in PREDICATES:
+        np.testing.assert_array_equal(to_numpy(getattr(xp, fn)(s)), getattr(np, fn)(s64), err_msg=fn)
+    for fn in COMPARISONS:
+        np.testing.assert_array_equal(to_numpy(getattr(xp, fn)(x, p)), getattr(np, fn)(x64, p64), err_msg=fn)
     _close(x + 0.5, x64 + 0.5, name)
-    assert xp.all((x < p) == xp.asarray(x64 < p64, device=device))
     _close(xp.where(x > 0, x, p), np.where(x64 > 0, x64, p64), name)
     _close(xp.clip(x, -1.0, 1.0), np.clip(x64, -1.0, 1.0), name)
+    if device.kind != "wgpu":        # wgpu: TypeError (test_unsupported_raise_clear_errors)
+        got = to_numpy(xp.nextafter(x, p)).astype(np.float64)
+        np.testing.assert_array_equal(got, np.nextafter(x64.astype(_np(name)), p64.astype(_np(name))).astype(np.float64))
 
 
 @pytest.mark.parametrize("name", HALVES)
@@ -308,10 +322,11 @@ def test_bfloat16_arithmetic_bit_identical_to_ml_dtypes(device):
 
 
 def test_unsupported_raise_clear_errors(device):
-    if xp.bfloat16 is not None and device.backend.supports(np.dtype(xp.bfloat16)) and device.kind == "wgpu":
-        x = xp.ones(3, dtype=xp.bfloat16, device=device)
-        with pytest.raises(TypeError, match=r"ruda.nextafter: bfloat16"):
-            xp.nextafter(x, x)
+    for name in HALVES:
+        if device.kind == "wgpu" and device.backend.supports(_np(name)):
+            x = xp.ones(3, dtype=_dt(name), device=device)
+            with pytest.raises(TypeError, match=f"ruda.nextafter: {name} is not supported on 'wgpu"):
+                xp.nextafter(x, x)
     with pytest.raises(TypeError, match=r"ruda.random.normal: dtype must be a real floating dtype"):
         xp.random.default_rng(0).normal(shape=(2,), dtype=xp.int32, device=device)
 
