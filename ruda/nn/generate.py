@@ -1,0 +1,79 @@
+"""Text generation from the command line:
+
+    python -m ruda.nn.generate MODEL --prompt "..." [--device cpu] [--max-new-tokens N]
+
+MODEL is a Hugging Face model directory or a .gguf file. The text streams to stdout; prefill and
+decode speeds (tokens/s) go to stderr."""
+import argparse
+import sys
+import time
+
+
+def _parser():
+    ap = argparse.ArgumentParser(prog="python -m ruda.nn.generate", description=__doc__.split(
+        "\n")[0])
+    ap.add_argument("model", help="a Hugging Face model directory or a .gguf file")
+    ap.add_argument("--prompt", required=True)
+    ap.add_argument("--device", default=None, help="cpu, cuda or wgpu (default: ruda's default)")
+    ap.add_argument("--dtype", default=None, choices=("float32", "bfloat16"))
+    ap.add_argument("--max-new-tokens", type=int, default=64)
+    ap.add_argument("--temperature", type=float, default=0.0, help="0: greedy")
+    ap.add_argument("--top-k", type=int, default=None)
+    ap.add_argument("--top-p", type=float, default=None)
+    ap.add_argument("--min-p", type=float, default=None)
+    ap.add_argument("--repetition-penalty", type=float, default=None)
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--stop", action="append", default=[], help="a stop string (repeatable)")
+    ap.add_argument("--chat", action="store_true",
+                    help="wrap the prompt as a user message in the model's chat template")
+    ap.add_argument("--no-quantized", action="store_true",
+                    help="GGUF: dequantize weights at load")
+    return ap
+
+
+def main(argv=None):
+    import ruda as xp
+    from ruda.nn.models import load
+    from ruda.nn.models._generate import _Text
+
+    args = _parser().parse_args(argv)
+    dtype = None if args.dtype is None else getattr(xp, args.dtype)
+    t = time.perf_counter()
+    model = load(args.model, device=args.device, dtype=dtype, quantized=not args.no_quantized)
+    print(f"loaded {args.model} on {model.device} in {time.perf_counter() - t:.2f} s",
+          file=sys.stderr)
+    if args.chat:
+        ids = model.tokenizer.encode(model.chat_prompt([{"role": "user", "content": args.prompt}]),
+                                     add_special_tokens=False).ids
+    else:
+        ids = model.encode(args.prompt)
+    text = _Text(model.tokenizer, args.stop)
+    n = 0
+    t0 = time.perf_counter()
+    prefill = None
+    for toks in model.steps([ids], max_new_tokens=args.max_new_tokens,
+                            temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
+                            min_p=args.min_p, repetition_penalty=args.repetition_penalty,
+                            seed=args.seed):
+        n += 1
+        if prefill is None:
+            prefill = time.perf_counter() - t0
+        piece = text.flush() if toks[0] in model.eos_ids else text.push(toks)
+        sys.stdout.write(piece)
+        sys.stdout.flush()
+        if text.done:
+            break
+    sys.stdout.write(text.flush() + "\n")
+    total = time.perf_counter() - t0
+    if prefill is not None:
+        print(f"prefill: {len(ids)} tokens in {prefill:.3f} s ({len(ids) / prefill:.1f} "
+              "tokens/s)", file=sys.stderr)
+    if n > 1:
+        dec = total - prefill
+        print(f"decode: {n - 1} tokens in {dec:.3f} s ({(n - 1) / dec:.1f} tokens/s)",
+              file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,210 @@
+"""ruda.nn.models decoders vs transformers on tiny random checkpoints (Llama 3 with rope
+scaling, Mistral with a sliding window shorter than the prompt, Qwen2, Qwen3): logits and greedy
+tokens; generation options; loading errors; the CLI."""
+import json
+import os
+import string
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+tokenizers = pytest.importorskip("tokenizers")
+pytest.importorskip("safetensors")
+
+import ruda as xp                                                        # noqa: E402
+import ruda.nn as nn                                                     # noqa: E402
+from ruda.nn.models import load                                          # noqa: E402
+from ruda.nn.models._generate import repetition_penalty                  # noqa: E402
+
+from conftest import to_numpy                                            # noqa: E402
+
+CHARS = string.printable[:-6] + " \n"             # letters, digits, punctuation, space, newline
+CHAT = ("{% for m in messages %}{{ bos_token if loop.first }}<|{{ m['role'] }}|>"
+        "{{ m['content'] | trim }}\n{% endfor %}{% if add_generation_prompt %}<|assistant|>"
+        "{% endif %}")
+SMALL = dict(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+             num_attention_heads=4, num_key_value_heads=2, bos_token_id=1, eos_token_id=2,
+             initializer_range=0.3)
+CONFIGS = {
+    "llama": ("LlamaConfig", "LlamaForCausalLM",
+              dict(rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                 "high_freq_factor": 4.0, "original_max_position_embeddings": 8},
+                   rope_theta=500000.0)),
+    "mistral": ("MistralConfig", "MistralForCausalLM", dict(sliding_window=5)),
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", dict(tie_word_embeddings=True)),
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", dict(head_dim=16)),
+}
+
+
+def _tokenizer():
+    """A character-level BPE tokenizer: <unk>, <s>, </s>, then CHARS; BOS added."""
+    from tokenizers import decoders, models, processors
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    vocab.update({c: i + 3 for i, c in enumerate(CHARS)})
+    tok = tokenizers.Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token="<unk>"))
+    tok.add_special_tokens(["<unk>", "<s>", "</s>"])
+    tok.decoder = decoders.Fuse()
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
+    return tok
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    """{arch: (directory, transformers model)} for each tiny config."""
+    out = {}
+    for i, (arch, (cfg_name, cls_name, extra)) in enumerate(CONFIGS.items()):
+        torch.manual_seed(i)
+        cfg = getattr(transformers, cfg_name)(**SMALL, **extra)
+        model = getattr(transformers, cls_name)(cfg).eval()
+        d = tmp_path_factory.mktemp(arch)
+        model.save_pretrained(d, safe_serialization=True)
+        _tokenizer().save(str(d / "tokenizer.json"))
+        (d / "tokenizer_config.json").write_text(json.dumps(
+            {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<s>",
+             "eos_token": "</s>", "unk_token": "<unk>", "chat_template": CHAT}))
+        out[arch] = (d, model)
+    return out
+
+
+def _ref_greedy(model, ids, n):
+    """transformers' greedy continuation, through its first end token."""
+    with torch.no_grad():
+        out = model.generate(torch.tensor([ids]), max_new_tokens=n, do_sample=False,
+                             pad_token_id=0)[0, len(ids):].tolist()
+    return out[:out.index(2) + 1] if 2 in out else out
+
+
+PROMPTS = [[1, 40, 7, 99, 13, 5, 88, 23, 61, 17, 101, 3, 70, 44, 9], [1, 30, 64, 12, 95, 6, 7]]
+
+
+@pytest.mark.parametrize("arch", list(CONFIGS))
+def test_logits_and_greedy_match_transformers(checkpoints, device, arch):
+    d, ref = checkpoints[arch]
+    m = load(d, device=device)
+    ids = PROMPTS[0]
+    with torch.no_grad():
+        want = ref(torch.tensor([ids])).logits.numpy()
+    got = m.forward(xp.asarray([ids], dtype=xp.int32, device=device))
+    assert got.dtype == xp.float32 and got.device == device
+    np.testing.assert_allclose(to_numpy(got), want, rtol=1e-4, atol=1e-4)
+    assert m.generate_ids([ids], max_new_tokens=8)[0] == _ref_greedy(ref, ids, 8)
+
+
+def test_batch_of_prompts_of_different_lengths(checkpoints, device):
+    d, ref = checkpoints["mistral"]
+    m = load(d, device=device)
+    single = [m.generate_ids([p], max_new_tokens=6)[0] for p in PROMPTS]
+    assert single[1] == _ref_greedy(ref, PROMPTS[1], 6)
+    assert m.generate_ids(PROMPTS, max_new_tokens=6) == single
+
+
+def test_sampling_seeded_and_processors(checkpoints):
+    m = load(checkpoints["qwen3"][0], device="cpu")
+    kw = dict(max_new_tokens=6, temperature=0.8, top_k=40, top_p=0.9, min_p=0.02,
+              repetition_penalty=1.3)
+    a = m.generate_ids([PROMPTS[1]], seed=7, **kw)
+    assert a == m.generate_ids([PROMPTS[1]], seed=7, **kw)
+    assert len(a[0]) >= 1 and all(0 <= t < 128 for t in a[0])
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_logit_processors_match_transformers(device, seed):
+    from transformers import (MinPLogitsWarper, RepetitionPenaltyLogitsProcessor,
+                              TopKLogitsWarper, TopPLogitsWarper)
+    rng = np.random.default_rng(seed)
+    logits = rng.standard_normal((2, 128)).astype(np.float32) * 3
+    seen_ids = rng.integers(0, 128, (2, 10))
+    t = torch.from_numpy(logits)
+    want = RepetitionPenaltyLogitsProcessor(1.3)(torch.from_numpy(seen_ids), t.clone())
+    seen = np.zeros((2, 128), bool)
+    np.put_along_axis(seen, seen_ids, True, axis=1)
+    s = xp.asarray(logits, device=device)
+    got = repetition_penalty(s, xp.asarray(seen, device=device), 1.3)
+    np.testing.assert_allclose(to_numpy(got), want.numpy(), rtol=1e-6)
+    for warper, kw in ((TopKLogitsWarper(7), dict(top_k=7)), (TopPLogitsWarper(0.8), dict(top_p=0.8)),
+                       (MinPLogitsWarper(0.1), dict(min_p=0.1))):
+        ref = warper(None, t.clone()).numpy()
+        out = to_numpy(nn.filter_logits(s, **kw))
+        np.testing.assert_array_equal(np.isinf(out), np.isinf(ref))
+        np.testing.assert_allclose(out[~np.isinf(out)], ref[~np.isinf(ref)], rtol=1e-6)
+
+
+def test_stop_strings_and_streaming(checkpoints, device):
+    m = load(checkpoints["llama"][0], device=device)
+    prompt = "Hello, world"
+    ids = m.generate_ids([prompt], max_new_tokens=12)[0]
+    full = m.tokenizer.decode([t for t in ids if t != 2], skip_special_tokens=True)
+    assert m.generate(prompt, max_new_tokens=12) == full
+    pieces = list(m.generate(prompt, max_new_tokens=12, stream=True))
+    assert "".join(pieces) == full and all(isinstance(p, str) for p in pieces)
+    if len(full) >= 4:
+        stop = full[2:4]
+        cut = full[:full.find(stop)]
+        assert m.generate(prompt, max_new_tokens=12, stop=stop) == cut
+        assert "".join(m.generate(prompt, max_new_tokens=12, stop=[stop], stream=True)) == cut
+
+
+def test_chat_template_as_transformers(checkpoints):
+    d = checkpoints["qwen2"][0]
+    m = load(d, device="cpu")
+    msgs = [{"role": "system", "content": "Be brief. "}, {"role": "user", "content": "Hi!"}]
+    tok = transformers.PreTrainedTokenizerFast(tokenizer_file=str(d / "tokenizer.json"),
+                                               bos_token="<s>", eos_token="</s>",
+                                               chat_template=CHAT)
+    want = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+    assert m.chat_prompt(msgs) == want
+    ids = tok.apply_chat_template(msgs, add_generation_prompt=True)
+    ids = list(ids["input_ids"] if hasattr(ids, "keys") else ids)
+    assert m.tokenizer.encode(want, add_special_tokens=False).ids == ids
+    assert m.chat(msgs, max_new_tokens=5) == m.generate(ids, max_new_tokens=5)
+
+
+def _copy_dir(src, dst, config=None, weights=None):
+    import shutil
+
+    from safetensors.numpy import load_file, save_file
+    shutil.copytree(src, dst)
+    if config is not None:
+        (dst / "config.json").write_text(config)
+    if weights is not None:
+        w = load_file(str(src / "model.safetensors"))
+        w.update(weights)
+        save_file(w, str(dst / "model.safetensors"), metadata={"format": "pt"})
+    return dst
+
+
+def test_bad_input(checkpoints, tmp_path):
+    src = checkpoints["llama"][0]
+    cfg = json.loads((src / "config.json").read_text())
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="config.json"):
+        load(tmp_path / "empty", device="cpu")
+    with pytest.raises(ValueError, match="config.json"):
+        load(_copy_dir(src, tmp_path / "bad", config="{not json"), device="cpu")
+    with pytest.raises(ValueError, match=r"LlamaForCausalLM.*Qwen3ForCausalLM.*gpt2.*GPT2LMHeadModel"):
+        load(_copy_dir(src, tmp_path / "arch", config=json.dumps(
+            dict(cfg, model_type="gpt2", architectures=["GPT2LMHeadModel"]))), device="cpu")
+    with pytest.raises(ValueError, match=r"model.layers.1.self_attn.k_proj.weight.*\(32, 64\)"):
+        load(_copy_dir(src, tmp_path / "shape", weights={
+            "model.layers.1.self_attn.k_proj.weight": np.zeros((16, 64), np.float32)}),
+            device="cpu")
+    with pytest.raises(ValueError, match=r"no_such\.gguf"):
+        load(tmp_path / "no_such.gguf")
+    m = load(src, device="cpu")
+    with pytest.raises(ValueError, match=r"prompt.*max_len=8.*15 tokens"):
+        m.generate_ids([PROMPTS[0]], max_new_tokens=2, max_len=8)
+    with pytest.raises(ValueError, match=r"token ids in \[0, 128\)"):
+        m.generate_ids([[1, 500]], max_new_tokens=2)
+
+
+def test_cli(checkpoints, capsys):
+    from ruda.nn import generate as cli
+    d = checkpoints["qwen3"][0]
+    cli.main([str(d), "--prompt", "Hi", "--device", "cpu", "--max-new-tokens", "4"])
+    out = capsys.readouterr()
+    m = load(d, device="cpu")
+    assert out.out.startswith(m.generate("Hi", max_new_tokens=4))
+    assert "prefill" in out.err and "decode" in out.err and "tokens/s" in out.err
