@@ -23,8 +23,13 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from ruda._array import _speedups
 from ruda.data import _schema
 from ruda.data._schema import DatasetError
+
+# zlib.crc32, from the C accelerator where built (carry-less multiply folding, several
+# times faster, GIL released for large blobs)
+crc32 = _speedups.crc32 if _speedups is not None else zlib.crc32
 
 FORMAT = "ruda.data"
 VERSION = 1
@@ -217,7 +222,7 @@ class Store:
         with guard(self.path):
             n, crc, blobs = self._row(sid, c)
         if not isinstance(crc, bytes) or len(crc) != 4 * len(blobs) or checksum and \
-                np.frombuffer(crc, "<u4").tolist() != [zlib.crc32(b) for b in blobs]:
+                np.frombuffer(crc, "<u4").tolist() != [crc32(b) for b in blobs]:
             raise self.corrupt(f"chunk {c} of split table c{sid} fails its checksum")
         out = [None] * len(self.fields)
         for (_, k, is_shape), blob in zip(self.columns, blobs):
@@ -353,7 +358,7 @@ class Store:
                              .tobytes())
             else:
                 blobs.append(b"".join(np.ascontiguousarray(x).tobytes() for x in a))
-        crc = np.array([zlib.crc32(b) for b in blobs], "<u4").tobytes()
+        crc = np.array([crc32(b) for b in blobs], "<u4").tobytes()
         total = sum(len(b) for b in blobs)
         marks = ", ".join("?" * (4 + len(blobs)))
         self.conn.execute(f"INSERT OR REPLACE INTO c{sid} VALUES ({marks})",
