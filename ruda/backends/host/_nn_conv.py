@@ -1,8 +1,8 @@
 """Host convolution kernel of ``ruda.nn`` (contract: ruda/nn/README.md, ``conv``).
 
 Depthwise convolution (groups == C_in, one input channel per group) runs a Numba direct loop,
-parallel over (image, output channel), each output row accumulated tap by tap over the
-columns that tap reaches (no padded copy; the inner loop over the row vectorizes). Everything
+parallel over (image, output channel) planes: each plane padded into its stride phases in a
+per-thread buffer, then one vectorized axpy per kernel tap. Everything
 else is im2col + BLAS: the zero-padded input viewed through NumPy stride tricks as
 ``(N, C, *kernel, *out)``, copied into columns for a block of images (a bounded buffer) and
 multiplied by the weight as one batched sgemm/dgemm per group, straight into the NCHW output.
@@ -24,31 +24,55 @@ except ImportError:          # optional: depthwise then goes through im2col + BL
 if _nb is not None:
     @_nb.njit(parallel=True, fastmath=False, cache=True)
     def _depthwise(x, w, b, out, sh, sw, dh, dw, ph, pw):
-        """out[n, o] = b[o] + sum over taps of w[o, a, t] * x[n, o // m] shifted; x unpadded."""
+        """out[n, o] = b[o] + sum over taps of w[o, a, t] * x[n, o // m] shifted; x unpadded.
+
+        Per plane: the zero-padded input split into its sh * sw stride phases (so every tap is
+        a stride-1 shift of one phase), then each tap one long axpy over the output rows at
+        the phase's pitch (columns past OW are scratch), which LLVM vectorizes."""
         N, C, H, W = x.shape
         Co, KH, KW = w.shape
         OH, OW = out.shape[2], out.shape[3]
         m = Co // C
-        for u in _nb.prange(N * Co):
-            n, o = u // Co, u % Co
-            src = x[n, o // m]
-            for i in range(OH):
-                row = out[n, o, i]
-                for j in range(OW):
-                    row[j] = b[o]
-                for a in range(KH):
-                    r = i * sh + a * dh - ph
-                    if r < 0 or r >= H:
+        Hp = (OH - 1) * sh + (KH - 1) * dh + 1
+        Wp = (OW - 1) * sw + (KW - 1) * dw + 1
+        PH = (Hp + sh - 1) // sh
+        PW = (Wp + sw - 1) // sw
+        PL = PH * PW + PW                   # a phase plane and a row of slack for the taps
+        M = OH * PW
+        s0, s1 = max(0, pw), min(Wp, W + pw)
+        tasks = N * Co
+        chunks = min(tasks, 256)
+        for ch in _nb.prange(chunks):
+            buf = np.zeros(sh * sw * PL, x.dtype)
+            acc = np.empty(M, x.dtype)
+            for u in range(ch * tasks // chunks, (ch + 1) * tasks // chunks):
+                n, o = u // Co, u % Co
+                ci = o // m
+                for r in range(Hp):
+                    xr = r - ph
+                    if xr < 0 or xr >= H:
                         continue
-                    srow = src[r]
+                    rb = (r % sh) * sw * PL + (r // sh) * PW
+                    for pc in range(sw):
+                        k0 = (s0 - pc + sw - 1) // sw if s0 > pc else 0
+                        k1 = (s1 - pc + sw - 1) // sw if s1 > pc else 0
+                        db = rb + pc * PL
+                        for k in range(k0, k1):
+                            buf[db + k] = x[n, ci, xr, pc + k * sw - pw]
+                bo = b[o]
+                for q in range(M):
+                    acc[q] = bo
+                for a in range(KH):
+                    ra, pa = (a * dh) // sh, (a * dh) % sh
                     for t in range(KW):
-                        off = t * dw - pw
-                        # columns j with 0 <= j * sw + off < W
-                        j0 = 0 if off >= 0 else (-off + sw - 1) // sw
-                        j1 = min(OW, (W - 1 - off) // sw + 1) if W - 1 - off >= 0 else 0
+                        rc, pc = (t * dw) // sw, (t * dw) % sw
+                        base = (pa * sw + pc) * PL + ra * PW + rc
                         wv = w[o, a, t]
-                        for j in range(j0, j1):
-                            row[j] += wv * srow[j * sw + off]
+                        for q in range(M):
+                            acc[q] += wv * buf[base + q]
+                for i in range(OH):
+                    for j in range(OW):
+                        out[n, o, i, j] = acc[i * PW + j]
 else:
     _depthwise = None
 
