@@ -1,7 +1,8 @@
 """One benchmark case: its group, op, size label and dtype, the work one call does, and a
 builder of each contestant's zero-argument callable."""
 
-GROUPS = ("matmul", "elementwise", "reductions", "transfer", "latency", "host", "nn")  # run order
+GROUPS = ("matmul", "elementwise", "reductions", "transfer", "latency", "host", "nn",
+          "conv")  # run order
 TORCH_CPU_GROUPS = ("nn", "conv", "llm")   # groups where torch on the host is the reference
 
 # host contestants (ruda:cpu, numpy) do not run cases larger than these

@@ -318,6 +318,9 @@ def cases(groups, quick=False, sizes=None, dtypes=None):
         elif g == "nn":
             from ruda.bench._nn_cases import cases as nn_cases
             out += nn_cases(quick, sizes)
+        elif g == "conv":
+            from ruda.bench._conv_cases import cases as conv_cases
+            out += conv_cases(quick, sizes)
         else:
             raise ValueError(f"unknown group {g!r}; groups: {', '.join(GROUPS)}")
     return out
