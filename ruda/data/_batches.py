@@ -67,9 +67,16 @@ def _picked(reader, buffers, rows, sizes):
     about PICK_BYTES per task, at most two tasks per thread ahead of the consumer."""
     bounds = np.cumsum([0] + sizes).tolist()
 
-    def task(i):
-        return [reader.pick(buffers, rows[bounds[j]:bounds[j + 1]])
-                for j in range(i, min(i + per, len(sizes)))]
+    def task(i, outs):
+        return [reader.pick(buffers, rows[bounds[j]:bounds[j + 1]], out)
+                for j, out in zip(range(i, min(i + per, len(sizes))), outs)]
+
+    def submit(i):
+        # the batches' memory comes from this thread: memory that a picking thread allocates
+        # and the consumer frees goes back to that thread's heap, which returns it to the OS,
+        # so every batch would fault in fresh pages
+        return pool.submit(task, i, [reader.empty(sizes[j])
+                                     for j in range(i, min(i + per, len(sizes)))])
     batch_bytes = reader.record_bytes() * max(sizes)
     if _reader.READERS < 2 or batch_bytes < PICK_THREADS_FROM or len(sizes) < 2:
         for j in range(len(sizes)):
@@ -79,13 +86,12 @@ def _picked(reader, buffers, rows, sizes):
     starts = iter(range(0, len(sizes), per))
     threads = _reader.READERS
     with ThreadPoolExecutor(threads, thread_name_prefix="ruda.data picker") as pool:
-        pending = collections.deque(pool.submit(task, i) for i in
-                                    itertools.islice(starts, 2 * threads))
+        pending = collections.deque(submit(i) for i in itertools.islice(starts, 2 * threads))
         try:
             while pending:
                 done = pending.popleft().result()
                 for i in itertools.islice(starts, 1):
-                    pending.append(pool.submit(task, i))
+                    pending.append(submit(i))
                 yield from done
         finally:
             for f in pending:

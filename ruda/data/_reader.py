@@ -288,7 +288,7 @@ class Reader:
         rows = np.empty(len(idx), np.int64)
         rows[order] = np.arange(len(idx))
         m = len(idx)
-        fixed = iter(room or [np.empty((m,) + f.shape, f.dtype) for f in self.fields if f.fixed])
+        fixed = iter(room or self.empty(m))
         out = [next(fixed) if f.fixed else [None] * m for f in self.fields]
         row_bytes = self.record_bytes()
         runs, dense, start = [], [], 0
@@ -351,10 +351,17 @@ class Reader:
         if failed:
             raise failed[0]
 
-    def pick(self, buffers, rows):
-        """The records at ``rows`` of ``buffers``, as a new batch."""
-        return [np.take(a, rows, axis=0) if f.fixed else [a[r] for r in rows.tolist()]
-                for f, a in zip(self.fields, buffers)]
+    def pick(self, buffers, rows, out=None):
+        """The records at ``rows`` (valid indices) of ``buffers``, as a new batch (fixed
+        fields into the arrays ``out`` where given, from ``empty``; "clip" since "raise"
+        would copy through a temporary)."""
+        out = iter(out or ())
+        return [np.take(a, rows, axis=0, out=next(out, None), mode="clip") if f.fixed else
+                [a[r] for r in rows.tolist()] for f, a in zip(self.fields, buffers)]
+
+    def empty(self, m):
+        """Uninitialized arrays for ``m`` records of each fixed field."""
+        return [np.empty((m,) + f.shape, f.dtype) for f in self.fields if f.fixed]
 
     def _join(self, pieces):
         out = []
