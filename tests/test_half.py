@@ -345,3 +345,40 @@ def test_float16_from_float32_rounds_to_nearest_even(device):
     nan = np.isnan(want)
     np.testing.assert_array_equal(np.isnan(got), nan)
     np.testing.assert_array_equal(got.view(np.uint16)[~nan], want.view(np.uint16)[~nan])
+
+
+@needs_bf16
+def test_bfloat16_views_assignment_and_payloads(device):
+    """Views at odd offsets and negative strides, assignment into views (two values share a
+    32-bit word on wgpu), NaN payloads through data movement, 0-d and empty arrays."""
+    rng = np.random.default_rng(26)
+    bf = xp.bfloat16.dtype
+    bits = rng.integers(0, 2**16, 35, dtype=np.uint32).astype(np.uint16)
+    bits[[3, 10]] = [0x7F81, 0xFFA5]                           # NaNs with payloads
+    h = bits.view(bf).reshape(5, 7)
+    x = xp.asarray(h, device=device)
+    for key in [(slice(1, None), slice(None, None, -2)), (2,), (slice(None), 3), (Ellipsis, slice(1, 6, 3))]:
+        np.testing.assert_array_equal(to_numpy(x[key]).view(np.uint16), h[key].view(np.uint16))
+    for got, want in ((xp.reshape(x, (7, 5)), h.reshape(7, 5)), (x.mT, h.T),
+                      (xp.concat([x[:, 1:], x[:, :1]], axis=1), np.concatenate([h[:, 1:], h[:, :1]], axis=1)),
+                      (xp.flip(x, axis=0), h[::-1])):
+        np.testing.assert_array_equal(to_numpy(got).view(np.uint16), want.view(np.uint16))
+    w = h.astype(np.float32).astype(bf)                         # the host's copy, assigned alike
+    y = xp.asarray(w, device=device)
+    y[1:4, 2] = xp.asarray(np.array([1.5, -2.25, 3.0], np.float32), device=device)
+    w[1:4, 2] = np.array([1.5, -2.25, 3.0], np.float32).astype(bf)
+    y[0] = 0.1
+    w[0] = np.array(0.1).astype(bf)
+    yt = y.mT
+    yt[6, 1:] = -7.0                                            # through a transposed view
+    w[1:, 6] = -7.0
+    y[y > 100] = 2.5
+    with np.errstate(invalid="ignore"):
+        w[w.astype(np.float32) > 100] = 2.5
+    np.testing.assert_array_equal(to_numpy(y).view(np.uint16), w.view(np.uint16))
+    z = xp.asarray(np.array(1.5, bf), device=device)
+    assert (z + 1).dtype is xp.bfloat16 and float(z + 1) == 2.5 and z.shape == ()
+    e = xp.zeros((0, 3), dtype=xp.bfloat16, device=device)
+    assert e.shape == (0, 3) and to_numpy(e + 1).shape == (0, 3)
+    np.testing.assert_array_equal(to_numpy(xp.full((3,), 0.1, dtype=xp.bfloat16, device=device)).view(np.uint16),
+                                  np.full(3, np.array(0.1).astype(bf)).view(np.uint16))

@@ -8,33 +8,37 @@ bit pattern (max/min and their arg forms, sorting, searching, sets, ``clip``, ``
 float32 results are rounded back once; ``matmul`` is the tuned kernels' f16 with float32
 accumulation.  ``nextafter`` raises TypeError (a float32 step is not a float16 step).
 
-bfloat16: float32 words holding bfloat16 values, ml_dtypes' rounding.
+bfloat16: 16 bits a value, computed in float32, ml_dtypes' rounding bit for bit.
 
-A wgpu bfloat16 array is a :class:`WArray` of dtype bfloat16 over float32 words whose values
-are bfloat16 values (the bfloat16 bits in the high half of each word, the low half zero).  WGSL
-has no 16-bit integer type, and writing one half of a shared 32-bit word would race between
-invocations, so each value takes a word of its own (as uint8/uint16 do): loads are plain float32
-loads, and every float32 kernel of the backend serves bfloat16 unchanged.  Transfers convert on
-the host (bits << 16 up, >> 16 down: exact, NaN payloads kept).
-
-Every backend op goes through :func:`guard`: its bfloat16 operands are relabeled as float32
-views of the same memory (no copy), the float32 op runs, and its float32 results are rounded
-to bfloat16 by one kernel (``round_f32``: round to nearest even on the bits, NaN to the quiet
-NaN of its sign, overflow to infinity) -- ml_dtypes' float32 -> bfloat16 conversion bit for bit,
-so each elementwise op equals ml_dtypes' (which computes in float32 and rounds), and sums,
-means, moments, cumulative sums and matmul accumulate in float32 and round once.  An explicit
-non-bfloat16 ``dtype=`` (``sum(x, dtype=float32)``) keeps the float32 result.  Data movement
-(indexing, manipulation, ``where``, sorting's values) relabels only.  Scalars and ``full``
-round on the host with ml_dtypes; ``astype`` to bfloat16 from float64, int32 and uint32 (and 64-bit
-integers, through float64) rounds to odd in float32 first, so the one rounding to bfloat16 is
-ml_dtypes'.
+A wgpu bfloat16 array is a :class:`WArray` of dtype bfloat16 (IR name ``bf16``, which no
+renderer knows, so no kernel can take it by mistake) whose storage holds two values per 32-bit
+word (element ``e`` in the low half of word ``e // 2`` for even ``e``, the high half for odd),
+with element shapes, strides and offsets as any array: views are views.  WGSL has neither 16-bit
+integers nor 16-bit stores, and two invocations storing the halves of one word would race, so
+kernels never write bfloat16 elements one by one: every op goes through :func:`guard`, which
+unpacks its bfloat16 operands into float32 arrays (``unpack``: one kernel, any strides; the bits
+shifted into the high half, exact), runs the backend's float32 op, and packs its float32 results
+(``pack``: one invocation per output word, so no race) rounded to bfloat16 by ``round_f32``
+(round to nearest even on the bits, NaN to the quiet NaN of its sign, overflow to infinity:
+ml_dtypes' float32 -> bfloat16 conversion bit for bit).  So each elementwise op equals ml_dtypes'
+(which computes in float32 and rounds), and sums, means, moments, cumulative sums and matmul
+accumulate in float32 and round once.  An explicit non-bfloat16 ``dtype=`` (``sum(x,
+dtype=float32)``) keeps the float32 result.  Data movement (indexing, manipulation, ``where``,
+sorting's values) packs without rounding, NaN payloads kept.  ``setitem`` unpacks the
+word-aligned range of storage the target spans, assigns in float32 and packs the range back
+in place.  Transfers move the 16-bit words as they are.  Scalars and ``full`` round on the host
+with ml_dtypes; ``astype`` to bfloat16 from float64, int32 and uint32 (and 64-bit integers,
+through float64) rounds to odd in float32 first, so the one rounding to bfloat16 is ml_dtypes'.
 ``nextafter`` raises TypeError (a float32 step is not a bfloat16 step).
 """
+import math
+
 import numpy as np
 
 from ruda import _dtypes
 from ruda.backends import ELEMENTWISE_BINARY, ELEMENTWISE_UNARY, OPS, _map_native
-from ruda.backends.wgpu._array import WArray
+from ruda.backends.wgpu._array import WArray, contiguous_strides
+from ruda.backends.wgpu._base import _K, I
 from ruda.runtime import ir
 
 BF16 = _dtypes.bfloat16          # None without ml_dtypes: guard() changes nothing
@@ -85,24 +89,69 @@ def odd_f32_int(i):
     return ir.Bitcast(ir.select(ir.op("and", inexact, odd), ir.op("add", u, toward), u), "f32")
 
 
-def as_f32(a):
-    """The float32 view of a bfloat16 WArray (same memory)."""
-    return WArray(a.st, a.shape, a.strides, a.offset, F32)
+def _words(st, n=1, offset=0):
+    """A uint32 view of ``n`` words of storage ``st`` from word ``offset`` (a kernel binding)."""
+    return WArray(st, (n,), (1,), offset, U32)
 
 
-def as_bf16(a):
-    """The bfloat16 view of a float32 WArray whose values are bfloat16 values."""
-    return WArray(a.st, a.shape, a.strides, a.offset, BF16)
+def _packed(st, shape):
+    return WArray(st, shape, contiguous_strides(shape), 0, BF16)
+
+
+def unpack(be, a):
+    """A new contiguous float32 array of the values of packed bfloat16 array ``a`` (exact)."""
+    out = be._new(a.shape, F32)
+    if out.size == 0:
+        return out
+    nd = a.ndim
+    k = _K.get(("bf16_unpack", nd))
+    if k is None:
+        e = ir.Param(0, I)                       # the element index: offset + sum(c * stride)
+        for d in range(nd):
+            e = ir.op("add", e, ir.op("mul", ir.Coord(d), ir.Param(d + 1, I)))
+        word = ir.Load(0, ir.Flat(ir.op("shr", e, ir.const(1, I))), "u32")
+        shift = ir.op("mul", ir.cast(ir.op("and", e, ir.const(1, I)), "u32"), _u(16))
+        val = ir.Bitcast(ir.op("shl", ir.op("shr", word, shift), _u(16)), "f32")
+        k = _K[("bf16_unpack", nd)] = ir.Kernel(
+            "bf16_unpack", (ir.Arg("w", "u32", 0), ir.Arg("out", "f32", nd, True)), (I,) * (nd + 1),
+            nd, ir.Map((ir.Store(1, ir.Strided(), val),)))
+    be._launch(k, [_words(a.st), out], [(), out.strides], a.shape, (a.offset,) + tuple(a.strides))
+    return out
+
+
+def pack(be, f, rnd=True, into=None):
+    """A new packed bfloat16 array of float32 array ``f``'s values (rounded where ``rnd``, else
+    truncated: exact for bfloat16 values), or written in place at ``into`` = (storage, word)."""
+    f = be._contig(f)
+    n = f.size
+    nw = (n + 1) // 2
+    st, woff = into if into is not None else (be._new((max(nw, 1),), U32).st, 0)
+    if nw:
+        k = _K.get(("bf16_pack", rnd))
+        if k is None:
+            conv = round_f32 if rnd else (lambda v: v)
+            i0 = ir.op("mul", ir.Coord(0), ir.const(2, I))
+            i1 = ir.op("add", i0, ir.const(1, I))
+            n_ = ir.Param(0, I)
+            v0 = ir.Load(0, ir.Flat(i0), "f32")
+            v1 = ir.Load(0, ir.Flat(ir.op("min", i1, ir.op("sub", n_, ir.const(1, I)))), "f32")
+            lo = ir.op("shr", ir.Bitcast(conv(v0), "u32"), _u(16))
+            hi = ir.select(ir.op("lt", i1, n_), ir.op("and", ir.Bitcast(conv(v1), "u32"), _u(0xFFFF0000)), _u(0))
+            k = _K[("bf16_pack", rnd)] = ir.Kernel(
+                "bf16_pack", (ir.Arg("x", "f32", 0), ir.Arg("out", "u32", 1, True)), (I,), 1,
+                ir.Map((ir.Store(1, ir.Strided(), ir.op("or", lo, hi)),)))
+        be._launch(k, [f, _words(st, nw, woff)], [(), (1,)], (nw,), (n,))
+    return _packed(st, f.shape) if into is None else None
 
 
 def rounded(be, f):
-    """A new bfloat16 array: float32 WArray ``f`` rounded (one kernel)."""
-    return as_bf16(be._map(("bf16_round",), round_f32, [f], F32))
+    """A new packed bfloat16 array: float32 WArray ``f`` rounded (one kernel)."""
+    return pack(be, f, True)
 
 
 def _host_bf16(value):
-    """Python scalar ``value`` rounded once to bfloat16 by ml_dtypes, as a Python float."""
-    return float(np.array(value, np.float64).astype(BF16).astype(np.float64))
+    """Python scalar ``value`` rounded once to bfloat16 by ml_dtypes, as a 0-d bfloat16 array."""
+    return np.array(value, np.float64).astype(BF16)
 
 
 # ---------------------------------------------------------------------------------------
@@ -112,27 +161,45 @@ def from_host(be, impl, a):
     a = np.asarray(a)
     if a.dtype != BF16:
         return impl(be, a)
-    words = (np.ascontiguousarray(a).view(U16).astype(U32) << 16).view(F32)
-    return as_bf16(impl(be, words))
+    bits = np.ascontiguousarray(a).view(U16).reshape(-1)
+    if bits.size % 2 or bits.size == 0:
+        bits = np.concatenate([bits, np.zeros(2 - bits.size % 2, U16)])
+    return _packed(impl(be, bits.view(U32)).st, tuple(a.shape))
 
 
 def to_host(be, impl, a):
     if a.dtype != BF16:
         return impl(be, a)
-    words = impl(be, as_f32(a))
-    return (words.view(U32) >> 16).astype(U16).view(BF16)
+    if a.size == 0:
+        return np.empty(a.shape, BF16)
+    if not a.is_contiguous() or a.offset % 2:
+        a = pack(be, unpack(be, a), rnd=False)
+    words = impl(be, _words(a.st, (a.size + 1) // 2, a.offset // 2))
+    return words.view(U16)[:a.size].reshape(a.shape).view(BF16)
 
 
 def scalar(be, impl, value, dtype):
     if np.dtype(dtype) != BF16:
         return impl(be, value, dtype)
-    return as_bf16(impl(be, _host_bf16(value), F32))
+    key = (BF16, type(value), repr(value))     # cached as the backend caches its own scalars
+    a = be.ctx.scalars.get(key)
+    if a is None:
+        a = be.ctx.scalars[key] = be.from_host(_host_bf16(value))
+    return a
 
 
 def full(be, impl, shape, fill_value, dtype):
     if np.dtype(dtype) != BF16:
         return impl(be, shape, fill_value, dtype)
-    return as_bf16(impl(be, shape, _host_bf16(fill_value), F32))
+    b = int(_host_bf16(fill_value).view(U16))
+    n = math.prod(shape)
+    return _packed(impl(be, (max((n + 1) // 2, 1),), b | (b << 16), U32).st, tuple(shape))
+
+
+def empty(be, impl, shape, dtype):
+    if np.dtype(dtype) != BF16:
+        return impl(be, shape, dtype)
+    return _packed(be._new((max((math.prod(shape) + 1) // 2, 1),), U32).st, tuple(shape))
 
 
 def astype(be, impl, x, dtype, copy=True):
@@ -141,41 +208,65 @@ def astype(be, impl, x, dtype, copy=True):
         return impl(be, x, dtype, copy)
     if x.dtype == BF16:
         if dtype == BF16:
-            return as_bf16(impl(be, as_f32(x), F32, copy))
-        return impl(be, as_f32(x), dtype, copy)       # exact widening, or float32's conversion
+            return pack(be, unpack(be, x), rnd=False) if copy else x
+        f = unpack(be, x)
+        return f if dtype == F32 else impl(be, f, dtype, False)   # exact widening first
     if x.ir in ("f32", "f16", "bool", "i8", "i16", "u8", "u16"):   # exact in float32: one rounding
-        f = x if x.dtype == F32 else impl(be, x, F32, True)
-        return rounded(be, f)
+        return pack(be, x if x.dtype == F32 else impl(be, x, F32, True))
     if x.ir in ir.COMPLEX:
         return astype(be, impl, be.real(x), dtype)
     if x.ir in ("i32", "u32"):
-        return as_bf16(be._map(("bf16_from_int",), lambda i: round_f32(odd_f32_int(i)), [x], F32))
+        return pack(be, be._map(("bf16_odd_int",), odd_f32_int, [x], F32))
     if x.ir != "f64":
         if not be.has_f64:
             raise TypeError(f"ruda.astype: {_dtypes.name(x.dtype)} -> bfloat16 on 'wgpu:{be.index}' "
                             f"needs the shader-f64 feature (one rounding); cast to float32 first")
         x = impl(be, x, F64, True)
-    return as_bf16(be._map(("bf16_from_f64",), lambda d: round_f32(odd_f32(d)), [x], F32))
+    return pack(be, be._map(("bf16_odd_f64",), odd_f32, [x], F32))
 
 
 def arange(be, impl, start, stop, step, dtype):
     if np.dtype(dtype) != BF16:
         return impl(be, start, stop, step, dtype)
-    return astype(be, be.astype, impl(be, start, stop, step, F64 if be.has_f64 else F32), BF16)
+    return be.astype(impl(be, start, stop, step, F64 if be.has_f64 else F32), BF16)
 
 
 def linspace(be, impl, start, stop, num, dtype, endpoint):
     if np.dtype(dtype) != BF16:
         return impl(be, start, stop, num, dtype, endpoint)
-    return astype(be, be.astype, impl(be, start, stop, num, F64 if be.has_f64 else F32, endpoint), BF16)
+    return be.astype(impl(be, start, stop, num, F64 if be.has_f64 else F32, endpoint), BF16)
 
 
 def setitem(be, impl, x, key, value):
     if x.dtype != BF16:
         return impl(be, x, key, value)
+    if x.size == 0:
+        return None
     if value.dtype != BF16:
-        value = astype(be, be.astype, value, BF16)
-    return impl(be, as_f32(x), key, as_f32(value))
+        value = be.astype(value, BF16)
+    # the word-aligned range of storage x spans, in float32; assign there; pack it back in place
+    lo = x.offset + sum(min(0, (n - 1) * s) for n, s in zip(x.shape, x.strides))
+    hi = x.offset + sum(max(0, (n - 1) * s) for n, s in zip(x.shape, x.strides))
+    base, end = lo - lo % 2, hi + 1 + (hi + 1) % 2
+    f = unpack(be, WArray(x.st, (end - base,), (1,), base, BF16))
+    impl(be, WArray(f.st, x.shape, x.strides, x.offset - base, F32), key, unpack(be, value))
+    pack(be, f, rnd=False, into=(x.st, base // 2))
+    return None
+
+
+def copy(be, impl, x, dtype=None):
+    if x.dtype != BF16 and (dtype is None or np.dtype(dtype) != BF16):
+        return impl(be, x, dtype)
+    if x.dtype == BF16 and (dtype is None or np.dtype(dtype) == BF16):
+        return pack(be, unpack(be, x), rnd=False)
+    return be.astype(x, dtype)
+
+
+def getitem(be, impl, x, key):
+    keys = key if key.__class__ is tuple else (key,)
+    if x.dtype != BF16 or not any(k.__class__ is WArray for k in keys):
+        return impl(be, x, key)                     # basic indexing: a view of the same words
+    return pack(be, impl(be, unpack(be, x), key), rnd=False)
 
 
 def nextafter(be, impl, x1, x2):
@@ -186,15 +277,16 @@ def nextafter(be, impl, x1, x2):
 
 
 _OWN = {"from_host": from_host, "to_host": to_host, "scalar": scalar, "full": full,
-        "astype": astype, "arange": arange, "linspace": linspace, "setitem": setitem,
-        "nextafter": nextafter}
-# data movement: the values are bfloat16's already, relabeled only (views stay views)
+        "empty": empty, "astype": astype, "arange": arange, "linspace": linspace,
+        "setitem": setitem, "nextafter": nextafter, "copy": copy, "getitem": getitem}
+# views (and views copied by the guarded copy): the packed array itself, no route
+_VIEW = frozenset({"reshape", "permute_dims", "broadcast_to", "expand_dims", "squeeze",
+                   "moveaxis", "flip", "unstack", "linalg_diagonal"})
+# data movement: the values are bfloat16's already, packed back without rounding
 _MOVE = frozenset({
-    "getitem", "take", "take_along_axis", "broadcast_to", "concat", "expand_dims", "flip",
-    "moveaxis", "permute_dims", "repeat", "reshape", "roll", "squeeze", "stack", "tile",
-    "unstack", "where", "tril", "triu", "meshgrid", "linalg_diagonal", "fft_fftshift",
-    "fft_ifftshift", "empty", "eye", "max", "min", "sort", "unique_values", "unique_all",
-    "unique_counts", "unique_inverse", "positive", "copy",
+    "take", "take_along_axis", "concat", "repeat", "roll", "stack", "tile", "where", "tril",
+    "triu", "meshgrid", "fft_fftshift", "fft_ifftshift", "eye", "max", "min", "sort",
+    "unique_values", "unique_all", "unique_counts", "unique_inverse", "positive",
 })
 
 
@@ -240,17 +332,17 @@ def _route(name, impl, up, down, fam, move=False):
 
 
 def _bf16_up(be, a):
-    return as_f32(a) if a.dtype == BF16 else a
+    return unpack(be, a) if a.dtype == BF16 else a
 
 
 def _bf16_move(be, a):
-    return as_bf16(a)
+    return pack(be, a, rnd=False)
 
 
 def guard(name, impl):
     """Backend method ``impl`` with bfloat16 operands (or ``dtype=bfloat16``) sent to their
     route; other calls cost one dtype test (elementwise ops) or a scan of the arguments."""
-    if BF16 is None:
+    if BF16 is None or name in _VIEW:
         return impl
     if name in _OWN:
         own = _OWN[name]
