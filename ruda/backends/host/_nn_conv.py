@@ -12,6 +12,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ruda import _dtypes
+from ruda.backends.host._nn_attention import _THREADS, _pool
 
 _COLS = 1 << 23        # column elements per block of images (32 MiB of float32)
 _LOW = tuple(d for d in (_dtypes.bfloat16, _dtypes.float16) if d is not None)
@@ -45,6 +46,7 @@ if _nb is not None:
         for ch in _nb.prange(chunks):
             buf = np.zeros(sh * sw * PL, x.dtype)
             acc = np.empty(M, x.dtype)
+            taps = np.empty(9, np.int64)
             for u in range(ch * tasks // chunks, (ch + 1) * tasks // chunks):
                 n, o = u // Co, u % Co
                 ci = o // m
@@ -60,6 +62,26 @@ if _nb is not None:
                         for k in range(k0, k1):
                             buf[db + k] = x[n, ci, xr, pc + k * sw - pw]
                 bo = b[o]
+                if KH == 3 and KW == 3:
+                    # all nine taps in one pass: acc stays in registers, one store per output
+                    for a in range(3):
+                        for t in range(3):
+                            taps[a * 3 + t] = ((((a * dh) % sh) * sw + (t * dw) % sw) * PL
+                                               + (a * dh) // sh * PW + (t * dw) // sw)
+                    b0, b1, b2, b3, b4, b5, b6, b7, b8 = (taps[0], taps[1], taps[2], taps[3],
+                                                          taps[4], taps[5], taps[6], taps[7],
+                                                          taps[8])
+                    w0, w1, w2 = w[o, 0, 0], w[o, 0, 1], w[o, 0, 2]
+                    w3, w4, w5 = w[o, 1, 0], w[o, 1, 1], w[o, 1, 2]
+                    w6, w7, w8 = w[o, 2, 0], w[o, 2, 1], w[o, 2, 2]
+                    for q in range(M):
+                        acc[q] = (bo + w0 * buf[b0 + q] + w1 * buf[b1 + q] + w2 * buf[b2 + q]
+                                  + w3 * buf[b3 + q] + w4 * buf[b4 + q] + w5 * buf[b5 + q]
+                                  + w6 * buf[b6 + q] + w7 * buf[b7 + q] + w8 * buf[b8 + q])
+                    for i in range(OH):
+                        for j in range(OW):
+                            out[n, o, i, j] = acc[i * PW + j]
+                    continue
                 for q in range(M):
                     acc[q] = bo
                 for a in range(KH):
@@ -110,6 +132,22 @@ def conv(x, w, bias, stride, padding, dilation, groups):
     return y if y.dtype == x.dtype else y.astype(x.dtype)
 
 
+def _copy(v):
+    """A C-contiguous copy of view v (N, C, ...), its channels split over the threads (NumPy
+    copies release the GIL) when large."""
+    if v.flags.c_contiguous:
+        return v
+    out = np.empty(v.shape, v.dtype)
+    C = v.shape[1]
+    if _THREADS == 1 or v.size < 1 << 18 or C < _THREADS:
+        np.copyto(out, v)
+        return out
+    cuts = [C * i // _THREADS for i in range(_THREADS + 1)]
+    list(_pool().map(lambda i: np.copyto(out[:, cuts[i]:cuts[i + 1]], v[:, cuts[i]:cuts[i + 1]]),
+                     range(_THREADS)))
+    return out
+
+
 def _im2col_gemm(x, w, bias, stride, padding, dilation, groups, out):
     N, C = x.shape[:2]
     Co, ks = w.shape[0], tuple(w.shape[2:])
@@ -131,7 +169,7 @@ def _im2col_gemm(x, w, bias, stride, padding, dilation, groups, out):
     step = max(1, _COLS // max(1, C * int(np.prod(ks)) * L))
     for n0 in range(0, N, step):
         n1 = min(N, n0 + step)
-        cols = np.ascontiguousarray(view[n0:n1]).reshape(n1 - n0, groups, ck, L)
+        cols = _copy(view[n0:n1]).reshape(n1 - n0, groups, ck, L)
         np.matmul(wg, cols, out=y[n0:n1])
     y = y.reshape((N, Co) + out)
     if bias is not None:
