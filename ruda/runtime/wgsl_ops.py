@@ -1,0 +1,461 @@
+"""WGSL text of the IR scalar ops: integer (NumPy-exact division, shifts, wrap), float
+(through the f64 library where the adapter has f64) and complex arithmetic and functions.
+Mixed into :class:`ruda.runtime.wgsl._Render`."""
+import math
+
+from ruda.runtime import ir
+from ruda.runtime.render import RenderError
+from ruda.runtime.wgsl_types import (_F32_BUILTIN, _FLOAT_SUFFIX, _LIB_F64, _SMALL, _UNSIGNED,
+                                     VALUE, literal)
+
+
+class OpsMixin:
+    """The ``op`` hook of the expression walk and the helper functions it needs."""
+
+    # ---------------------------------------------------------------- ops
+    def op(self, node, a):
+        name, dt = node.op, node.args[0].dtype
+        if dt in ir.COMPLEX:
+            return self.cop(name, a, dt, node.dtype)
+        if dt in ir.FLOATS:
+            return self.fop(name, a, dt)
+        if dt == "bool":
+            return self.bop(name, a)
+        return self.iop(name, a, dt)
+
+    def bop(self, name, a):
+        simple = {"and": "({0} & {1})", "or": "({0} | {1})", "xor": "({0} != {1})",
+                  "not": "(!{0})", "invert": "(!{0})", "eq": "({0} == {1})", "ne": "({0} != {1})",
+                  "max": "({0} | {1})", "min": "({0} & {1})", "add": "({0} | {1})",
+                  "mul": "({0} & {1})", "lt": "(!{0} & {1})", "gt": "({0} & !{1})",
+                  "le": "(!{0} | {1})", "ge": "({0} | !{1})", "abs": "{0}", "square": "{0}",
+                  "isnan": "false", "isinf": "false", "isfinite": "true", "real": "{0}",
+                  "conj": "{0}", "floor": "{0}", "ceil": "{0}", "trunc": "{0}", "round": "{0}",
+                  "sign": "{0}", "imag": "false", "neg": "{0}", "sub": "({0} != {1})"}
+        if name not in simple:
+            raise RenderError(f"wgsl: op {name!r} is not defined for bool")
+        return simple[name].format(*a)
+
+    def iop(self, name, a, dt):
+        unsigned = dt in _UNSIGNED
+        bits = ir.BITS[dt]
+        x = a[0]
+        y = a[1] if len(a) > 1 else None
+        z = literal(0, dt)
+        wrap = lambda s: self.wrap(s, dt)  # noqa: E731
+        if name in ("add", "sub", "mul"):
+            return wrap(f"({x} {'+-*'[('add', 'sub', 'mul').index(name)]} {y})")
+        if name == "neg":
+            return wrap(f"({z} - {x})")
+        if name == "square":
+            return wrap(f"({x} * {x})")
+        if name in ("abs",):
+            return x if unsigned else wrap(f"abs({x})")
+        if name == "sign":
+            if unsigned:
+                return f"select({z}, {literal(1, dt)}, {x} > {z})"
+            return f"select(select({z}, {literal(1, dt)}, {x} > {z}), {literal(-1, dt)}, {x} < {z})"
+        if name in ("floor", "ceil", "trunc", "round", "real", "conj", "positive"):
+            return x
+        if name == "imag":
+            return z
+        if name in ("isnan", "isinf"):
+            return "false"
+        if name == "isfinite":
+            return "true"
+        if name == "signbit":
+            return f"({x} < {z})"
+        if name in ("and", "or", "xor"):
+            return f"({x} {'&|^'[('and', 'or', 'xor').index(name)]} {y})"
+        if name == "invert":
+            return wrap(f"(~{x})")
+        if name in ("eq", "ne", "lt", "le", "gt", "ge"):
+            opn = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}[name]
+            return f"({x} {opn} {y})"
+        if name in ("max", "min"):
+            return f"{name}({x}, {y})"
+        if name == "shl":
+            return wrap(f"select({z}, {x} << u32({y}), {y} >= {z} && {y} < {literal(bits, dt)})")
+        if name == "shr":
+            if unsigned:
+                return f"select({z}, {x} >> u32({y}), {y} < {literal(bits, dt)})"
+            cap = literal(bits - 1, dt)     # negative counts sign-fill, as in NumPy
+            return f"({x} >> u32(select(min({y}, {cap}), {cap}, {y} < {z})))"
+        if name in ("floordiv", "mod", "pow", "div"):
+            h = self.int_helper(name, dt)
+            return wrap(f"{h}({x}, {y})")
+        raise RenderError(f"wgsl: op {name!r} is not defined for {dt}")
+
+    def int_helper(self, name, dt):
+        T = VALUE[dt]
+        fn = f"i{name}_{T}"
+        if fn in self.helpers:
+            return fn
+        base = dt if dt not in _SMALL else ("i32" if dt[0] == "i" else "u32")
+        z, o = literal(0, base), literal(1, base)
+        signed = base[0] == "i"
+        if name in ("floordiv", "div", "mod"):
+            # through the magnitudes' unsigned divmod (exact even where a driver's integer
+            # division is not: NVIDIA's Vulkan driver gave off-by-one signed quotients)
+            U = "u64" if base[-2:] == "64" else "u32"
+            dm = self.udivmod(U)
+            zu = literal(0, U)
+            if not signed:
+                body = f"if (b == {z}) {{ return {z}; }}\n  return {dm}(a, b).{'y' if name == 'mod' else 'x'};"
+            else:
+                body = (f"if (b == {z}) {{ return {z}; }}\n"
+                        f"  let qr = {dm}(bitcast<{U}>(select(a, -a, a < {z})), bitcast<{U}>(select(b, -b, b < {z})));\n"
+                        f"  var q = bitcast<{base}>(qr.x);\n"
+                        f"  if ((a < {z}) != (b < {z})) {{ q = -q; if (qr.y != {zu}) {{ q = q - {o}; }} }}\n")
+                # floor remainder from the floor quotient (wrapping: MIN % -1 == 0, MIN // -1 == MIN)
+                body += "  return a - q * b;" if name == "mod" else "  return q;"
+        else:  # pow by squaring; negative exponents give 0 (1 for base 1, +-1 for -1)
+            body = (f"var r: {T} = {o}; var x = a; var e = b;\n  "
+                    + (f"if (e < {z}) {{ if (a == {o}) {{ return {o}; }} if (a == {literal(-1, base)}) "
+                       f"{{ if ((e & {o}) == {o}) {{ return a; }} return {o}; }} return {z}; }}\n  " if signed else "")
+                    + f"loop {{ if (e == {z}) {{ break; }} if ((e & {o}) == {o}) {{ r = r * x; }} x = x * x; e = e >> 1u; }}\n  return r;")
+        self.helpers[fn] = f"fn {fn}(a: {T}, b: {T}) -> {T} {{\n  {body}\n}}"
+        return fn
+
+    def udivmod(self, U):
+        """``fn udivmod_U(a, b) -> vec2<U>``, b != 0: quotient and remainder, with one fix-up step
+        each way after the hardware division (a driver's may be off by one)."""
+        fn = f"udivmod_{U}"
+        if fn not in self.helpers:
+            big = literal(1 << (30 if U == "u32" else 62), U)
+            top = literal(1 << (31 if U == "u32" else 63), U)
+            z, o = literal(0, U), literal(1, U)
+            self.helpers[fn] = f"""fn {fn}(a: {U}, b: {U}) -> vec2<{U}> {{
+  if (b >= {big}) {{
+    var q = {z}; var r = a;
+    loop {{ if (r < b) {{ break; }} r = r - b; q = q + {o}; }}
+    return vec2<{U}>(q, r);
+  }}
+  var q = a / b;
+  var r = a - q * b;
+  if (r >= {top}) {{ q = q - {o}; r = r + b; }}
+  else if (r >= b) {{ q = q + {o}; r = r - b; }}
+  return vec2<{U}>(q, r);
+}}"""
+        return fn
+
+    def fop(self, name, a, dt):
+        if dt == "f16":
+            self.uses_f16 = True
+        x = a[0]
+        y = a[1] if len(a) > 1 else None
+        S = dt
+        sfx = _FLOAT_SUFFIX[dt]
+        one = f"1.0{sfx}"
+        zero = f"0.0{sfx}"
+        if dt == "f32" and self.r.f64 and name in ("div", "reciprocal", "sqrt"):
+            # correctly rounded through f64 (53 >= 2 * 24 + 2 bits: the second rounding is
+            # harmless); NVIDIA's Vulkan driver divides f32 approximately (1 ulp off, measured)
+            return f"{self.need('f' + name + '_f32')}({x}{', ' + y if y else ''})"
+        if name in ("add", "sub", "mul", "div"):
+            return f"({x} {'+-*/'[('add', 'sub', 'mul', 'div').index(name)]} {y})"
+        if name == "neg":
+            return f"(-{x})"
+        if name == "square":
+            return f"({x} * {x})"
+        if name == "reciprocal":
+            return f"({one} / {x})"
+        if name in ("floor", "ceil", "trunc", "round") and dt in ("f32", "f64"):
+            # the result has x's sign (round(-0.4) is -0.0); lavapipe's f64 round drops it
+            return f"{self.need('copysign_' + dt)}({name}({x}), {x})"
+        if name in ("abs", "sqrt", "floor", "ceil", "trunc", "round"):
+            return f"{name}({x})"
+        if name in ("real", "conj", "positive"):
+            return x
+        if name == "imag":
+            return zero
+        if name == "ne":
+            return self.unordered(dt, [x, y], f"{x} != {y}")
+        if name in ("eq", "lt", "le", "gt", "ge"):
+            opn = {"eq": "==", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}[name]
+            return f"({x} {opn} {y})"
+        if dt == "f16":
+            if name in _F32_BUILTIN or name in ("atan2", "pow"):
+                args = ", ".join(f"f32({v})" for v in a)
+                return f"f16({self.fop(name, [f'f32({v})' for v in a], 'f32')})" if args else x
+            return f"f16({self.fop(name, [f'f32({v})' for v in a], 'f32')})"
+        if name in ("isnan", "isinf"):
+            return f"{self.need(name + '_' + S)}({x})"
+        if name == "isfinite":
+            return f"{self.need('isfin_' + S)}({x})"
+        if name == "signbit":
+            return f"{self.need('sbit_' + S)}({x})"
+        if name == "copysign":
+            return f"{self.need('copysign_' + S)}({x}, {y})"
+        if name == "nextafter":
+            return f"{self.need('nextafter_' + S)}({x}, {y})"
+        if name == "max":
+            return f"{self.need('fmax_' + S)}({x}, {y})"
+        if name == "min":
+            return f"{self.need('fmin_' + S)}({x}, {y})"
+        if name == "sign":
+            return f"{self.need('fsign_' + S)}({x})"
+        if name == "floordiv":
+            return f"{self.need('divmod_' + S)}({x}, {y}).x"
+        if name == "mod":
+            return f"{self.need('divmod_' + S)}({x}, {y}).y"
+        if name == "hypot":
+            return f"{self.need('hypot_' + S)}({x}, {y})"
+        if name == "atan2":
+            return f"{self._atan2(S)}({x}, {y})"
+        if name in ("pow", "logaddexp") and S == "f32" and self.r.f64:   # f32 exp/log builtins are loose
+            return f"f32({self.fop(name, [f'f64({x})', f'f64({y})'], 'f64')})"
+        if name == "pow":
+            return f"{self.need('fpow_' + S)}({x}, {y})"
+        if name == "logaddexp":
+            return f"{self.need('logaddexp_' + S)}({x}, {y})"
+        if name in _LIB_F64:
+            if S == "f32":
+                if self.r.f64:   # accurate f32 through the f64 library
+                    return f"f32({self.need(name + '_f64')}(f64({x})))"
+            return f"{self.need(name + '_' + S)}({x})"     # f32: the f64 code's twin, or the builtin
+        raise RenderError(f"wgsl: op {name!r} is not defined for {dt}")
+
+    def cop(self, name, a, dt, rdt):
+        r = ir.real_of(dt)
+        T = VALUE[dt]
+        x = a[0]
+        y = a[1] if len(a) > 1 else None
+        if name in ("add", "sub"):
+            return f"({x} {'+' if name == 'add' else '-'} {y})"
+        if name == "neg":
+            return f"(-{x})"
+        if name == "real":
+            return f"{x}.x"
+        if name == "imag":
+            return f"{x}.y"
+        if name == "conj":
+            return f"{T}({x}.x, -{x}.y)"
+        if name == "eq":
+            return f"({x}.x == {y}.x && {x}.y == {y}.y)"
+        if name == "ne":
+            return self.unordered(ir.real_of(dt), [f"{x}.x", f"{x}.y", f"{y}.x", f"{y}.y"],
+                                  f"({x}.x != {y}.x || {x}.y != {y}.y)")
+        if name in ("isnan", "isinf"):
+            h = self.need(f"{name}_{r}")
+            return f"({h}({x}.x) || {h}({x}.y))"
+        if name == "isfinite":
+            h = self.need(f"isfin_{r}")
+            return f"({h}({x}.x) && {h}({x}.y))"
+        if name == "abs":
+            return f"{self.need('hypot_' + r)}({x}.x, {x}.y)"
+        if name in ("round", "floor", "ceil", "trunc"):
+            return f"{name}({x})"
+        if name == "mul":
+            return f"{T}({x}.x * {y}.x - {x}.y * {y}.y, {x}.x * {y}.y + {x}.y * {y}.x)"
+        fn = self.complex_helper(name, dt)
+        return f"{fn}({', '.join(a)})"
+
+    def complex_helper(self, name, dt):
+        r = ir.real_of(dt)
+        T = VALUE[dt]
+        fn = f"c{name}_{dt}"
+        if fn in self.helpers:
+            return fn
+        z, o = literal(0, r), literal(1, r)
+        f = lambda n: self.real_fn(n, r)  # noqa: E731
+        src = None
+        if name == "mul":
+            src = f"fn {fn}(a: {T}, b: {T}) -> {T} {{ return {T}(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }}"
+        elif name == "square":
+            src = f"fn {fn}(a: {T}) -> {T} {{ return {T}(a.x * a.x - a.y * a.y, {literal(2, r)} * a.x * a.y); }}"
+        elif name == "div":
+            src = f"""fn {fn}(a: {T}, b: {T}) -> {T} {{
+  if (abs(b.x) >= abs(b.y)) {{
+    if (b.x == {z} && b.y == {z}) {{ return {T}(a.x / abs(b.x), a.y / abs(b.x)); }}
+    let rt = b.y / b.x; let d = b.x + b.y * rt;
+    return {T}((a.x + a.y * rt) / d, (a.y - a.x * rt) / d);
+  }}
+  let rt = b.x / b.y; let d = b.y + b.x * rt;
+  return {T}((a.x * rt + a.y) / d, (a.y * rt - a.x) / d);
+}}"""
+        elif name == "reciprocal":
+            self.complex_helper("div", dt)
+            src = f"fn {fn}(a: {T}) -> {T} {{ return cdiv_{dt}({T}({o}, {z}), a); }}"
+        elif name == "exp":
+            fin, isinf, nan, inf = (self.need(f"{n}_{r}") for n in ("isfin", "isinf", "nan", "inf"))
+            src = f"""fn {fn}(a: {T}) -> {T} {{
+  if (a.y == {z}) {{ return {T}({f('exp')}(a.x), a.y); }}
+  if ({isinf}(a.x) && !{fin}(a.y)) {{
+    if (a.x < {z}) {{ return {T}({z}, {z}); }}
+    return {T}({inf}(), {nan}());
+  }}
+  let e = {f('exp')}(a.x);
+  return {T}(e * {f('cos')}(a.y), e * {f('sin')}(a.y));
+}}"""
+        elif name == "log":             # |a| near 1: log1p((u - 1)(u + 1) + v^2) / 2 keeps the digits
+            h, th = self.need("hypot_" + r), self._atan2(r)
+            src = f"""fn {fn}(a: {T}) -> {T} {{
+  let m = {h}(a.x, a.y);
+  let u = max(abs(a.x), abs(a.y)); let v = min(abs(a.x), abs(a.y));
+  var re = {f('log')}(m);
+  if (m > {literal(0.7, r)} && m < {literal(1.4, r)}) {{ re = {literal(0.5, r)} * {f('log1p')}((u - {o}) * (u + {o}) + v * v); }}
+  return {T}(re, {th}(a.y, a.x));
+}}"""
+        elif name == "sqrt":            # C99 csqrt's special values (the standard's list)
+            h = self.need("hypot_" + r)
+            isinf, isnan, nan, inf, cs = (self.need(f"{n}_{r}") for n in ("isinf", "isnan", "nan", "inf", "copysign"))
+            src = f"""fn {fn}(a: {T}) -> {T} {{
+  if (a.x == {z} && a.y == {z}) {{ return {T}({z}, a.y); }}
+  if ({isinf}(a.y)) {{ return {T}({inf}(), a.y); }}
+  if ({isnan}(a.x)) {{ return {T}(a.x, {nan}()); }}
+  if ({isinf}(a.x)) {{
+    if ({isnan}(a.y)) {{ if (a.x > {z}) {{ return a; }} return {T}(a.y, {inf}()); }}
+    if (a.x > {z}) {{ return {T}(a.x, {cs}({z}, a.y)); }}
+    return {T}({z}, {cs}({inf}(), a.y));
+  }}
+  if ({isnan}(a.y)) {{ return {T}(a.y, a.y); }}
+  let m = {h}(a.x, a.y);
+  if (a.x >= {z}) {{ let t = sqrt({literal(0.5, r)} * (m + a.x)); return {T}(t, a.y / ({literal(2, r)} * t)); }}
+  let t = sqrt({literal(0.5, r)} * (m - a.x));
+  return {T}(abs(a.y) / ({literal(2, r)} * t), {self.need('copysign_' + r)}(t, a.y));
+}}"""
+        elif name == "sign":
+            h = self.need("hypot_" + r)
+            src = f"fn {fn}(a: {T}) -> {T} {{ if (a.x == {z} && a.y == {z}) {{ return {T}({z}, {z}); }} let m = {h}(a.x, a.y); return {T}(a.x / m, a.y / m); }}"
+        elif name in ("sin", "cos", "tan"):
+            h = self.complex_helper({"sin": "sinh", "cos": "cosh", "tan": "tanh"}[name], dt)
+            body = {"sin": f"let w = {h}({T}(-a.y, a.x)); return {T}(w.y, -w.x);",
+                    "cos": f"return {h}({T}(-a.y, a.x));",
+                    "tan": f"let w = {h}({T}(-a.y, a.x)); return {T}(w.y, -w.x);"}[name]
+            src = f"fn {fn}(a: {T}) -> {T} {{ {body} }}"
+        elif name in ("expm1", "log1p", "log2", "log10", "pow", "sinh", "cosh", "tanh"):
+            e, lg, mul, div = (self.complex_helper(n, dt) for n in ("exp", "log", "mul", "div"))
+            fin, isinf, isnan, nan, inf = (self.need(f"{n}_{r}") for n in ("isfin", "isinf", "isnan", "nan", "inf"))
+            bodies = {
+                # accurate near 0: expm1(x) cos y - 2 sin^2(y/2) + i e^x sin y; log|1 + a|
+                # as log1p(x (2 + x) + y^2) / 2; special values from exp / log
+                "expm1": f"""if (!{fin}(a.x) || !{fin}(a.y)) {{ return {e}(a) - {T}({o}, {z}); }}
+  let s = {f('sin')}({literal(0.5, r)} * a.y);
+  let re = {f('expm1')}(a.x) * {f('cos')}(a.y) - {literal(2, r)} * s * s;
+  return {T}(select(re, {z}, re == {z}), select({f('exp')}(a.x) * {f('sin')}(a.y), a.y, a.y == {z}));""",
+                "log1p": f"""let m = {self.need('hypot_' + r)}({o} + a.x, a.y);
+  if (m > {literal(0.7, r)} && m < {literal(1.4, r)}) {{
+    let re = {literal(0.5, r)} * {f('log1p')}(a.x * ({literal(2, r)} + a.x) + a.y * a.y);
+    return {T}(re, {self._atan2(r)}(a.y, {o} + a.x));
+  }}
+  return {lg}(a + {T}({o}, {z}));""",
+                "log2": f"return {lg}(a) * {literal(1.4426950408889634, r)};",
+                "log10": f"return {lg}(a) * {literal(0.4342944819032518, r)};",
+                "sinh": f"""if (a.y == {z}) {{ return {T}({f('sinh')}(a.x), a.y); }}
+  if (a.x == {z} && !{fin}(a.y)) {{ return {T}(a.x, {nan}()); }}
+  if ({isinf}(a.x) && !{fin}(a.y)) {{ return {T}(a.x, {nan}()); }}
+  return {T}({f('sinh')}(a.x) * {f('cos')}(a.y), {f('cosh')}(a.x) * {f('sin')}(a.y));""",
+                "cosh": f"""if (a.y == {z}) {{ return {T}({f('cosh')}(a.x), a.y); }}
+  if (a.x == {z} && !{fin}(a.y)) {{ return {T}({nan}(), {z}); }}
+  if ({isinf}(a.x) && !{fin}(a.y)) {{ return {T}({inf}(), {nan}()); }}
+  return {T}({f('cosh')}(a.x) * {f('cos')}(a.y), {f('sinh')}(a.x) * {f('sin')}(a.y));""",
+                "tanh": f"""if (a.y == {z}) {{ return {T}({f('tanh')}(a.x), a.y); }}
+  if ({isnan}(a.y) && a.x == {z}) {{ return {T}(a.x, a.y); }}
+  if ({isinf}(a.x)) {{ return {T}({self.need('copysign_' + r)}({o}, a.x), {self.need('copysign_' + r)}({z}, select(a.y, {o}, !{fin}(a.y)))); }}
+  if (!{fin}(a.y)) {{ if (a.x == {z}) {{ return {T}(a.x, {nan}()); }} return {T}({nan}(), {nan}()); }}
+  if (abs(a.x) > {literal(20, r)}) {{ return {T}({self.need('copysign_' + r)}({o}, a.x), {self.need('copysign_' + r)}({z}, {f('sin')}({literal(2, r)} * a.y))); }}
+  let t = {f('tan')}(a.y); let b = {o} + t * t; let s = {f('sinh')}(a.x);   // Kahan's: no cancellation
+  let d = {o} + b * s * s;                                         // near the poles (msun's ctanh)
+  return {T}(b * sqrt({o} + s * s) * s / d, t / d);""",
+
+                "pow": f"if (b.x == {z} && b.y == {z}) {{ return {T}({o}, {z}); }} if (a.x == {z} && a.y == {z}) {{ if (b.x > {z}) {{ return {T}({z}, {z}); }} }} return {e}({mul}(b, {lg}(a)));",
+            }
+            args = f"a: {T}, b: {T}" if name == "pow" else f"a: {T}"
+            src = f"fn {fn}({args}) -> {T} {{ {bodies[name]} }}"
+        elif name in ("asin", "atan", "acosh"):
+            # through the C99 special-value tables of asinh / atanh / acos
+            base = {"asin": "asinh", "atan": "atanh", "acosh": "acos"}[name]
+            h = self.complex_helper(base, dt)
+            if name == "acosh":    # acosh z = i acos z for Im z >= 0; conj-symmetric
+                sb = self.need("sbit_" + r)
+                body = (f"let neg = {sb}(a.y); let c = select(a, {T}(a.x, -a.y), neg); let w = {h}(c); "
+                        f"let v = {T}(abs(w.y), w.x); return select(v, {T}(v.x, -v.y), neg);")
+            else:                  # asin z = -i asinh(iz), atan z = -i atanh(iz)
+                body = f"let w = {h}({T}(-a.y, a.x)); return {T}(w.y, -w.x);"
+            src = f"fn {fn}(a: {T}) -> {T} {{ {body} }}"
+        elif name in ("asinh", "atanh", "acos"):
+            core = self.complex_helper(name + "_core", dt)
+            isnan, isinf, sb, cs, nan, inf = (self.need(f"{n}_{r}") for n in ("isnan", "isinf", "sbit", "copysign", "nan", "inf"))
+            pi = lambda q: literal(math.pi * q, r)  # noqa: E731
+            if name == "asinh":      # odd, conj-symmetric: table on (|x|, |y|)
+                body = f"""let X = abs(a.x); let Y = abs(a.y);
+  var w: {T};
+  if ({isinf}(X)) {{ if ({isnan}(Y)) {{ w = {T}({inf}(), {nan}()); }} else if ({isinf}(Y)) {{ w = {T}({inf}(), {pi(0.25)}); }} else {{ w = {T}({inf}(), {z}); }} }}
+  else if ({isinf}(Y)) {{ if ({isnan}(X)) {{ w = {T}({inf}(), {nan}()); }} else {{ w = {T}({inf}(), {pi(0.5)}); }} }}
+  else if ({isnan}(X)) {{ if (Y == {z}) {{ w = {T}({nan}(), {z}); }} else {{ w = {T}({nan}(), {nan}()); }} }}
+  else if ({isnan}(Y)) {{ w = {T}({nan}(), {nan}()); }}
+  else {{ return {core}(a); }}
+  return {T}({cs}(w.x, a.x), {cs}(w.y, a.y));"""
+            elif name == "atanh":    # odd, conj-symmetric
+                body = f"""let X = abs(a.x); let Y = abs(a.y);
+  var w: {T};
+  if (X == {o} && Y == {z}) {{ w = {T}({inf}(), {z}); }}
+  else if ({isnan}(X)) {{ if ({isinf}(Y)) {{ w = {T}({z}, {pi(0.5)}); }} else {{ w = {T}({nan}(), {nan}()); }} }}
+  else if ({isnan}(Y)) {{ if (X == {z} || {isinf}(X)) {{ w = {T}({z}, {nan}()); }} else {{ w = {T}({nan}(), {nan}()); }} }}
+  else if ({isinf}(X) || {isinf}(Y)) {{ w = {T}({z}, {pi(0.5)}); }}
+  else {{ return {core}(a); }}
+  return {T}({cs}(w.x, a.x), {cs}(w.y, a.y));"""
+            else:                    # acos: conj-symmetric, table on (x, |y|)
+                body = f"""let Y = abs(a.y); let x = a.x;
+  var w: {T};
+  if ({isnan}(x)) {{ if ({isinf}(Y)) {{ w = {T}({nan}(), -{inf}()); }} else {{ w = {T}({nan}(), {nan}()); }} }}
+  else if ({isnan}(Y)) {{ if (x == {z}) {{ w = {T}({pi(0.5)}, {nan}()); }} else if ({isinf}(x)) {{ w = {T}({nan}(), {inf}()); }} else {{ w = {T}({nan}(), {nan}()); }} }}
+  else if ({isinf}(x)) {{ if (x < {z}) {{ w = {T}(select({pi(1)}, {pi(0.75)}, {isinf}(Y)), -{inf}()); }} else {{ w = {T}(select({z}, {pi(0.25)}, {isinf}(Y)), -{inf}()); }} }}
+  else if ({isinf}(Y)) {{ w = {T}({pi(0.5)}, -{inf}()); }}
+  else {{ return {core}(a); }}
+  if ({sb}(a.y)) {{ return {T}(w.x, -w.y); }}
+  return w;"""
+            src = f"fn {fn}(a: {T}) -> {T} {{\n  {body}\n}}"
+        elif name in ("asinh_core", "atanh_core", "acos_core"):
+            name = name[:-5]
+            lg, sq, mul = (self.complex_helper(n, dt) for n in ("log", "sqrt", "mul"))
+            big = literal(1e8 if r == "f32" else 1e16, r)    # beyond: z*z would overflow / lose 1
+            one = f"{T}({o}, {z})"
+            bodies = {
+                # asin z = -i log(iz + sqrt(1 - z^2)); acos z = -i log(z + i sqrt(1 - z^2))
+                "asin": f"let s = select({o}, -{o}, a.y > {z}); let b = a * s; let w = {lg}({T}(-b.y, b.x) + {sq}({one} - {mul}(b, b))); return {T}(w.y, -w.x) * s;",
+                "acos": f"if (max(abs(a.x), abs(a.y)) > {big}) {{ let neg = a.y < {z}; let c = {T}(a.x, abs(a.y)); "
+                        f"let w = {lg}(c) + {T}({literal(math.log(2), r)}, {z}); let v = {T}(w.y, -w.x); "
+                        f"return select(v, {T}(v.x, -v.y), neg); }} "
+                        # Kahan: no cancellation (z + i sqrt(1 - z^2) vanishes for large Re z, Im z < 0)
+                        f"let s1 = {sq}({one} - a); let s2 = {sq}({one} + a); "
+                        f"return {T}({literal(2, r)} * {self._atan2(r)}(s1.x, s2.x), "
+                        f"{self.real_fn('asinh', r)}(s2.x * s1.y - s2.y * s1.x));",
+                # atan z = i/2 (log(1 - iz) - log(1 + iz))
+                "atan": f"let iz = {T}(-a.y, a.x); let w = {lg}({one} - iz) - {lg}({one} + iz); return {T}(-w.y * {literal(0.5, r)}, w.x * {literal(0.5, r)});",
+                "asinh": f"let s = select({o}, -{o}, a.x < {z}); let b = a * s; "
+                         f"if (max(abs(b.x), abs(b.y)) > {big}) {{ return ({lg}(b) + {T}({literal(math.log(2), r)}, {z})) * s; }} "
+                         f"return {lg}(b + {sq}({mul}(b, b) + {one})) * s;",
+                "acosh": f"return {lg}(a + {mul}({sq}(a + {one}), {sq}(a - {one})));",
+                "atanh": f"return ({lg}({one} + a) - {lg}({one} - a)) * {literal(0.5, r)};",
+            }
+            src = f"fn {fn}(a: {T}) -> {T} {{ {bodies[name]} }}"
+        if src is None:
+            raise RenderError(f"wgsl: op {name!r} is not defined for {dt}")
+        self.helpers[fn] = src
+        return fn
+
+    def real_fn(self, n, r):
+        """Name of a WGSL function computing real ``n`` on type ``r`` (accurate f32 through f64)."""
+        if r == "f64":
+            return self.need(f"{n}_f64")
+        if self.r.f64:
+            name = f"{n}_f32w"
+            if name not in self.helpers:
+                self.need(f"{n}_f64")
+                self.helpers[name] = f"fn {name}(x: f32) -> f32 {{ return f32({n}_f64(f64(x))); }}"
+            return name
+        return self.need(f"{n}_f32")
+
+    def _atan2(self, r):
+        """atan2 with the standard's special values (WGSL's builtin leaves zeros and NaN open)."""
+        if r == "f32" and self.r.f64:
+            return self.need("atan2_via64_f32")
+        return self.need("atan2_" + r)
+
+    # ---------------------------------------------------------------- reductions
+    def combine(self, op, x, y, dt):
+        if dt == "bool" and op in ("all", "and", "any", "or"):
+            return f"({x} {'&' if op in ('all', 'and') else '|'} {y})"
+        return super().combine(op, x, y, dt)
