@@ -3,7 +3,8 @@ adaptive_max_pool1d/2d. Input ``(N, C, *spatial)`` or unbatched ``(C, *spatial)`
 
 Composed on every device from strided slices: one slice of the padded input per kernel offset
 (``prod(kernel_size)`` of them), combined with ``maximum`` or summed, so no loop runs over
-output positions. Where the device has a ``pool`` kernel (ruda/nn/README.md) it runs instead.
+output positions. On the host this already beats torch CPU (NumPy's ufuncs over strided views),
+so no device has a ``pool`` kernel yet.
 Deviations from torch: ``avg_pool`` of integer input is a TypeError (a float op; torch truncates);
 indices (``return_indices``) have the device's default index dtype (int64 where it has it).
 """
@@ -107,10 +108,6 @@ def _max_pool(fn, n, x, kernel_size, stride, padding, dilation, ceil_mode, retur
                                       ceil_mode, ("integral", "real floating"))
     if not isinstance(return_indices, bool):
         raise c.err(TypeError, fn, "return_indices", "a bool", type(return_indices).__name__)
-    if not return_indices:
-        r = c.call(xb, "pool", xb, "max", k, s, p, d, o, None)
-        if r is not None:
-            return _finish(r, unb)
     if xp.isdtype(x.dtype, "integral"):
         fill = int(xp.iinfo(x.dtype).min)
     else:
@@ -158,9 +155,6 @@ def _avg_pool(fn, n, x, kernel_size, stride, padding, ceil_mode, count_include_p
             cnt = end - start if count_include_pad else \
                 np.minimum(end, L[i]) - np.maximum(start, 0)
             div = div * cnt.reshape((-1,) + (1,) * (n - 1 - i))
-    r = c.call(xb, "pool", xb, "avg", k, s, p, d, o, div)
-    if r is not None:
-        return _finish(r, unb)
     y = c.up(xb)
     acc = None
     for _, v in _windows(y, k, s, p, d, o, 0.0):
