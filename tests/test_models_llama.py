@@ -132,6 +132,28 @@ def test_logit_processors_match_transformers(device, seed):
         np.testing.assert_allclose(out[~np.isinf(out)], ref[~np.isinf(ref)], rtol=1e-6)
 
 
+def test_stop_tokens(checkpoints):
+    m = load(checkpoints["qwen2"][0], device="cpu")
+    ids = m.generate_ids([PROMPTS[1]], max_new_tokens=8, stop_tokens=())[0]
+    assert len(ids) == 8
+    k = next(i for i, t in enumerate(ids) if t >= 3)          # a printable character
+    assert m.generate_ids([PROMPTS[1]], max_new_tokens=8, stop_tokens={ids[k]})[0] == \
+        ids[:ids.index(ids[k]) + 1]
+    m.eos_ids = {ids[k]}                                      # an end token ends the text
+    want = m.tokenizer.decode(ids[:ids.index(ids[k])], skip_special_tokens=True)
+    assert m.generate(PROMPTS[1], max_new_tokens=8) == want
+
+
+def test_bfloat16_weights(checkpoints):
+    d, ref = checkpoints["qwen3"]
+    m = load(d, device="cpu", dtype=xp.bfloat16)
+    with torch.no_grad():
+        want = ref(torch.tensor([PROMPTS[1]])).logits.numpy()
+    got = m.forward(xp.asarray([PROMPTS[1]], dtype=xp.int32))
+    assert got.dtype == xp.bfloat16
+    np.testing.assert_allclose(to_numpy(xp.astype(got, xp.float32)), want, atol=0.1, rtol=0.05)
+
+
 def test_stop_strings_and_streaming(checkpoints, device):
     m = load(checkpoints["llama"][0], device=device)
     prompt = "Hello, world"
