@@ -162,7 +162,9 @@ def bench_shuffled(folder, arrays, epochs, runs=1):
     """Seconds per shuffled epoch (the first, then the best of the next ``epochs``) for
     ruda.data and a memmap anchor, for each of ``runs`` openings of the same files (ruda.data
     checks every chunk again after each opening), with the values of one batch checked
-    against NumPy.  Returns a list of {store: (first, later)}."""
+    against NumPy.  Returns a list of {store: (first, later, CPU seconds of the first)}: on a
+    machine whose cores are all busy with other jobs the wall-clock ratio tends to that of
+    the CPU times."""
     n = len(next(iter(arrays.values())))
     path = os.path.join(folder, "shuffled.ruda")
     rd.from_numpy(path, arrays, progress=False).close()
@@ -187,8 +189,11 @@ def bench_shuffled(folder, arrays, epochs, runs=1):
 
         run = {}
         for name, epoch in (("ruda.data", ruda_epoch), ("memmap", memmap_epoch)):
-            times = [_timed(lambda fn=epoch, seed=e: fn(seed)) for e in range(epochs + 1)]
-            run[name] = times[0], min(times[1:])
+            cpu = time.process_time()
+            times = [_timed(lambda fn=epoch: fn(0))]
+            cpu = time.process_time() - cpu            # every thread's, first epoch only
+            times += [_timed(lambda fn=epoch, seed=e: fn(seed)) for e in range(1, epochs + 1)]
+            run[name] = times[0], min(times[1:]), cpu
         out.append(run)
         first = next(ds.batches(BATCH, shuffle=True, seed=7, device="cpu"))
         idx = np.random.default_rng(7).permutation(n)[:BATCH]
@@ -209,19 +214,23 @@ def _mb(v):
 
 def _print_shuffled(what, n, nbytes, runs):
     print(f"shuffled batches ({BATCH}), {n} records of {nbytes / n:.0f} bytes ({what}): "
-          f"records/s (MB/s) in the first epoch, then the best later epoch"
+          f"records/s (MB/s) in the first epoch, then the best later epoch, then the first "
+          f"epoch's CPU seconds (all threads)"
           + (f"; {len(runs)} runs" if len(runs) > 1 else ""))
     ratios = []
     for j, run in enumerate(runs):
         for k, times in run.items():
             label = k if len(runs) == 1 else f"{j + 1}: {k}"
             print(f"  {label:<14}" + "".join(f"{n / t:>14,.0f} ({_mb(nbytes / t / 1e6)})"
-                                         for t in times))
+                                         for t in times[:2]) + f"{times[2]:>10.3f} CPU-s")
         ratios.append([m / r for r, m in zip(run["ruda.data"], run["memmap"])])
-        print(f"  {'ratio':<14}" + "".join(f"{v:>22.3f}" for v in ratios[-1]))
+        print(f"  {'ratio':<14}" + "".join(f"{v:>22.3f}" for v in ratios[-1][:2]) +
+              f"{ratios[-1][2]:>10.3f} CPU")
     if len(runs) > 1:
         for name, pick in (("min", min), ("median", np.median), ("max", max)):
-            print(f"  {'ratio ' + name:<14}" + "".join(f"{pick(v):>22.3f}" for v in zip(*ratios)))
+            v = [pick(r) for r in zip(*ratios)]
+            print(f"  {'ratio ' + name:<14}" + "".join(f"{r:>22.3f}" for r in v[:2]) +
+                  f"{v[2]:>10.3f} CPU")
 
 
 def _check(got, want):
