@@ -187,3 +187,26 @@ def test_errors(device):
     want = F.max_pool2d(torch.arange(-20, 16, dtype=torch.int32).reshape(1, 1, 6, 6), 3, 2, 1)
     assert got.dtype == xp.int32
     np.testing.assert_array_equal(to_numpy(got), want.numpy())
+
+
+def test_host_interpolate_kernel_matches_composed(monkeypatch):
+    """The cpu interpolate kernel (Numba; 1 and 2 spatial axes) against the composed namespace
+    path: the same products summed in the same order, so equal bit for bit, float32 and float64."""
+    from ruda.backends.host import _nn_pool
+    if _nn_pool._interp2d is None:
+        pytest.skip("the host interpolate kernel needs Numba")
+    rng = np.random.default_rng(60)
+    cases = [((2, 3, 9), "linear", dict(scale_factor=2.5)), ((2, 3, 9), "nearest", dict(size=4)),
+             ((2, 3, 7, 6), "bilinear", dict(size=(13, 4), align_corners=True)),
+             ((2, 3, 7, 6), "bilinear", dict(size=(7, 11))),
+             ((1, 2, 7, 6), "bicubic", dict(scale_factor=(1.7, 0.6))),
+             ((1, 2, 7, 6), "nearest-exact", dict(scale_factor=3.0))]
+    for dt in (np.float32, np.float64):
+        for shape, mode, kw in cases:
+            x = xp.asarray(rng.standard_normal(shape).astype(dt))
+            got = nn.interpolate(x, mode=mode, **kw)
+            with monkeypatch.context() as m:
+                m.setattr(_nn_pool, "_interp2d", None)
+                want = nn.interpolate(x, mode=mode, **kw)
+            assert got.dtype == want.dtype == x.dtype
+            np.testing.assert_array_equal(np.asarray(got), np.asarray(want))

@@ -4,7 +4,9 @@ bicubic (A = -0.75), trilinear and area, with align_corners, on x ``(N, C, *spat
 Separable: one pass per spatial axis, last axis first (torch's order of accumulation), each a
 ``take`` of the source rows at indices computed once on the host (in the compute dtype's
 precision, as torch computes them: float32 for float32 input) and, for the linear and cubic
-modes, a weighted sum of the 2 or 4 taps. ``antialias`` is not supported.
+modes, a weighted sum of the 2 or 4 taps. Where the device has an ``interpolate`` kernel
+(ruda/nn/README.md; the host's runs 1 and 2 spatial axes) it takes the same indices and
+weights instead. ``antialias`` is not supported.
 """
 import numbers
 
@@ -12,7 +14,7 @@ import numpy as np
 
 import ruda as xp
 from ruda.nn import _check as c
-from ruda.nn._pool import _adaptive_avg, _finish
+from ruda.nn._pool import _adaptive_avg
 
 # mode -> the number of spatial axes it takes (None: any of 1 to 3), as torch's rules
 _MODES = {"nearest": None, "nearest-exact": None, "area": None, "linear": 1, "bilinear": 2,
@@ -137,14 +139,22 @@ def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=N
     y = c.up(x)
     ft = np.float64 if y.dtype == xp.float64 else np.float32
     taps = [_taps(mode, n, *a, align, sf, ft) for a, sf in zip(zip(L, out), sfs)]
+    # an axis keeping its length is the identity; torch's CPU kernels also skip it for any
+    # scale_factor in the linear modes and in 2-D nearest (not bicubic, nor 1-D/3-D nearest)
+    keep = [out[i] == L[i] and (align or sfs[i] in (None, 1.0) or mode in (
+        "linear", "bilinear", "trilinear") or mode == "nearest" and n == 2) for i in range(n)]
+    if x.size:
+        r = c.call(x, "interpolate", x,
+                   [np.arange(L[i])[None] if keep[i] else taps[i][0] for i in range(n)],
+                   [np.ones((1, out[i]), ft) if keep[i] or taps[i][1] is None else taps[i][1]
+                    for i in range(n)])
+        if r is not None:
+            return r
     idt = xp.__array_namespace_info__().default_dtypes(device=x.device)["indexing"]
     for i in reversed(range(n)):
-        ax = 2 + i
-        # an axis keeping its length is the identity; torch's CPU kernels also skip it for any
-        # scale_factor in the linear modes and in 2-D nearest (not bicubic, nor 1-D/3-D nearest)
-        if out[i] == L[i] and (align or sfs[i] in (None, 1.0) or mode in (
-                "linear", "bilinear", "trilinear") or mode == "nearest" and n == 2):
+        if keep[i]:
             continue
+        ax = 2 + i
         idx, w = taps[i]
         if w is None:
             y = xp.take(y, xp.asarray(idx[0], dtype=idt, device=x.device), axis=ax)
@@ -156,4 +166,4 @@ def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=N
             v = v * xp.asarray(w[j].reshape(bshape), dtype=y.dtype, device=x.device)
             acc = v if acc is None else acc + v
         y = acc
-    return _finish(c.down(y, x.dtype), False)
+    return c.down(y, x.dtype)
