@@ -5,6 +5,7 @@ arrays live on the host ("cpu"), NVIDIA GPUs ("cuda") or any GPU via WebGPU
 ("wgpu").  See README.md.
 """
 import math as _math
+import sys as _sys
 
 from ruda._version import __version__  # noqa: F401
 __array_api_version__ = "2025.12"
@@ -56,6 +57,8 @@ from ruda import _operators  # noqa: E402,F401  (Array's operators)
 from ruda import _methods  # noqa: E402,F401  (installs x.sum(), x.astype(), ...)
 from ruda import fft, linalg, random  # noqa: E402,F401
 from ruda import _hints  # noqa: E402
+
+_array.namespace = _sys.modules[__name__]   # what x.__array_namespace__() returns
 
 _devices.read_env()
 

@@ -3,7 +3,7 @@ import argparse
 import sys
 
 import ruda
-from ruda import _devices, _dtypes, backends
+from ruda import _dtypes, backends
 
 
 def info():
@@ -14,17 +14,17 @@ def info():
     import numpy as np
     print(f"ruda {ruda.__version__} (array API standard {ruda.__array_api_version__}; "
           f"Python {platform.python_version()}, NumPy {np.__version__})")
-    print(f"default device: {_devices.default()} "
+    print(f"default device: {ruda.__array_namespace_info__().default_device()} "
           "(set it with RUDA_DEVICE=..., ruda.set_default_device(...) or `with ruda.default_device(...)`)")
     print()
     width = 8
+    devices = ruda.devices()
     for kind in backends.kinds():
-        found = _devices._discover(kind)
+        found = [dev for dev in devices if dev.kind == kind]
         if not found:
-            print(f"{kind + ':':<{width}} unavailable ({_devices.unavailable(kind)})")
+            print(f"{kind + ':':<{width}} unavailable ({backends.unavailable(kind)})")
             continue
-        for index in found:
-            dev = _devices._get(kind, index)
+        for dev in found:
             label = f"{dev}:"
             try:
                 b = dev.backend

@@ -131,8 +131,7 @@ class Array(_Base):
         if api_version is not None and api_version not in API_VERSIONS:
             raise ValueError(f"ruda: unsupported api_version {api_version!r}; supported: "
                              f"{', '.join(API_VERSIONS)}")
-        import ruda
-        return ruda
+        return namespace
 
     def __dlpack__(self, /, *, stream: Any = None, max_version: tuple[int, int] | None = None,
                    dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
@@ -338,6 +337,10 @@ if _speedups is not None:
     from ruda import _devices
     _speedups.devices(_devices.default, _devices.block_default)   # what ruda.asarray's fast path
     _devices.watch_default(_speedups.fixed_default)                # asks: is the default cpu?
+
+# The namespace that ``__array_namespace__`` returns: ``ruda/__init__.py`` sets it to the ``ruda``
+# module once that is complete (the array layer sits below the namespace and does not import it).
+namespace = None
 
 Device.__module__ = "ruda"
 Array.__module__ = "ruda"

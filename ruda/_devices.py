@@ -95,28 +95,9 @@ def available():
     return tuple(out)
 
 
-_broken = {}   # kind -> why its backend failed to load or discover
-
-
-def _discover(kind):
-    try:
-        return backends.backend_class(kind).discover()
-    except Exception as e:  # noqa: BLE001 - a broken optional backend must not break ruda.devices()
-        _broken[kind] = f"{type(e).__name__}: {e}"
-        return []
-
-
-def unavailable(kind):
-    """Why devices of ``kind`` are missing here, or None."""
-    try:
-        cls = backends.backend_class(kind)
-    except ImportError as e:
-        return f"cannot import its backend ({e})"
-    if kind in _broken:
-        return f"its backend failed ({_broken[kind]})"
-    if cls.discover():
-        return None
-    return cls.unavailable_reason() or f"no {kind} device found"
+# the backend contract finds a kind's devices and says why there are none
+_discover = backends.discover
+unavailable = backends.unavailable
 
 
 def _get(kind, index):

@@ -315,6 +315,32 @@ def kinds():
     return tuple(_REGISTRY)
 
 
+_broken = {}   # kind -> why its backend failed to load or discover
+
+
+def discover(kind):
+    """The device indices of ``kind`` found here; [] (and the reason kept for
+    :func:`unavailable`) when its backend fails to load or discover."""
+    try:
+        return backend_class(kind).discover()
+    except Exception as e:  # noqa: BLE001 - a broken optional backend must not break ruda.devices()
+        _broken[kind] = f"{type(e).__name__}: {e}"
+        return []
+
+
+def unavailable(kind):
+    """Why devices of ``kind`` are missing here, or None."""
+    try:
+        cls = backend_class(kind)
+    except ImportError as e:
+        return f"cannot import its backend ({e})"
+    if kind in _broken:
+        return f"its backend failed ({_broken[kind]})"
+    if cls.discover():
+        return None
+    return cls.unavailable_reason() or f"no {kind} device found"
+
+
 def _host_backend():
     from ruda.backends.host import HostBackend
     return HostBackend.instance()
