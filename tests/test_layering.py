@@ -48,8 +48,6 @@ ALLOWED = {
     ("ruda.nn._check", "ruda._array"): "owned elsewhere, being fixed",
     ("ruda.nn._check", "._data"): "owned elsewhere, being fixed",
     ("ruda.nn._check", "._new"): "owned elsewhere, being fixed",
-    # owned elsewhere, being fixed: the cuda nn kernels and the attention kernels import each other
-    ("ruda.backends.cuda._nn", "ruda.backends.cuda._nn_attention"): "owned elsewhere, being fixed",
 }
 
 

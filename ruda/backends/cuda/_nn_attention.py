@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from ruda.backends.cuda._nn import _cp, arg, contiguous, dname, empty, function, sms
+from ruda.backends.cuda._nn_launch import _cp, arg, contiguous, dname, empty, function, sms
 from ruda.runtime.kernels import nn_cuda_attention as gen
 
 MAX_HEAD_DIM = 128

@@ -1,0 +1,68 @@
+"""What the fused nn kernels on cuda share: compiling a generated module once per configuration
+and device, and passing arrays (bfloat16 travels as its uint16 bits)."""
+import numpy as np
+
+from ruda import _dtypes
+from ruda.runtime.kernels import nn_cuda as gen
+
+U16 = np.dtype(np.uint16)
+BF16 = _dtypes.bfloat16
+_FUNCS = {}            # (configuration..., device id) -> kernel function
+
+
+def _cp():
+    import cupy
+    return cupy
+
+
+def function(key, make_source, name):
+    """The compiled kernel ``name`` of the module ``make_source()`` on the current device."""
+    cp = _cp()
+    dev = cp.cuda.runtime.getDevice()
+    fn = _FUNCS.get((key, dev))
+    if fn is None:
+        from ruda.backends.cuda import _kernels
+        fn = _FUNCS[(key, dev)] = _kernels.compile_source(make_source()).get_function(name)
+    return fn
+
+
+def dname(a):
+    """The generators' dtype name of ``a`` (float32, float64, bfloat16), or None."""
+    return gen.np_name(a.dtype) if a is not None else None
+
+
+def arg(a):
+    """A kernel argument: bfloat16 arrays travel as their uint16 bits."""
+    if a is None:
+        return np.uint64(0)
+    return a.view(U16) if BF16 is not None and a.dtype == BF16 else a
+
+
+def contiguous(a):
+    if a is None or a.flags.c_contiguous:
+        return a
+    cp = _cp()
+    if BF16 is not None and a.dtype == BF16:
+        return cp.ascontiguousarray(a.view(U16)).view(BF16)
+    return cp.ascontiguousarray(a)
+
+
+def empty(shape, dtype):
+    cp = _cp()
+    if BF16 is not None and dtype == BF16:
+        return cp.empty(shape, U16).view(BF16)
+    return cp.empty(shape, dtype)
+
+
+def aligned(*arrays):
+    return all(a is None or not a.data.ptr & 15 for a in arrays)
+
+
+def sms():
+    """Multiprocessor count of the current device (memoized: CuPy's attributes query them all)."""
+    cp = _cp()
+    dev = cp.cuda.runtime.getDevice()
+    n = _FUNCS.get(("sms", dev))
+    if n is None:
+        n = _FUNCS[("sms", dev)] = cp.cuda.Device(dev).attributes["MultiProcessorCount"]
+    return n
