@@ -1718,7 +1718,8 @@ m_hints(PyObject *mod, PyObject *hook)
 /* CRC-32 for ruda.data's chunk checks: zlib's CRC (polynomial 0x04C11DB7, reflected, inverted
  * in and out), so crc32(data, value) == zlib.crc32(data, value).  Bulk data is folded 64 bytes
  * at a time with carry-less multiplies (PCLMULQDQ, where the CPU has it) down to one 16-byte
- * block whose CRC the byte tables finish; elsewhere slice-by-8 tables.  The GIL is released. */
+ * block whose CRC the byte tables finish; elsewhere slice-by-8 tables (slower than zlib's own, so
+ * ruda.data then uses zlib: CRC32_FOLDING).  The GIL is released for large buffers. */
 
 static uint32_t crc_tab[8][256];
 static int crc_clmul = 0;            /* the CPU has PCLMULQDQ and SSE4.1 */
@@ -1940,6 +1941,11 @@ PyInit__speedups(void)
     Py_INCREF(&FuncType);
     if (PyModule_AddObject(m, "Function", (PyObject *)&FuncType) < 0) {
         Py_DECREF(&FuncType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    /* whether crc32 folds with PCLMULQDQ here (its tables alone are slower than zlib's) */
+    if (PyModule_AddObjectRef(m, "CRC32_FOLDING", crc_clmul ? Py_True : Py_False) < 0) {
         Py_DECREF(m);
         return NULL;
     }
