@@ -28,8 +28,8 @@ if _nb is not None:
         """out[n, o] = b[o] + sum over taps of w[o, a, t] * x[n, o // m] shifted; x unpadded.
 
         Per plane: the zero-padded input split into its sh * sw stride phases (so every tap is
-        a stride-1 shift of one phase), then each tap one long axpy over the output rows at
-        the phase's pitch (columns past OW are scratch), which LLVM vectorizes."""
+        a stride-1 shift of one phase), then one vectorized loop over the output rows at the
+        phase's pitch (columns past OW are scratch)."""
         N, C, H, W = x.shape
         Co, KH, KW = w.shape
         OH, OW = out.shape[2], out.shape[3]
@@ -46,55 +46,59 @@ if _nb is not None:
         for ch in _nb.prange(chunks):
             buf = np.zeros(sh * sw * PL, x.dtype)
             acc = np.empty(M, x.dtype)
-            taps = np.empty(9, np.int64)
             for u in range(ch * tasks // chunks, (ch + 1) * tasks // chunks):
                 n, o = u // Co, u % Co
-                ci = o // m
+                src = x[n, o // m]
                 for r in range(Hp):
                     xr = r - ph
                     if xr < 0 or xr >= H:
                         continue
                     rb = (r % sh) * sw * PL + (r // sh) * PW
+                    srow = src[xr]
                     for pc in range(sw):
                         k0 = (s0 - pc + sw - 1) // sw if s0 > pc else 0
                         k1 = (s1 - pc + sw - 1) // sw if s1 > pc else 0
-                        db = rb + pc * PL
-                        for k in range(k0, k1):
-                            buf[db + k] = x[n, ci, xr, pc + k * sw - pw]
+                        if k1 > k0:
+                            db = rb + pc * PL
+                            buf[db + k0:db + k1] = srow[pc + k0 * sw - pw:
+                                                        pc + (k1 - 1) * sw - pw + 1:sw]
+                # slices, not offset indices: Numba's negative-index check on b + q would keep
+                # LLVM from vectorizing the loops over q
                 bo = b[o]
                 if KH == 3 and KW == 3:
-                    # all nine taps in one pass: acc stays in registers, one store per output
-                    for a in range(3):
-                        for t in range(3):
-                            taps[a * 3 + t] = ((((a * dh) % sh) * sw + (t * dw) % sw) * PL
-                                               + (a * dh) // sh * PW + (t * dw) // sw)
-                    b0, b1, b2, b3, b4, b5, b6, b7, b8 = (taps[0], taps[1], taps[2], taps[3],
-                                                          taps[4], taps[5], taps[6], taps[7],
-                                                          taps[8])
+                    # all nine taps in one pass: one store per output
+                    p0 = buf[_off(0, 0, dh, dw, sh, sw, PL, PW):][:M]
+                    p1 = buf[_off(0, 1, dh, dw, sh, sw, PL, PW):][:M]
+                    p2 = buf[_off(0, 2, dh, dw, sh, sw, PL, PW):][:M]
+                    p3 = buf[_off(1, 0, dh, dw, sh, sw, PL, PW):][:M]
+                    p4 = buf[_off(1, 1, dh, dw, sh, sw, PL, PW):][:M]
+                    p5 = buf[_off(1, 2, dh, dw, sh, sw, PL, PW):][:M]
+                    p6 = buf[_off(2, 0, dh, dw, sh, sw, PL, PW):][:M]
+                    p7 = buf[_off(2, 1, dh, dw, sh, sw, PL, PW):][:M]
+                    p8 = buf[_off(2, 2, dh, dw, sh, sw, PL, PW):][:M]
                     w0, w1, w2 = w[o, 0, 0], w[o, 0, 1], w[o, 0, 2]
                     w3, w4, w5 = w[o, 1, 0], w[o, 1, 1], w[o, 1, 2]
                     w6, w7, w8 = w[o, 2, 0], w[o, 2, 1], w[o, 2, 2]
                     for q in range(M):
-                        acc[q] = (bo + w0 * buf[b0 + q] + w1 * buf[b1 + q] + w2 * buf[b2 + q]
-                                  + w3 * buf[b3 + q] + w4 * buf[b4 + q] + w5 * buf[b5 + q]
-                                  + w6 * buf[b6 + q] + w7 * buf[b7 + q] + w8 * buf[b8 + q])
-                    for i in range(OH):
-                        for j in range(OW):
-                            out[n, o, i, j] = acc[i * PW + j]
-                    continue
-                for q in range(M):
-                    acc[q] = bo
-                for a in range(KH):
-                    ra, pa = (a * dh) // sh, (a * dh) % sh
-                    for t in range(KW):
-                        rc, pc = (t * dw) // sw, (t * dw) % sw
-                        base = (pa * sw + pc) * PL + ra * PW + rc
-                        wv = w[o, a, t]
-                        for q in range(M):
-                            acc[q] += wv * buf[base + q]
+                        acc[q] = (bo + w0 * p0[q] + w1 * p1[q] + w2 * p2[q] + w3 * p3[q]
+                                  + w4 * p4[q] + w5 * p5[q] + w6 * p6[q] + w7 * p7[q]
+                                  + w8 * p8[q])
+                else:
+                    acc[:] = bo
+                    for a in range(KH):
+                        for t in range(KW):
+                            pt = buf[_off(a, t, dh, dw, sh, sw, PL, PW):][:M]
+                            wv = w[o, a, t]
+                            for q in range(M):
+                                acc[q] += wv * pt[q]
+                dst = out[n, o]
                 for i in range(OH):
-                    for j in range(OW):
-                        out[n, o, i, j] = acc[i * PW + j]
+                    dst[i, :] = acc[i * PW:i * PW + OW]
+
+    @_nb.njit(inline="always")
+    def _off(a, t, dh, dw, sh, sw, PL, PW):
+        """Where tap (a, t) starts in the phase buffer."""
+        return (((a * dh) % sh) * sw + (t * dw) % sw) * PL + (a * dh) // sh * PW + (t * dw) // sw
 else:
     _depthwise = None
 
