@@ -6,8 +6,9 @@
 import os
 
 from ruda.nn.models.llama import ARCHITECTURES as _DECODERS, SUPPORTED, Llama
+from ruda.nn.models.bert import Bert
 
-__all__ = ["Llama", "SUPPORTED", "load"]
+__all__ = ["Bert", "Llama", "SUPPORTED", "load"]
 
 
 def _err(cls, arg, expected, got):
@@ -18,8 +19,9 @@ def _check_arch(config):
     arch = config.get("model_type")
     if arch in _DECODERS:
         return Llama
+    from ruda.nn.models import bert
     raise _err(ValueError, "config.json model_type",
-               f"one of the supported architectures {', '.join(SUPPORTED)}",
+               f"one of the supported architectures {', '.join(SUPPORTED + bert.SUPPORTED)}",
                f"{arch!r} ({', '.join(map(str, config.get('architectures') or [arch]))})")
 
 
@@ -47,8 +49,10 @@ def load(path, device=None, dtype=None, quantized=True):
         return _build(config, weights, tok, tc, None, device, dtype)
     if not os.path.isdir(p):
         raise _err(ValueError, "path", "a model directory or a .gguf file", repr(p))
-    from ruda.nn.models import _hf
+    from ruda.nn.models import _hf, bert
     config = _hf.read_config(p)
+    if config.get("model_type") in bert.ARCHITECTURES:       # an encoder: encode()
+        return bert.load(p, device, dtype)
     _check_arch(config)                        # an unsupported model before reading weights
     weights = _hf.load_safetensors(p, device, dtype)
     tok = _hf.load_tokenizer(p) if os.path.isfile(os.path.join(p, "tokenizer.json")) else None
