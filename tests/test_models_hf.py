@@ -86,6 +86,10 @@ def test_json_and_config(tmp_path):
     (tmp_path / "1_Pooling" / "config.json").write_text('{"pooling_mode_mean_tokens": true}')
     assert _hf.read_json(tmp_path, "1_Pooling/config.json") == {"pooling_mode_mean_tokens": True}
     assert _hf.read_json(tmp_path, "generation_config.json") is None
+    (tmp_path / "modules.json").write_text('[{"path": "1_Pooling"}]')
+    assert _hf.read_json(tmp_path, "modules.json", expect=list) == [{"path": "1_Pooling"}]
+    with pytest.raises(ValueError, match="modules.json: expected a JSON object, got list"):
+        _hf.read_json(tmp_path, "modules.json")
     with pytest.raises(ValueError, match="read_json.*generation_config.json"):
         _hf.read_json(tmp_path, "generation_config.json", required=True)
 

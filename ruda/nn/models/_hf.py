@@ -23,27 +23,29 @@ def _dir(fn, path):
     return p
 
 
-def _json_file(fn, file):
+def _json_file(fn, file, expect=dict):
     try:
         with open(file, encoding="utf-8") as f:
             data = json.load(f)
     except json.JSONDecodeError as e:
         raise _err(ValueError, fn, file, "valid JSON", f"a parse error: {e}") from None
-    if not isinstance(data, dict):
-        raise _err(ValueError, fn, file, "a JSON object", type(data).__name__)
+    if not isinstance(data, expect):
+        raise _err(ValueError, fn, file, "a JSON object" if expect is dict else "a JSON array",
+                   type(data).__name__)
     return data
 
 
-def read_json(path, name, required=False):
+def read_json(path, name, required=False, expect=dict):
     """The JSON object in ``path/name`` (e.g. ``tokenizer_config.json``,
-    ``1_Pooling/config.json``); None when the file is absent and not ``required``."""
+    ``1_Pooling/config.json``); None when the file is absent and not ``required``.
+    ``expect=list`` reads a JSON array instead (sentence-transformers' modules.json)."""
     p = _dir("read_json", path)
     file = os.path.join(p, name)
     if not os.path.isfile(file):
         if required:
             raise _err(ValueError, "read_json", "path", f"a directory holding {name}", repr(p))
         return None
-    return _json_file("read_json", file)
+    return _json_file("read_json", file, expect)
 
 
 def read_config(path):
