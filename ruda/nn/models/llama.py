@@ -201,14 +201,20 @@ class Llama(Generator):
             q, k, v = qkv[..., :Hq * D], qkv[..., Hq * D:(Hq + Hk) * D], qkv[..., (Hq + Hk) * D:]
         else:
             q, k, v = (nn.linear(x, L[n], L.get(n + "_b")) for n in "qkv")
-        q = xp.reshape(q, (B, T, Hq, D))
-        k = xp.reshape(k, (B, T, Hk, D))
         v = xp.permute_dims(xp.reshape(v, (B, T, Hk, D)), (0, 2, 1, 3))
-        if cfg.qk_norm:
-            q = nn.rms_norm(q, (D,), L["q_norm"], cfg.eps)
-            k = nn.rms_norm(k, (D,), L["k_norm"], cfg.eps)
-        q = nn.apply_rope(xp.permute_dims(q, (0, 2, 1, 3)), cos, sin)
-        k = nn.apply_rope(xp.permute_dims(k, (0, 2, 1, 3)), cos, sin)
+        if L["qkv"] is not None and not cfg.qk_norm:
+            # q and k side by side in the fused projection: one rotation for both
+            qk = xp.reshape(qkv[..., :(Hq + Hk) * D], (B, T, Hq + Hk, D))
+            qk = nn.apply_rope(xp.permute_dims(qk, (0, 2, 1, 3)), cos, sin)
+            q, k = qk[:, :Hq], qk[:, Hq:]
+        else:
+            q = xp.reshape(q, (B, T, Hq, D))
+            k = xp.reshape(k, (B, T, Hk, D))
+            if cfg.qk_norm:
+                q = nn.rms_norm(q, (D,), L["q_norm"], cfg.eps)
+                k = nn.rms_norm(k, (D,), L["k_norm"], cfg.eps)
+            q = nn.apply_rope(xp.permute_dims(q, (0, 2, 1, 3)), cos, sin)
+            k = nn.apply_rope(xp.permute_dims(k, (0, 2, 1, 3)), cos, sin)
         if caches is not None:
             k, v = caches[i].update(k, v)
         o = nn.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=True,
