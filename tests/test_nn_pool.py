@@ -1,6 +1,6 @@
 """ruda.nn pooling and interpolate vs torch.nn.functional (CPU) on every device: float64 where the
-device has it, else float32; bfloat16 on cpu (1e-2 relative: one bfloat16 rounding of the
-float32 result, torch rounding its own way); fresh random inputs per test."""
+device has it, else float32; bfloat16 and float16 on cpu (1e-2 and 2e-3: about one rounding of
+the float32 result, torch rounding its own way); fresh random inputs per test."""
 import zlib
 
 import numpy as np
@@ -115,14 +115,16 @@ def test_interpolate(device, n, modes):
                 close(got, want, dt, tol * 10)
 
 
-def test_bfloat16_cpu():
-    bf = getattr(xp, "bfloat16", None)
-    if bf is None:
-        pytest.skip("ruda.bfloat16 needs ml_dtypes")
+@pytest.mark.parametrize("name, tol", [("bfloat16", 1e-2), ("float16", 2e-3)])
+def test_half_cpu(name, tol):
+    """bfloat16 and float16 on cpu (float32 inside, rounded once) vs torch in the same dtype on
+    the same rounded inputs, within ``tol`` relative (about one rounding of each result)."""
+    dt = getattr(xp, name, None)
+    if dt is None:
+        pytest.skip(f"ruda.{name} is not available")
     a = np.random.default_rng(50).standard_normal((2, 3, 9, 8))
-    x = xp.astype(xp.asarray(a), bf)
-    t = torch.from_numpy(np.asarray(xp.astype(x, xp.float64)))     # the same rounded inputs
-    tb = t.to(torch.bfloat16)
+    x = xp.astype(xp.asarray(a), dt)
+    tb = torch.from_numpy(np.asarray(xp.astype(x, xp.float64))).to(getattr(torch, name))
     checks = [
         (nn.max_pool2d(x, 3, 2, 1, ceil_mode=True), F.max_pool2d(tb, 3, 2, 1, ceil_mode=True)),
         (nn.avg_pool2d(x, 3, 2, 1, count_include_pad=False),
@@ -133,11 +135,13 @@ def test_bfloat16_cpu():
          F.interpolate(tb, scale_factor=1.7, mode="bilinear")),
         (nn.interpolate(x, size=(5, 11), mode="bicubic", align_corners=True),
          F.interpolate(tb, size=(5, 11), mode="bicubic", align_corners=True)),
+        (nn.interpolate(x, scale_factor=2.0, mode="nearest"),
+         F.interpolate(tb, scale_factor=2.0, mode="nearest")),
     ]
     for got, want in checks:
-        assert got.dtype == bf
+        assert got.dtype == dt
         np.testing.assert_allclose(np.asarray(xp.astype(got, xp.float64)),
-                                   want.to(torch.float64).numpy(), rtol=1e-2, atol=1e-2)
+                                   want.to(torch.float64).numpy(), rtol=tol, atol=tol)
 
 
 def test_errors(device):
