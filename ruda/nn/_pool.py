@@ -15,25 +15,15 @@ import numpy as np
 
 import ruda as xp
 from ruda.nn import _check as c
+from ruda.nn._conv import _ints
 from ruda.nn._layers import pad as _pad
 
 
 def ntuple(fn, arg, v, n, least):
-    """An int or a sequence of ``n`` ints (one per spatial axis), each >= ``least``."""
-    vals = (v,) * n if isinstance(v, numbers.Integral) and not isinstance(v, bool) else v
-    try:
-        vals = tuple(vals)
-        if any(isinstance(e, bool) or not isinstance(e, numbers.Integral) for e in vals):
-            raise TypeError
-    except TypeError:
-        raise c.err(TypeError, fn, arg, f"an int or a tuple of {n} ints", repr(v)) from None
-    if len(vals) == 1 and n > 1:
-        vals = vals * n
-    if len(vals) != n:
-        raise c.err(ValueError, fn, arg, f"an int or a tuple of {n} ints", repr(v))
-    if any(e < least for e in vals):
-        raise c.err(ValueError, fn, arg, f"values >= {least}", repr(v))
-    return tuple(int(e) for e in vals)
+    """An int, a 1-tuple (as torch's pooling takes) or a tuple of ``n`` ints, each >= least."""
+    if isinstance(v, (tuple, list)) and len(v) == 1:
+        v = v[0]
+    return _ints(fn, arg, v, n, least)
 
 
 def spatial_input(fn, x, n, kinds="real floating"):
