@@ -35,6 +35,7 @@ def render_chat(template, messages, add_generation_prompt=True, **variables):
     import datetime
 
     import jinja2
+    import jinja2.ext
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     def raise_exception(message):
