@@ -139,9 +139,10 @@ def test_host_kernel_matches_composed(monkeypatch, numba):
                        ((2, 8, 11, 10), (16, 1, 5, 3), dict(padding=(2, 1), dilation=(1, 2),
                                                            groups=8)),
                        ((2, 160, 7, 6), (160, 1, 3, 3), dict(stride=2, padding=1, groups=160)),
-                       ((5, 3, 20, 20), (3, 1, 3, 3), dict(padding=1, groups=3)),  # 4 + 1
+                       ((5, 3, 20, 20), (3, 1, 3, 3), dict(padding=1, groups=3)),
                        ((1, 4, 7, 6), (6, 2, 1, 1), dict(stride=2, groups=2)),
-                       ((1, 16, 48, 48), (8, 16, 3, 3), dict(padding=1))]:    # threaded copy
+                       ((1, 16, 48, 48), (8, 16, 3, 3), dict(padding=1)),   # threaded copy
+                       ((2, 32, 48, 48), (8, 32, 3, 3), dict(padding=1))]:  # images on threads
         for dt in (np.float32, np.float64):
             a, w = rng.standard_normal(xs).astype(dt), rng.standard_normal(ws).astype(dt)
             b = rng.standard_normal(ws[0]).astype(dt)

@@ -12,7 +12,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ruda import _dtypes
-from ruda.backends.host._nn_attention import _THREADS, _pool
+from ruda.backends.host._nn_attention import _THREADS, _blas_one_thread, _pool
 
 _COLS = 1 << 23        # column elements per block of images (32 MiB of float32)
 _LOW = tuple(d for d in (_dtypes.bfloat16, _dtypes.float16) if d is not None)
@@ -128,8 +128,8 @@ def conv(x, w, bias, stride, padding, dilation, groups):
     bw = np.zeros(Co, wdt) if bias is None else np.ascontiguousarray(bias, dtype=wdt)
     if groups == C and w.shape[1] == 1 and nd == 2 and _depthwise is not None:
         y = np.empty((N, Co) + out, dtype=wdt)
-        _depthwise(xw, ww.reshape(Co, ks[0], ks[1]), bw, y, stride[0], stride[1],
-                   dilation[0], dilation[1], padding[0][0], padding[1][0])
+        _depthwise(xw, ww.reshape(Co, ks[0], ks[1]), bw, y, stride[0], stride[1], dilation[0],
+                   dilation[1], padding[0][0], padding[1][0])
     else:
         y = _im2col_gemm(xw, ww, bw if bias is not None else None, stride, padding, dilation,
                          groups, out)
@@ -170,11 +170,27 @@ def _im2col_gemm(x, w, bias, stride, padding, dilation, groups, out):
     ck = C // groups * int(np.prod(ks))
     wg = w.reshape(groups, Co // groups, ck)
     y = np.empty((N, groups, Co // groups, L), dtype=x.dtype)
-    step = max(1, _COLS // max(1, C * int(np.prod(ks)) * L))
-    for n0 in range(0, N, step):
-        n1 = min(N, n0 + step)
-        cols = _copy(view[n0:n1]).reshape(n1 - n0, groups, ck, L)
-        np.matmul(wg, cols, out=y[n0:n1])
+    per = C * int(np.prod(ks)) * L                  # column elements of one image
+    lim = _blas_one_thread() if _THREADS > 1 and N >= _THREADS and N * per >= 1 << 20 else None
+    if lim is None:
+        step = max(1, _COLS // max(1, per))
+        for n0 in range(0, N, step):
+            n1 = min(N, n0 + step)
+            cols = _copy(view[n0:n1]).reshape(n1 - n0, groups, ck, L)
+            np.matmul(wg, cols, out=y[n0:n1])
+    else:
+        # images split over the threads, each copying its columns and calling a one-thread
+        # BLAS: no barrier inside BLAS, and the copies run in parallel too
+        step = max(1, _COLS // (_THREADS * per))
+        cuts = [N * i // _THREADS for i in range(_THREADS + 1)]
+
+        def run(i):
+            for n0 in range(cuts[i], cuts[i + 1], step):
+                n1 = min(cuts[i + 1], n0 + step)
+                cols = np.ascontiguousarray(view[n0:n1]).reshape(n1 - n0, groups, ck, L)
+                np.matmul(wg, cols, out=y[n0:n1])
+        with lim:
+            list(_pool().map(run, range(_THREADS)))
     y = y.reshape((N, Co) + out)
     if bias is not None:
         y += bias.reshape((Co,) + (1,) * len(out))
