@@ -382,3 +382,22 @@ def test_bfloat16_views_assignment_and_payloads(device):
     assert e.shape == (0, 3) and to_numpy(e + 1).shape == (0, 3)
     np.testing.assert_array_equal(to_numpy(xp.full((3,), 0.1, dtype=xp.bfloat16, device=device)).view(np.uint16),
                                   np.full(3, np.array(0.1).astype(bf)).view(np.uint16))
+
+
+@pytest.mark.parametrize("name", HALVES)
+def test_ordering_with_specials(device, name):
+    _need(device, name)
+    rng = np.random.default_rng(27)
+    v = rng.standard_normal(3000)
+    v[::97], v[::89], v[::83] = np.nan, -0.0, np.inf
+    x, x64 = _half(device, name, v)
+    h = x64.astype(_np(name))
+    np.testing.assert_array_equal(to_numpy(xp.sort(x)).astype(float), np.sort(x64))
+    np.testing.assert_array_equal(to_numpy(xp.sort(x, descending=True)).astype(float)[51:], np.sort(x64)[::-1][51:])
+    np.testing.assert_array_equal(to_numpy(xp.argsort(x)), np.argsort(x64, kind="stable"))
+    s = xp.sort(x)
+    np.testing.assert_array_equal(to_numpy(xp.searchsorted(s, x[:200])), np.searchsorted(np.sort(x64), x64[:200]))
+    assert int(xp.argmax(x)) == int(np.argmax(x64)) and np.isnan(float(xp.max(x)))
+    f = xp.where(xp.isnan(x), 0.0, x)
+    fh = np.where(np.isnan(h), 0, h).astype(np.float64)
+    assert float(xp.min(f)) == fh.min() and int(xp.argmin(f)) == int(np.argmin(fh))

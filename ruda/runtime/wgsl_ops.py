@@ -175,6 +175,8 @@ class OpsMixin:
             opn = {"eq": "==", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}[name]
             return f"({x} {opn} {y})"
         if dt == "f16":
+            if name in ("isnan", "isinf", "isfinite", "signbit"):     # bool: no f16 wrap
+                return self.fop(name, [f"f32({x})"], "f32")
             if name in _F32_BUILTIN or name in ("atan2", "pow"):
                 args = ", ".join(f"f32({v})" for v in a)
                 return f"f16({self.fop(name, [f'f32({v})' for v in a], 'f32')})" if args else x

@@ -1,12 +1,11 @@
 """float16 and bfloat16 on the wgpu backend.
 
-float16 is WGSL's ``f16`` (adapters with ``shader-f16``): stored in 16 bits, elementwise ops
-native (their math in float32, rounded once).  The ops that accumulate (sums, products, means,
-moments, cumulative sums, ``vecdot``, norms, trace) and those whose kernels compare or order by
-bit pattern (max/min and their arg forms, sorting, searching, sets, ``clip``, ``isnan``/``isinf``/
-``isfinite``/``signbit``) run on float32 copies (:func:`f16_guard`: exact widening) and their
-float32 results are rounded back once; ``matmul`` is the tuned kernels' f16 with float32
-accumulation.  ``nextafter`` raises TypeError (a float32 step is not a float16 step).
+float16 is WGSL's ``f16`` (adapters with ``shader-f16``): stored in 16 bits, its kernels native
+(the math in float32, rounded once; comparisons, sorting, max/min native).  The ops that
+accumulate (sums, products, means, moments, cumulative sums, ``vecdot``, norms, trace) run on
+float32 copies (:func:`f16_guard`: exact widening) and their float32 results are rounded back
+once; ``matmul`` is the tuned kernels' f16 with float32 accumulation.  ``nextafter`` raises
+TypeError (a float32 step is not a float16 step).
 
 bfloat16: 16 bits a value, computed in float32, ml_dtypes' rounding bit for bit.
 
@@ -376,9 +375,7 @@ def _dispatch(name, impl, route, dts):
 # float16 ops through float32 copies (see the module docstring)
 F16_VIA_F32 = frozenset({
     "sum", "prod", "mean", "var", "std", "cumulative_sum", "cumulative_prod", "vecdot",
-    "linalg_vector_norm", "linalg_matrix_norm", "linalg_trace", "max", "min", "argmax", "argmin",
-    "sort", "argsort", "searchsorted", "isin", "unique_all", "unique_counts", "unique_inverse",
-    "unique_values", "clip", "isnan", "isinf", "isfinite", "signbit",
+    "linalg_vector_norm", "linalg_matrix_norm", "linalg_trace",
 })
 
 
