@@ -68,6 +68,7 @@ def test_avg_pool(device, n, shape, kw, count_include_pad):
 @pytest.mark.parametrize("n, shape, sizes", [
     (1, (2, 3, 10), [4, 3, 7, 10, 1, 13]),
     (2, (2, 3, 9, 7), [(3, 7), (4, 5), (5, 3), 1, (None, 2), (11, 9)]),
+    (3, (1, 2, 5, 7, 6), [(2, 3, 4), (5, 1, None)]),
 ])
 def test_adaptive_pool(device, n, shape, sizes):
     """Divisible and non-divisible sizes (overlapping windows), 1, None and larger than x."""

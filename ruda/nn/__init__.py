@@ -9,9 +9,9 @@ from ruda.nn._attention import scaled_dot_product_attention
 from ruda.nn._cache import KVCache
 from ruda.nn._rope import apply_rope, rope_frequencies
 from ruda.nn._sampling import filter_logits, sample, top_k
-from ruda.nn._pool import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,
-                           adaptive_max_pool2d, avg_pool1d, avg_pool2d, avg_pool3d, max_pool1d,
-                           max_pool2d, max_pool3d)
+from ruda.nn._pool import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d,
+                           adaptive_max_pool1d, adaptive_max_pool2d, adaptive_max_pool3d,
+                           avg_pool1d, avg_pool2d, avg_pool3d, max_pool1d, max_pool2d, max_pool3d)
 from ruda.nn._interpolate import interpolate
 
 __all__ = [
@@ -22,7 +22,8 @@ __all__ = [
     "softplus", "swiglu",
     "KVCache", "apply_rope", "filter_logits", "rope_frequencies", "sample",
     "scaled_dot_product_attention", "top_k",
-    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
+    "adaptive_max_pool2d", "adaptive_max_pool3d",
     "avg_pool1d", "avg_pool2d", "avg_pool3d", "interpolate", "max_pool1d", "max_pool2d",
     "max_pool3d",
 ]

@@ -1,5 +1,5 @@
-"""Pooling as torch.nn.functional: max_pool1d/2d/3d, avg_pool1d/2d/3d, adaptive_avg_pool1d/2d,
-adaptive_max_pool1d/2d. Input ``(N, C, *spatial)`` or unbatched ``(C, *spatial)``.
+"""Pooling as torch.nn.functional: max_pool1d/2d/3d, avg_pool1d/2d/3d, adaptive_avg_pool1d/2d/3d,
+adaptive_max_pool1d/2d/3d. Input ``(N, C, *spatial)`` or unbatched ``(C, *spatial)``.
 
 Composed on every device from strided slices: one slice of the padded input per kernel offset
 (``prod(kernel_size)`` of them), combined with ``maximum`` or summed, so no loop runs over
@@ -291,6 +291,11 @@ def adaptive_avg_pool2d(x, output_size):
     return _adaptive_avg("adaptive_avg_pool2d", 2, x, output_size)
 
 
+def adaptive_avg_pool3d(x, output_size):
+    """adaptive_avg_pool1d over D, H and W of x ``(N, C, D, H, W)``."""
+    return _adaptive_avg("adaptive_avg_pool3d", 3, x, output_size)
+
+
 def adaptive_max_pool1d(x, output_size, return_indices=False):
     """The maximum over adaptive_avg_pool1d's windows (and, with ``return_indices``, its index)."""
     return _adaptive_max("adaptive_max_pool1d", 1, x, output_size, return_indices)
@@ -299,3 +304,8 @@ def adaptive_max_pool1d(x, output_size, return_indices=False):
 def adaptive_max_pool2d(x, output_size, return_indices=False):
     """adaptive_max_pool1d over H and W; indices are flat over ``H * W``, as torch's."""
     return _adaptive_max("adaptive_max_pool2d", 2, x, output_size, return_indices)
+
+
+def adaptive_max_pool3d(x, output_size, return_indices=False):
+    """adaptive_max_pool1d over D, H and W; indices are flat over ``D * H * W``."""
+    return _adaptive_max("adaptive_max_pool3d", 3, x, output_size, return_indices)
