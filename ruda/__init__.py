@@ -50,6 +50,7 @@ from ruda._manipulation import (  # noqa: E402,F401
 from ruda._searching import argmax, argmin, count_nonzero, nonzero, searchsorted, where  # noqa: E402,F401
 from ruda._set import isin, unique_all, unique_counts, unique_inverse, unique_values  # noqa: E402,F401
 from ruda._sorting import argsort, sort  # noqa: E402,F401
+from ruda._special import erf  # noqa: E402,F401
 from ruda._statistical import (  # noqa: E402,F401
     all, any, cumulative_prod, cumulative_sum, diff, max, mean, min, prod, std, sum, var,
 )
@@ -97,9 +98,9 @@ __all__ = [
     "all", "any", "diff",
     # the extensions
     "fft", "linalg", "random",
-    # ruda's own: the array and device types, device selection, float16/bfloat16, host conversion
+    # ruda's own: the array and device types, device selection, float16/bfloat16, erf, host conversion
     "Array", "Device", "device", "devices", "default_device", "set_default_device", "float16",
-    "bfloat16",
+    "bfloat16", "erf",
     "HostConversionWarning", "allow_host_conversion",
 ]
 

@@ -4,48 +4,15 @@ import numbers
 import ruda as xp
 from ruda.nn import _check as c
 
-# Cephes' erf/erfc rational approximations (ndtr.c): |x| < 1: erf = x T(x^2) / U(x^2);
-# 1 <= |x|: erfc = exp(-x^2) P(|x|) / Q(|x|) (relative error about 1e-16 in float64).
-_T = (9.60497373987051638749E0, 9.00260197203842689217E1, 2.23200534594684319226E3,
-      7.00332514112805075473E3, 5.55923013010394962768E4)
-_U = (1.0, 3.35617141647503099647E1, 5.21357949780152679795E2, 4.59432382970980127987E3,
-      2.26290000613890934246E4, 4.92673942608635921086E4)
-_P = (2.46196981473530512524E-10, 5.64189564831068821977E-1, 7.46321056442269912687E0,
-      4.86371970985681366614E1, 1.96520832956077098242E2, 5.26445194995477358631E2,
-      9.34528527171957607540E2, 1.02755188689515710272E3, 5.57535335369399327526E2)
-_Q = (1.0, 1.32281951154744992508E1, 8.67072140885989742329E1, 3.54937778887819891062E2,
-      9.75708501743205489753E2, 1.82390916687909736289E3, 2.24633760818710981792E3,
-      1.65666309194161350182E3, 5.57535340817727675546E2)
-_ERF_TABLES = (_T, _U, _P, _Q)
-
-
-def _poly(coef, z):
-    r = z * coef[0] + coef[1]
-    for a in coef[2:]:
-        r = r * z + a
-    return r
-
-
-def _erf(y):
-    """erf of a floating array (computed in y's dtype) with namespace ops only."""
-    a = xp.abs(y)
-    z = y * y
-    zs = xp.where(a < 1.0, z, 0.0)               # the other branch's values stay finite
-    small = y * _poly(_T, zs) / _poly(_U, zs)
-    b = xp.clip(a, 1.0, 10.0)                    # past 10, erfc underflows: erf is +-1
-    erfc = xp.exp(-z) * _poly(_P, b) / _poly(_Q, b)
-    big = xp.where(y < 0, erfc - 1.0, 1.0 - erfc)
-    return xp.where(a < 1.0, small, big)
+# erf is the namespace's (ruda.erf); gelu's fused kernel takes the same Cephes tables
+from ruda.backends import ERF_TABLES as _ERF_TABLES  # noqa: E402,F401
+_erf = xp.erf
 
 
 def erf(x):
-    """The error function ``2/sqrt(pi) * integral_0^x exp(-t^2) dt`` (float64-accurate on
-    float64: Cephes' rational approximations, evaluated with namespace ops on any device)."""
+    """The error function ``2/sqrt(pi) * integral_0^x exp(-t^2) dt``: ``ruda.erf``."""
     c.floating("erf", "x", x)
-    r = c.call(x, "activation", x, "erf", 0.0, _ERF_TABLES) if x.size else None
-    if r is not None:
-        return r
-    return c.down(_erf(c.up(x)), x.dtype)
+    return xp.erf(x)
 
 
 def linear(x, weight, bias=None):
