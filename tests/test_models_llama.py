@@ -206,6 +206,9 @@ def test_bad_input(checkpoints, tmp_path):
         load(tmp_path / "empty", device="cpu")
     with pytest.raises(ValueError, match="config.json"):
         load(_copy_dir(src, tmp_path / "bad", config="{not json"), device="cpu")
+    with pytest.raises(ValueError, match=r"config.json.*'hidden_size'"):
+        load(_copy_dir(src, tmp_path / "key", config=json.dumps(
+            {k: v for k, v in cfg.items() if k != "hidden_size"})), device="cpu")
     with pytest.raises(ValueError, match=r"LlamaForCausalLM.*Qwen3ForCausalLM.*gpt2.*GPT2LMHeadModel"):
         load(_copy_dir(src, tmp_path / "arch", config=json.dumps(
             dict(cfg, model_type="gpt2", architectures=["GPT2LMHeadModel"]))), device="cpu")
