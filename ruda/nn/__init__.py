@@ -13,6 +13,7 @@ from ruda.nn._pool import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_av
                            adaptive_max_pool1d, adaptive_max_pool2d, adaptive_max_pool3d,
                            avg_pool1d, avg_pool2d, avg_pool3d, max_pool1d, max_pool2d, max_pool3d)
 from ruda.nn._interpolate import interpolate
+from ruda.nn._quantized import QuantizedWeight
 
 __all__ = [
     "batch_norm", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
@@ -26,4 +27,5 @@ __all__ = [
     "adaptive_max_pool2d", "adaptive_max_pool3d",
     "avg_pool1d", "avg_pool2d", "avg_pool3d", "interpolate", "max_pool1d", "max_pool2d",
     "max_pool3d",
+    "QuantizedWeight",
 ]

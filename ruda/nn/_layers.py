@@ -3,6 +3,7 @@ import numbers
 
 import ruda as xp
 from ruda.nn import _check as c
+from ruda.nn import _quantized
 
 # erf is the namespace's (ruda.erf); gelu's fused kernel takes the same Cephes tables
 from ruda.backends import ERF_TABLES as _ERF_TABLES  # noqa: E402,F401
@@ -17,7 +18,10 @@ def erf(x):
 
 def linear(x, weight, bias=None):
     """``x @ weight.T + bias`` with torch's ``[out_features, in_features]`` weight layout (the
-    weight is read transposed, not copied). x ``(..., in)``; bias ``(out,)`` or None."""
+    weight is read transposed, not copied). x ``(..., in)``; bias ``(out,)`` or None. A
+    ``ruda.nn.QuantizedWeight`` weight is multiplied without dequantizing it whole (float x)."""
+    if isinstance(weight, _quantized.QuantizedWeight):
+        return _quantized.linear(x, weight, bias)
     c.real("linear", "x", x)
     c.same("linear", "weight", weight, x)
     if weight.ndim != 2:
@@ -48,8 +52,15 @@ def _index_range(fn, arg, idx, n):
 
 def embedding(indices, weight):
     """Rows of ``weight`` (num_embeddings, dim) at integer ``indices``: shape
-    ``indices.shape + (dim,)``. An index out of range raises IndexError."""
+    ``indices.shape + (dim,)``. An index out of range raises IndexError. A
+    ``ruda.nn.QuantizedWeight`` gives its rows dequantized to float32."""
     c.integral("embedding", "indices", indices)
+    if isinstance(weight, _quantized.QuantizedWeight):
+        if weight.device != indices.device:
+            raise c.err(ValueError, "embedding", "weight", f"indices' device {indices.device}",
+                        weight.device)
+        _index_range("embedding", "indices", indices, weight.shape[0])
+        return _quantized.embedding(indices, weight)
     c.array("embedding", "weight", weight)
     if weight.device != indices.device:
         raise c.err(ValueError, "embedding", "weight", f"indices' device {indices.device}",

@@ -546,3 +546,4 @@ from ruda.backends.host._nn_attention import apply_rope, sdpa, top_k  # noqa: E4
 from ruda.backends.host._philox import dropout  # noqa: E402,F401
 from ruda.backends.host._nn_conv import conv  # noqa: E402,F401
 from ruda.backends.host._nn_pool import interpolate  # noqa: E402,F401
+from ruda.backends.host._nn_quant import linear_quantized  # noqa: E402,F401

@@ -1,0 +1,141 @@
+"""ruda.nn.QuantizedWeight (GGML Q8_0, Q4_0, Q4_1 blocks kept quantized) on every device: its
+values against the gguf package's dequantize, linear against the dequantized matrix times x in
+float64, embedding rows, the host kernel's GEMV and GEMM paths and the composed path."""
+import numpy as np
+import pytest
+
+gguf = pytest.importorskip("gguf")
+from gguf import GGMLQuantizationType as GT                             # noqa: E402
+from gguf.quants import dequantize as gg_dequantize                     # noqa: E402
+from gguf.quants import quantize as gg_quantize                         # noqa: E402
+
+import ruda as xp                                                        # noqa: E402
+import ruda.nn as nn                                                     # noqa: E402
+from ruda.nn import _quantized                                           # noqa: E402
+from ruda.nn.models._gguf import split_blocks                            # noqa: E402
+
+from conftest import to_numpy                                            # noqa: E402
+
+KINDS = {"q8_0": GT.Q8_0, "q4_0": GT.Q4_0, "q4_1": GT.Q4_1}
+
+
+def _weight(rng, kind, out, n, device):
+    """(QuantizedWeight on device, float64 dequantized oracle) of a random (out, n) matrix
+    quantized by the gguf package."""
+    w = (rng.standard_normal((out, n)) * rng.uniform(0.2, 3.0, (out, 1))).astype(np.float32)
+    raw = gg_quantize(w, KINDS[kind])
+    q, d, m = split_blocks(kind, raw)
+    qw = nn.QuantizedWeight(kind, xp.asarray(q, device=device), xp.asarray(d, device=device),
+                            None if m is None else xp.asarray(m, device=device))
+    return qw, gg_dequantize(raw, KINDS[kind]).astype(np.float64)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_dequantize_matches_gguf(device, kind):
+    rng = np.random.default_rng(1 + list(KINDS).index(kind))
+    qw, ref = _weight(rng, kind, 24, 96, device)
+    assert qw.shape == (24, 96) and qw.device == device and qw.kind == kind
+    got = qw.dequantize()
+    assert got.dtype == xp.float32
+    np.testing.assert_array_equal(to_numpy(got), ref.astype(np.float32))
+
+
+def _check_linear(y, x, ref, b):
+    """y close to x @ ref.T + b within float32 accumulation: a bound of n ulps of |x| @ |w|."""
+    xf = x.astype(np.float64)
+    want = xf @ ref.T + (0 if b is None else b.astype(np.float64))
+    bound = 1e-7 * x.shape[-1] * (np.abs(xf) @ np.abs(ref).T + (0 if b is None else np.abs(b)))
+    assert np.all(np.abs(to_numpy(y).astype(np.float64) - want) <= bound + 1e-6)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("rows", [1, 5, 19])
+def test_linear_matches_dequantized(device, kind, rows):
+    """1 and 5 rows: the host GEMV; 19: dequantized blocks and a matmul (prefill)."""
+    rng = np.random.default_rng(10 * rows + list(KINDS).index(kind))
+    qw, ref = _weight(rng, kind, 40, 128, device)
+    x = rng.standard_normal((rows, 128)).astype(np.float32)
+    b = rng.standard_normal(40).astype(np.float32) if rows != 5 else None
+    y = nn.linear(xp.asarray(x, device=device), qw,
+                  None if b is None else xp.asarray(b, device=device))
+    assert y.dtype == xp.float32 and y.shape == (rows, 40)
+    _check_linear(y, x, ref, b)
+
+
+def test_linear_batched_shape_and_composed_blocks(device, monkeypatch):
+    """x (B, T, in); the composed path over several blocks of output rows (the host kernel
+    switched off), which every device without a kernel takes."""
+    rng = np.random.default_rng(7)
+    qw, ref = _weight(rng, "q4_1", 48, 64, device)
+    x = rng.standard_normal((2, 3, 64)).astype(np.float32)
+    y = nn.linear(xp.asarray(x, device=device), qw)
+    assert y.shape == (2, 3, 48)
+    _check_linear(xp.reshape(y, (6, 48)), x.reshape(6, 64), ref, None)
+    from ruda.backends.host import _nn_quant
+    monkeypatch.setattr(_nn_quant, "_nb", None)
+    monkeypatch.setattr(_quantized, "_COMPOSE_ELEMS", 64 * 20)
+    y2 = nn.linear(xp.asarray(x[0], device=device), qw)
+    _check_linear(y2, x[0], ref, None)
+
+
+def test_linear_float64_composes(device):
+    if "float64" not in xp.__array_namespace_info__().dtypes(device=device):
+        pytest.skip(f"{device} has no float64")
+    rng = np.random.default_rng(3)
+    qw, ref = _weight(rng, "q8_0", 16, 64, device)
+    x = rng.standard_normal((3, 64))
+    y = nn.linear(xp.asarray(x, device=device), qw)
+    assert y.dtype == xp.float64
+    np.testing.assert_allclose(to_numpy(y), x @ ref.T, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_quantize_matches_ggml(device, kind):
+    """QuantizedWeight.quantize gives GGML's integers (scales kept in float32, the file's in
+    float16)."""
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((8, 64)).astype(np.float32)
+    qw = nn.QuantizedWeight.quantize(xp.asarray(w, device=device), kind)
+    q, d, m = split_blocks(kind, gg_quantize(w, KINDS[kind]))
+    np.testing.assert_array_equal(to_numpy(qw.q), q)
+    np.testing.assert_allclose(to_numpy(qw.scales), d, rtol=1e-3)
+    if m is not None:
+        np.testing.assert_allclose(to_numpy(qw.mins), m, rtol=1e-3)
+
+
+def test_embedding_and_concat(device):
+    rng = np.random.default_rng(11)
+    qw, ref = _weight(rng, "q8_0", 30, 64, device)
+    idx = np.array([[3, 0, 29], [7, 7, 1]])
+    e = nn.embedding(xp.asarray(idx, device=device), qw)
+    assert e.shape == (2, 3, 64) and e.dtype == xp.float32
+    np.testing.assert_array_equal(to_numpy(e), ref[idx].astype(np.float32))
+    with pytest.raises(IndexError, match="ruda.nn.embedding: indices"):
+        nn.embedding(xp.asarray([30], device=device), qw)
+    q2, ref2 = _weight(rng, "q8_0", 10, 64, device)
+    both = nn.QuantizedWeight.concat([qw, q2])
+    assert both.shape == (40, 64)
+    np.testing.assert_array_equal(to_numpy(both.dequantize()),
+                                  np.concatenate([ref, ref2]).astype(np.float32))
+
+
+def test_errors(device):
+    rng = np.random.default_rng(0)
+    qw, _ = _weight(rng, "q4_0", 8, 64, device)
+    x = xp.asarray(rng.standard_normal((2, 64)).astype(np.float32), device=device)
+    with pytest.raises(ValueError, match=r"ruda.nn.QuantizedWeight: kind: expected"):
+        nn.QuantizedWeight("q5_0", qw.q, qw.scales)
+    with pytest.raises(TypeError, match=r"QuantizedWeight: q: expected a 2-D int8"):
+        nn.QuantizedWeight("q8_0", qw.q, qw.scales)
+    with pytest.raises(ValueError, match=r"QuantizedWeight: mins: expected an array"):
+        nn.QuantizedWeight("q4_1", qw.q, qw.scales)
+    with pytest.raises(ValueError, match=r"QuantizedWeight: scales: expected float32 of shape"):
+        nn.QuantizedWeight("q4_0", qw.q, qw.scales[:, :1])
+    with pytest.raises(ValueError, match=r"ruda.nn.linear: x: expected last axis"):
+        nn.linear(x[:, :32], qw)
+    with pytest.raises(TypeError, match=r"ruda.nn.linear: x: expected a real floating"):
+        nn.linear(xp.astype(x, xp.int32), qw)
+    with pytest.raises(ValueError, match=r"ruda.nn.linear: bias: expected shape \(8,\)"):
+        nn.linear(x, qw, xp.zeros(4, dtype=xp.float32, device=device))
+    with pytest.raises(ValueError, match=r"QuantizedWeight.quantize: w: expected shape"):
+        nn.QuantizedWeight.quantize(xp.zeros((4, 40), device=device), "q8_0")
