@@ -59,6 +59,9 @@ def checkpoints(tmp_path_factory):
         torch.manual_seed(i)
         cfg = getattr(transformers, cfg_name)(**SMALL, **extra)
         model = getattr(transformers, cls_name)(cfg).eval()
+        with torch.no_grad():                   # biases and norm weights away from 0 and 1
+            for p in model.parameters():
+                p.add_(torch.randn_like(p) * 0.1)
         d = tmp_path_factory.mktemp(arch)
         model.save_pretrained(d, safe_serialization=True)
         _tokenizer().save(str(d / "tokenizer.json"))
