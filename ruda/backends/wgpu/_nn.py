@@ -25,6 +25,7 @@ class Kernels:
     apply_rope = None
     top_k = None
     from ruda.backends.wgpu._nn_quant import linear_quantized  # noqa: E402  (a method)
+    from ruda.backends.wgpu._nn_conv import conv  # noqa: E402  (a method)
 
     # On a CPU adapter (lavapipe) each invocation is a SIMD lane, and the attention kernel's
     # per-query registers (q row, accumulator, tile scores) spill: the composed path (tuned
