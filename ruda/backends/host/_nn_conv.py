@@ -59,11 +59,17 @@ if _nb is not None:
                         k0 = (s0 - pc + sw - 1) // sw if s0 > pc else 0
                         k1 = (s1 - pc + sw - 1) // sw if s1 > pc else 0
                         if k1 > k0:
-                            db = rb + pc * PL
-                            buf[db + k0:db + k1] = srow[pc + k0 * sw - pw:
-                                                        pc + (k1 - 1) * sw - pw + 1:sw]
-                # slices, not offset indices: Numba's negative-index check on b + q would keep
-                # LLVM from vectorizing the loops over q
+                            d = buf[rb + pc * PL + k0:]
+                            if sw == 1:
+                                sr = srow[k0 - pw:]
+                                for k in range(k1 - k0):
+                                    d[k] = sr[k]
+                            else:
+                                for k in range(k1 - k0):
+                                    d[k] = srow[pc + (k0 + k) * sw - pw]
+                # slices, not offset indices (here and above): Numba's negative-index check on
+                # b + q would keep LLVM from vectorizing the loops over q; slice assignment is
+                # a slow generic copy
                 bo = b[o]
                 if KH == 3 and KW == 3:
                     # all nine taps in one pass: one store per output
@@ -93,7 +99,9 @@ if _nb is not None:
                                 acc[q] += wv * pt[q]
                 dst = out[n, o]
                 for i in range(OH):
-                    dst[i, :] = acc[i * PW:i * PW + OW]
+                    di, ai = dst[i], acc[i * PW:]
+                    for j in range(OW):
+                        di[j] = ai[j]
 
     @_nb.njit(inline="always")
     def _off(a, t, dh, dw, sh, sw, PL, PW):
