@@ -60,6 +60,7 @@ def _tiny_dir(tmp_path, pooling=None, normalize=False, act="gelu", prefix=False)
 def _reference(model, tok, sentences, modes, normalize):
     """sentence-transformers' pooling by hand on transformers' float64 hidden states."""
     tok.enable_padding(pad_id=0, pad_token="[PAD]")
+    tok.enable_truncation(24)
     enc = tok.encode_batch(sentences)
     ids = torch.tensor([e.ids for e in enc])
     mask = torch.tensor([e.attention_mask for e in enc])
@@ -104,13 +105,29 @@ def test_tiny_vs_transformers(tmp_path, device, pooling, modes, normalize):
 
 
 def test_tiny_defaults_and_prefix(tmp_path):
-    """No 1_Pooling config: mean pooling; BertFor* checkpoints' 'bert.' prefix; tanh GELU."""
+    """No 1_Pooling config: mean pooling; BertFor* checkpoints' 'bert.' prefix; tanh GELU;
+    a sentence longer than the 24 positions truncated as the tokenizer does."""
     path, ref_model, tok = _tiny_dir(tmp_path, None, False, act="gelu_new", prefix=True)
     model = bert.load(path, "cpu")
-    assert model.pooling == ("mean",) and not model.normalize
-    want = _reference(ref_model, tok, SENTENCES, ("mean",), False)
-    np.testing.assert_allclose(_host(model.encode(SENTENCES)), want, rtol=2e-5, atol=2e-5)
+    assert model.pooling == ("mean",) and not model.normalize and model.max_length == 24
+    sentences = SENTENCES + [" ".join(WORDS * 3)]
+    want = _reference(ref_model, tok, sentences, ("mean",), False)
+    np.testing.assert_allclose(_host(model.encode(sentences)), want, rtol=2e-5, atol=2e-5)
     assert model.encode([]).shape == (0, 32)
+
+
+def test_tiny_bfloat16(tmp_path):
+    """dtype=bfloat16: weights cast at load, every op in bfloat16 (statistics in float32);
+    embeddings within bfloat16's precision of the float64 reference (cosine >= 0.999)."""
+    if getattr(xp, "bfloat16", None) is None:
+        pytest.skip("ruda has no bfloat16 here")
+    path, ref_model, tok = _tiny_dir(tmp_path, {"mean_tokens": True}, True)
+    got = bert.load(path, "cpu", dtype=xp.bfloat16).encode(SENTENCES)
+    assert got.dtype == xp.bfloat16
+    e = _host(xp.astype(got, xp.float64))
+    want = _reference(ref_model, tok, SENTENCES, ("mean",), True)
+    cos = (e * want).sum(1) / np.linalg.norm(e, axis=1)
+    assert cos.min() >= 0.999, cos
 
 
 def test_through_models_load(tmp_path):
