@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import builtins
 import operator
+from typing import Any
 
 import numpy as np
 
 from ruda import _devices, _dtypes
 from ruda import _validation as v
 from ruda._array import Array, new as _new
+from ruda._typing import Device, DType, Scalar
 from ruda.backends import dlpack_device_name
 
 _HOST_FAST = frozenset(_dtypes.all_dtypes)
@@ -40,7 +42,8 @@ def _host_default(dev, host):
     return host.dtype
 
 
-def asarray(obj, /, *, dtype=None, device=None, copy=None):
+def asarray(obj: Any, /, *, dtype: DType | None = None, device: Device | None = None,
+            copy: bool | None = None) -> Array:
     if obj.__class__ is np.ndarray and dtype is device is copy is None and obj.dtype in _HOST_FAST \
             and _devices.default() is _devices.CPU:
         return _new(obj, _devices.CPU)
@@ -154,7 +157,8 @@ def _asarray_array(x, dtype, dev, copy):
     return Array._new(dev.backend.astype(x._data, dt, True), dev)
 
 
-def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
+def arange(start: int | float, /, stop: int | float | None = None, step: int | float = 1, *,
+           dtype: DType | None = None, device: Device | None = None) -> Array:
     dev = v.device_or_default(device)
     start, stop, step = map(v.python_scalar, (start, stop, step))
     for name, val in (("start", start), ("stop", stop), ("step", step)):
@@ -170,7 +174,7 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
     return Array._new(dev.backend.arange(start, stop, step, dt), dev)
 
 
-def empty(shape, *, dtype=None, device=None):
+def empty(shape: int | tuple[int, ...], *, dtype: DType | None = None, device: Device | None = None) -> Array:
     dev = v.device_or_default(device)
     dt = _dtype_or("empty", dtype, dev, v.default_dtype(dev, "real floating"))
     return Array._new(dev.backend.empty(v.shape("empty", shape), dt), dev)
@@ -196,17 +200,17 @@ def _filled(fn, shape, value, dtype, dev):
     return Array._new(dev.backend.full(v.shape(fn, shape), value, dt), dev)
 
 
-def full(shape, fill_value, *, dtype=None, device=None):
+def full(shape: int | tuple[int, ...], fill_value: Scalar, *, dtype: DType | None = None, device: Device | None = None) -> Array:
     return _filled("full", shape, fill_value, dtype, device)
 
 
-def zeros(shape, *, dtype=None, device=None):
+def zeros(shape: int | tuple[int, ...], *, dtype: DType | None = None, device: Device | None = None) -> Array:
     dev = v.device_or_default(device)
     dt = _dtype_or("zeros", dtype, dev, v.default_dtype(dev, "real floating"))
     return Array._new(dev.backend.full(v.shape("zeros", shape), False if dt.kind == "b" else 0, dt), dev)
 
 
-def ones(shape, *, dtype=None, device=None):
+def ones(shape: int | tuple[int, ...], *, dtype: DType | None = None, device: Device | None = None) -> Array:
     dev = v.device_or_default(device)
     dt = _dtype_or("ones", dtype, dev, v.default_dtype(dev, "real floating"))
     return Array._new(dev.backend.full(v.shape("ones", shape), True if dt.kind == "b" else 1, dt), dev)
@@ -219,27 +223,27 @@ def _like(fn, x, dtype, device):
     return dev, dt
 
 
-def empty_like(x, /, *, dtype=None, device=None):
+def empty_like(x: Array, /, *, dtype: DType | None = None, device: Device | None = None) -> Array:
     dev, dt = _like("empty_like", x, dtype, device)
     return Array._new(dev.backend.empty(x.shape, dt), dev)
 
 
-def zeros_like(x, /, *, dtype=None, device=None):
+def zeros_like(x: Array, /, *, dtype: DType | None = None, device: Device | None = None) -> Array:
     dev, dt = _like("zeros_like", x, dtype, device)
     return Array._new(dev.backend.full(x.shape, False if dt.kind == "b" else 0, dt), dev)
 
 
-def ones_like(x, /, *, dtype=None, device=None):
+def ones_like(x: Array, /, *, dtype: DType | None = None, device: Device | None = None) -> Array:
     dev, dt = _like("ones_like", x, dtype, device)
     return Array._new(dev.backend.full(x.shape, True if dt.kind == "b" else 1, dt), dev)
 
 
-def full_like(x, /, fill_value, *, dtype=None, device=None):
+def full_like(x: Array, /, fill_value: Scalar, *, dtype: DType | None = None, device: Device | None = None) -> Array:
     dev, dt = _like("full_like", x, dtype, device)
     return _filled("full_like", x.shape, fill_value, dt, dev)
 
 
-def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
+def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: DType | None = None, device: Device | None = None) -> Array:
     dev = v.device_or_default(device)
     n_rows = operator.index(n_rows)
     n_cols = n_rows if n_cols is None else operator.index(n_cols)
@@ -249,7 +253,8 @@ def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
     return Array._new(dev.backend.eye(n_rows, n_cols, operator.index(k), dt), dev)
 
 
-def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
+def linspace(start: int | float | complex, stop: int | float | complex, /, num: int, *,
+             dtype: DType | None = None, device: Device | None = None, endpoint: bool = True) -> Array:
     dev = v.device_or_default(device)
     start, stop = v.python_scalar(start), v.python_scalar(stop)
     for name, val in (("start", start), ("stop", stop)):
@@ -266,7 +271,7 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
     return Array._new(dev.backend.linspace(start, stop, num, dt, builtins.bool(endpoint)), dev)
 
 
-def meshgrid(*arrays, indexing="xy"):
+def meshgrid(*arrays: Array, indexing: str = "xy") -> tuple[Array, ...]:
     if indexing not in ("xy", "ij"):
         raise ValueError(f"ruda.meshgrid: indexing must be 'xy' or 'ij'; got {indexing!r}")
     for i, a in enumerate(arrays):
@@ -300,7 +305,8 @@ def triu(x: Array, /, *, k: int = 0) -> Array:
     return Array._new(x._device.backend.triu(x._data, operator.index(k)), x._device)
 
 
-def from_dlpack(x, /, *, device=None, copy=None):
+def from_dlpack(x: Any, /, *, device: Device | None = None,
+                copy: bool | None = None) -> Array:
     """An array of DLPack producer ``x``'s data on ``device`` (default: the producer's).
 
     On the producer's device the data is shared (``copy=True`` copies).  ``device`` naming

@@ -1,12 +1,16 @@
 """Data type functions: astype, can_cast, finfo, iinfo, isdtype, result_type."""
+from __future__ import annotations
+
 import numpy as np
 
 from ruda import _devices, _dtypes
 from ruda import _validation as v
 from ruda._array import Array
+from ruda._typing import Device, DType, Scalar
 
 
-def astype(x, dtype, /, *, copy=True, device=None):
+def astype(x: Array, dtype: DType, /, *, copy: bool = True,
+           device: Device | None = None) -> Array:
     v.array("astype", "x", x)
     dev = x._device if device is None else _devices.device(device)
     if dev is not x._device:
@@ -30,28 +34,28 @@ def _as_dtype(fn, arg, obj):
     raise TypeError(f"ruda.{fn}: {arg} must be a ruda dtype or array; got {obj!r}")
 
 
-def can_cast(from_, to, /):
+def can_cast(from_: DType | Array, to: DType, /) -> bool:
     """Whether ``from_`` casts to ``to`` without loss: the standard's rule, and NumPy's 'safe' casting across kinds."""
     src = _as_dtype("can_cast", "from_", from_)
     dst = _as_dtype("can_cast", "to", to)
     return bool(np.can_cast(src, dst, casting="safe"))
 
 
-def finfo(type, /):
+def finfo(type: DType | Array, /) -> _dtypes.finfo_object:
     dt = _as_dtype("finfo", "type", type)
     if dt.kind not in "fcV":
         raise TypeError(f"ruda.finfo: needs a floating dtype; got {_dtypes.name(dt)}")
     return _dtypes.finfo_object(dt)
 
 
-def iinfo(type, /):
+def iinfo(type: DType | Array, /) -> _dtypes.iinfo_object:
     dt = _as_dtype("iinfo", "type", type)
     if dt.kind not in "iu":
         raise TypeError(f"ruda.iinfo: needs an integer dtype; got {_dtypes.name(dt)}")
     return _dtypes.iinfo_object(dt)
 
 
-def isdtype(dtype, kind):
+def isdtype(dtype: DType, kind: DType | str | tuple[DType | str, ...]) -> bool:
     if not _dtypes.is_dtype(dtype):
         raise TypeError(f"ruda.isdtype: dtype must be a ruda dtype; got {dtype!r}")
     dtype = _dtypes.as_numpy(dtype)
@@ -67,7 +71,7 @@ def isdtype(dtype, kind):
     raise TypeError(f"ruda.isdtype: kind must be a dtype, a kind name or a tuple; got {kind!r}")
 
 
-def result_type(*arrays_and_dtypes):
+def result_type(*arrays_and_dtypes: Array | DType | Scalar) -> DType:
     dts, scalars = [], []
     for i, a in enumerate(arrays_and_dtypes):
         if isinstance(a, np.generic):   # a 0-d array of its own dtype

@@ -8,9 +8,12 @@ The default device is, from highest precedence: the innermost
 the ``RUDA_DEVICE`` environment variable (read when ruda is imported, or
 again by ``ruda._devices.read_env()``), else "cpu".
 """
+from __future__ import annotations
+
 import contextlib
 import contextvars
 import os
+from collections.abc import Iterator
 
 from ruda import backends
 
@@ -86,7 +89,7 @@ def _instantiate(kind, index):
     return cls(index)
 
 
-def available():
+def available() -> tuple[Device, ...]:
     """Every usable device, cpu first."""
     out = []
     for kind in backends.kinds():
@@ -107,7 +110,7 @@ def _get(kind, index):
     return d
 
 
-def device(spec):
+def device(spec: Device | str) -> Device:
     """The Device for ``spec`` (a Device or a string); ValueError if unknown or absent."""
     if spec.__class__ is Device:
         return spec
@@ -158,7 +161,7 @@ def read_env():
     _tell_watchers()
 
 
-def set_default_device(dev):
+def set_default_device(dev: Device | str | None) -> None:
     """Set the process-wide default device (None restores RUDA_DEVICE / cpu)."""
     global _set_default
     _set_default = None if dev is None else device(dev)
@@ -184,7 +187,7 @@ def _tell_watchers():
 
 
 @contextlib.contextmanager
-def default_device(dev):
+def default_device(dev: Device | str) -> Iterator[Device]:
     """``with ruda.default_device("wgpu"):`` makes ``dev`` the default inside the block."""
     token = block_default.set(device(dev))
     try:

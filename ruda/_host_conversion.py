@@ -11,11 +11,14 @@ through NumPy (many SciPy functions, older libraries) can be allowed to run on d
 Then ``__array__`` of a device array returns a host copy and warns (:class:`HostConversionWarning`)
 naming the call site: the first frame outside ruda, i.e. the code that called NumPy.
 """
+from __future__ import annotations
+
 import contextlib
 import contextvars
 import os
 import sys
 import warnings
+from collections.abc import Iterator
 
 from ruda import _dtypes
 
@@ -40,7 +43,7 @@ _allowed = contextvars.ContextVar("ruda_host_conversion", default=_env_flag())
 
 
 @contextlib.contextmanager
-def allow_host_conversion(enabled=True):
+def allow_host_conversion(enabled: bool = True) -> Iterator[None]:
     """Within the block, ``np.asarray`` of a device array makes a host copy, with a
     :class:`HostConversionWarning` naming the call site (``enabled=False``: raise TypeError,
     the default).  Usable as a decorator too."""

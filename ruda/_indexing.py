@@ -1,4 +1,6 @@
 """Indexing: __getitem__/__setitem__ key validation, take and take_along_axis."""
+from __future__ import annotations
+
 import builtins
 import operator
 
@@ -164,7 +166,7 @@ def setitem(self, key, value, /):
         raise type(e)(f"ruda: __setitem__: {e}") from None
 
 
-def take(x, indices, /, *, axis=None):
+def take(x: Array, indices: Array, /, *, axis: int | None = None) -> Array:
     v.array("take", "x", x)
     v.array("take", "indices", indices)
     dev = v.same_device("take", x, indices)
@@ -179,7 +181,7 @@ def take(x, indices, /, *, axis=None):
     return Array._new(dev.backend.take(x._data, indices._data, axis=axis), dev)
 
 
-def take_along_axis(x, indices, /, *, axis=-1):
+def take_along_axis(x: Array, indices: Array, /, *, axis: int = -1) -> Array:
     v.array("take_along_axis", "x", x)
     v.array("take_along_axis", "indices", indices)
     dev = v.same_device("take_along_axis", x, indices)

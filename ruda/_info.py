@@ -40,5 +40,5 @@ class Info:
         return {_dtypes.name(d): _dtypes.public(d) for d in have if d in sel}
 
 
-def __array_namespace_info__():
+def __array_namespace_info__() -> Info:
     return Info()

@@ -1,5 +1,8 @@
 """Linear algebra functions of the main namespace (matmul, matrix_transpose, tensordot, vecdot)."""
+from __future__ import annotations
+
 import operator
+from collections.abc import Sequence
 
 from ruda import _dtypes
 from ruda import _validation as v
@@ -21,7 +24,7 @@ def promoted(fn, x1, x2, cat="numeric"):
     return dev, a, b
 
 
-def matmul(x1, x2, /):
+def matmul(x1: Array, x2: Array, /) -> Array:
     dev, a, b = promoted("matmul", x1, x2)
     sa, sb = a.shape, b.shape
     if not sa or not sb:
@@ -36,14 +39,15 @@ def matmul(x1, x2, /):
     return Array._new(dev.backend.matmul(a, b), dev)
 
 
-def matrix_transpose(x, /):
+def matrix_transpose(x: Array, /) -> Array:
     v.array("matrix_transpose", "x", x)
     if x.ndim < 2:
         raise ValueError(f"ruda.matrix_transpose: x must have at least 2 dimensions; got shape {x.shape}")
     return x.mT
 
 
-def tensordot(x1, x2, /, *, axes=2):
+def tensordot(x1: Array, x2: Array, /, *,
+              axes: int | tuple[Sequence[int], Sequence[int]] = 2) -> Array:
     dev, a, b = promoted("tensordot", x1, x2)
     if isinstance(axes, tuple | list):
         if len(axes) != 2:
@@ -65,7 +69,7 @@ def tensordot(x1, x2, /, *, axes=2):
     return Array._new(dev.backend.tensordot(a, b, axes=(ax1, ax2)), dev)
 
 
-def vecdot(x1, x2, /, *, axis=-1):
+def vecdot(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
     dev, a, b = promoted("vecdot", x1, x2)
     if not a.ndim or not b.ndim:
         raise ValueError(f"ruda.vecdot: operands must be at least 1-D; got shapes {a.shape} and {b.shape}")

@@ -1,10 +1,13 @@
 """Manipulation functions."""
+from __future__ import annotations
+
 import math
 import operator
 
 from ruda import _dtypes
 from ruda import _validation as v
 from ruda._array import Array
+from ruda._typing import Axis
 
 
 def _arrays(fn, arrays):
@@ -20,11 +23,11 @@ def _arrays(fn, arrays):
     return dev, natives
 
 
-def broadcast_shapes(*shapes):
+def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     return v.broadcast_shapes("broadcast_shapes", *[v.shape("broadcast_shapes", s, "shapes") for s in shapes])
 
 
-def broadcast_arrays(*arrays):
+def broadcast_arrays(*arrays: Array) -> tuple[Array, ...]:
     for i, a in enumerate(arrays):
         v.array("broadcast_arrays", f"arrays[{i}]", a)
     if not arrays:
@@ -35,7 +38,7 @@ def broadcast_arrays(*arrays):
                  for a in arrays)
 
 
-def broadcast_to(x, /, shape):
+def broadcast_to(x: Array, /, shape: tuple[int, ...]) -> Array:
     v.array("broadcast_to", "x", x)
     shape = v.shape("broadcast_to", shape)
     if v.broadcast_shapes("broadcast_to", x.shape, shape) != shape or len(shape) < x.ndim:
@@ -43,7 +46,7 @@ def broadcast_to(x, /, shape):
     return Array._new(x._device.backend.broadcast_to(x._data, shape), x._device)
 
 
-def concat(arrays, /, *, axis=0):
+def concat(arrays: tuple[Array, ...] | list[Array], /, *, axis: int | None = 0) -> Array:
     dev, natives = _arrays("concat", arrays)
     if axis is None:
         natives = [dev.backend.reshape(a, (-1,)) for a in natives]
@@ -64,7 +67,7 @@ def concat(arrays, /, *, axis=0):
     return Array._new(dev.backend.concat(natives, axis=axis), dev)
 
 
-def expand_dims(x, /, axis=0):
+def expand_dims(x: Array, /, axis: int | tuple[int, ...] = 0) -> Array:
     v.array("expand_dims", "x", x)
     if isinstance(axis, tuple):
         n = x.ndim + len(axis)
@@ -74,13 +77,14 @@ def expand_dims(x, /, axis=0):
     return Array._new(x._device.backend.expand_dims(x._data, axis=ax), x._device)
 
 
-def flip(x, /, *, axis=None):
+def flip(x: Array, /, *, axis: Axis = None) -> Array:
     v.array("flip", "x", x)
     ax = v.axes("flip", axis, x.ndim)
     return Array._new(x._device.backend.flip(x._data, axis=ax), x._device)
 
 
-def moveaxis(x, source, destination, /):
+def moveaxis(x: Array, source: int | tuple[int, ...], destination: int | tuple[int, ...],
+             /) -> Array:
     v.array("moveaxis", "x", x)
     src = v.axes("moveaxis", source, x.ndim, "source")
     dst = v.axes("moveaxis", destination, x.ndim, "destination")
@@ -89,7 +93,7 @@ def moveaxis(x, source, destination, /):
     return Array._new(x._device.backend.moveaxis(x._data, src, dst), x._device)
 
 
-def permute_dims(x, /, axes):
+def permute_dims(x: Array, /, axes: tuple[int, ...]) -> Array:
     v.array("permute_dims", "x", x)
     ax = tuple(v.axis("permute_dims", a, x.ndim, "axes") for a in axes)
     if sorted(ax) != list(range(x.ndim)):
@@ -97,7 +101,7 @@ def permute_dims(x, /, axes):
     return Array._new(x._device.backend.permute_dims(x._data, ax), x._device)
 
 
-def repeat(x, repeats, /, *, axis=None):
+def repeat(x: Array, repeats: int | Array, /, *, axis: int | None = None) -> Array:
     v.array("repeat", "x", x)
     dev = x._device
     if repeats.__class__ is Array:
@@ -121,7 +125,7 @@ def repeat(x, repeats, /, *, axis=None):
     return Array._new(out, dev)
 
 
-def reshape(x, /, shape, *, copy=None):
+def reshape(x: Array, /, shape: tuple[int, ...], *, copy: bool | None = None) -> Array:
     v.array("reshape", "x", x)
     shape = tuple(operator.index(s) for s in (shape if isinstance(shape, tuple | list) else (shape,)))
     unknown = [i for i, s in enumerate(shape) if s == -1]
@@ -137,7 +141,7 @@ def reshape(x, /, shape, *, copy=None):
     return Array._new(out, x._device)
 
 
-def roll(x, /, shift, *, axis=None):
+def roll(x: Array, /, shift: int | tuple[int, ...], *, axis: Axis = None) -> Array:
     v.array("roll", "x", x)
     if axis is None:
         if not isinstance(shift, int):
@@ -155,7 +159,7 @@ def roll(x, /, shift, *, axis=None):
     return Array._new(x._device.backend.roll(x._data, shift, axis=ax), x._device)
 
 
-def squeeze(x, /, axis):
+def squeeze(x: Array, /, axis: int | tuple[int, ...]) -> Array:
     v.array("squeeze", "x", x)
     ax = v.axes("squeeze", axis, x.ndim)
     for a in ax:
@@ -164,7 +168,7 @@ def squeeze(x, /, axis):
     return Array._new(x._device.backend.squeeze(x._data, axis=ax), x._device)
 
 
-def stack(arrays, /, *, axis=0):
+def stack(arrays: tuple[Array, ...] | list[Array], /, *, axis: int = 0) -> Array:
     dev, natives = _arrays("stack", arrays)
     if len({a.shape for a in natives}) > 1:
         raise ValueError(f"ruda.stack: arrays must share one shape; got {[a.shape for a in natives]}")
@@ -172,7 +176,7 @@ def stack(arrays, /, *, axis=0):
     return Array._new(dev.backend.stack(natives, axis=axis), dev)
 
 
-def tile(x, repetitions, /):
+def tile(x: Array, repetitions: tuple[int, ...], /) -> Array:
     v.array("tile", "x", x)
     reps = tuple(operator.index(r) for r in repetitions)
     if any(r < 0 for r in reps):
@@ -180,7 +184,7 @@ def tile(x, repetitions, /):
     return Array._new(x._device.backend.tile(x._data, reps), x._device)
 
 
-def unstack(x, /, *, axis=0):
+def unstack(x: Array, /, *, axis: int = 0) -> tuple[Array, ...]:
     v.array("unstack", "x", x)
     if x.ndim == 0:
         raise ValueError("ruda.unstack: x must have at least one dimension")

@@ -68,7 +68,7 @@ def searchsorted(x1: Array, x2: Array | Scalar, /, *, side: str = "left",
     return Array._new(dev.backend.searchsorted(a, b, side=side, sorter=s), dev)
 
 
-def where(condition, x1, x2, /):
+def where(condition: Array, x1: Array | Scalar, x2: Array | Scalar, /) -> Array:
     v.array("where", "condition", condition)
     if condition._dtype != _dtypes.bool:
         raise TypeError(f"ruda.where: condition must have a bool dtype; got {_dtypes.name(condition._dtype)}")
