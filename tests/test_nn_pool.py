@@ -186,6 +186,15 @@ def test_errors(device):
     for f, cls, msg in cases:
         with pytest.raises(cls, match=msg):
             f()
+    with pytest.raises(TypeError, match=r"ruda.nn.interpolate: x: expected a real floating dtype"):
+        nn.interpolate(xp.ones((1, 1, 4, 4), dtype=xp.int32, device=device), size=3,
+                       mode="bilinear")
+    # nearest resizing takes integers (a gather), as torch does for uint8 images
+    img = np.random.default_rng(61).integers(0, 256, (1, 3, 5, 7)).astype(np.uint8)
+    got = nn.interpolate(xp.asarray(img, device=device), scale_factor=1.6)
+    assert got.dtype == xp.uint8
+    np.testing.assert_array_equal(to_numpy(got),
+                                  F.interpolate(torch.from_numpy(img), scale_factor=1.6).numpy())
     # max pooling takes integers (a comparison), padding with the dtype's minimum
     xi = xp.asarray(np.arange(-20, 16, dtype=np.int32).reshape(1, 1, 6, 6), device=device)
     got = nn.max_pool2d(xi, 3, 2, 1)

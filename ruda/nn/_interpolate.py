@@ -104,11 +104,15 @@ def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=N
     (output ``floor(L * scale_factor)``), as torch: ``linear`` takes 3-D x, ``bilinear`` and
     ``bicubic`` 4-D, ``trilinear`` 5-D; ``nearest``, ``nearest-exact`` and ``area`` any of them.
     ``align_corners`` (linear modes only) maps the corner pixels' centres onto each other.
-    Deviation: x must be floating (torch also resizes integers in the nearest modes)."""
+    The nearest modes also take integers (a gather, as torch resizes uint8 images); the others
+    need floating x (no silent promotion)."""
     fn = "interpolate"
-    c.floating(fn, "x", x)
     if mode not in _MODES:
         raise c.err(ValueError, fn, "mode", " or ".join(map(repr, _MODES)), repr(mode))
+    if mode in ("nearest", "nearest-exact"):
+        c.real(fn, "x", x)
+    else:
+        c.floating(fn, "x", x)
     n = x.ndim - 2
     want = _MODES[mode]
     if not 1 <= n <= 3 or want is not None and n != want:
