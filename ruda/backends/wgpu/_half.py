@@ -323,8 +323,15 @@ def _route(name, impl, up, down, fam, move=False):
         if dt is None and name in ("sum", "prod") and len(args) > 2:
             dt = args[2]                                     # sum(x, axis, dtype, keepdims)
         back = move or dt is None or _involves(dt, fam)
-        out = impl(be, *[_arg(be, a, up, fam) for a in args],
-                   **{k: _arg(be, v, up, fam) for k, v in kwargs.items()})
+        seen = {}                                            # x * x: one conversion of x
+
+        def once(be, a):
+            r = seen.get(id(a))
+            if r is None:
+                r = seen[id(a)] = up(be, a)
+            return r
+        out = impl(be, *[_arg(be, a, once, fam) for a in args],
+                   **{k: _arg(be, v, once, fam) for k, v in kwargs.items()})
         return _map(out, lambda a: down(be, a) if a.dtype == F32 else a) if back else out
     run.__name__ = name
     return run
