@@ -3,11 +3,11 @@
 Each module may import only its own layer and those below it:
 
 1. ``ruda._dtypes``, ``ruda._version``, ``ruda.runtime``: kernel IR, renderers, packing, caches,
-   tuner; they know nothing of arrays.
+   tuner, checksums; they know nothing of arrays.  The C accelerator ``ruda._speedups`` (it
+   imports no ruda module) sits here too: the array's base type and the CRC-32 come from it.
 2. ``ruda.backends``: the contract (``ruda/backends/__init__.py``) and one package per device.
 3. ``ruda._devices``, ``ruda._array``, ``ruda._host_conversion`` (the array's NumPy conversion
-   policy: ``Array.__array__`` asks it; the namespace re-exports ``allow_host_conversion``) and
-   the C accelerator ``ruda._speedups`` (the array's base type; it imports no ruda module).
+   policy: ``Array.__array__`` asks it; the namespace re-exports ``allow_host_conversion``).
 4. The namespace: ``ruda`` itself, the other ``ruda._*`` modules, ``ruda.linalg``, ``ruda.fft``,
    ``ruda.random``.
 5. ``ruda.nn``, ``ruda.distributed``, ``ruda.data``, ``ruda.bench``, ``ruda.__main__``: they use
@@ -27,9 +27,9 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "ruda"
 # (module or package prefix, layer); the longest matching prefix wins.
 LAYERS = [
     ("ruda._dtypes", 1), ("ruda._version", 1), ("ruda.runtime", 1),
+    ("ruda._speedups", 1),     # a C extension: imports no ruda module
     ("ruda.backends", 2),
     ("ruda._devices", 3), ("ruda._array", 3), ("ruda._host_conversion", 3),
-    ("ruda._speedups", 3),
     ("ruda", 4), ("ruda.linalg", 4), ("ruda.fft", 4), ("ruda.random", 4),
     ("ruda.nn", 5), ("ruda.distributed", 5), ("ruda.data", 5), ("ruda.bench", 5),
     ("ruda.__main__", 5),

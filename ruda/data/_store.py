@@ -23,13 +23,9 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ruda._array import _speedups
 from ruda.data import _schema
 from ruda.data._schema import DatasetError
-
-# zlib.crc32, from the C accelerator where it folds with carry-less multiplies (about 3x
-# faster, GIL released for large blobs); its table fallback is slower than zlib's own
-crc32 = _speedups.crc32 if getattr(_speedups, "CRC32_FOLDING", False) else zlib.crc32
+from ruda.runtime.checksum import crc32
 
 FORMAT = "ruda.data"
 VERSION = 1
