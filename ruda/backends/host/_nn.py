@@ -22,8 +22,8 @@ _SMALL_BLOCK = 1 << 14      # elementwise chains with temporaries: a block and i
 
 def _work(x):
     """(x as float32/float64 C-contiguous, the dtype to return) or (None, None)."""
-    if x.dtype == np.float32 or x.dtype == np.float64:
-        return np.ascontiguousarray(x), x.dtype
+    if x.dtype == np.float32 or x.dtype == np.float64:     # (ascontiguousarray makes 0-d 1-d)
+        return (x if x.flags.c_contiguous else np.ascontiguousarray(x)), x.dtype
     if _BF16 is not None and x.dtype == _BF16:
         return x.astype(np.float32), x.dtype
     return None, None
