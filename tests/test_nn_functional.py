@@ -48,6 +48,17 @@ def test_activations(device, name, kw):
     close(getattr(nn, name)(put(a, device, dt), **kw), want, dt, tol)
 
 
+@pytest.mark.parametrize("name,kw", ACTS)
+def test_activations_0d(device, name, kw):
+    """A 0-d input gives a 0-d result (the fused kernels included)."""
+    for dt in supported(device, "real floating"):
+        if dt in (xp.float32, xp.float64):
+            want = getattr(F, name)(torch.tensor(-1.25, dtype=torch.float64), **kw).item()
+            got = getattr(nn, name)(xp.asarray(-1.25, dtype=dt, device=device), **kw)
+            assert got.shape == () and got.dtype == dt
+            assert math.isclose(float(got), want, rel_tol=1e-6, abs_tol=1e-7), (dt, float(got))
+
+
 def test_activations_float32_host():
     """float32 on the host (its fused kernels) within a few float32 ulp of torch in float64,
     tiny and large arguments included (gelu: 1e-6 absolute where 1 + erf cancels, x < -4)."""
