@@ -2,7 +2,8 @@
 (config.json, safetensors, tokenizer.json) or a .gguf file.
 
 ``load(path, device=None, dtype=None, quantized=True)`` returns a decoder (``generate``,
-``chat``, ``forward``, ``tokenizer``) for the architectures in ``SUPPORTED``."""
+``chat``, ``forward``, ``tokenizer``) for the architectures in ``SUPPORTED``, or for a BERT
+directory an encoder (:class:`Bert`: ``encode`` gives pooled sentence embeddings)."""
 import os
 
 from ruda.nn.models.llama import ARCHITECTURES as _DECODERS, SUPPORTED, Llama
