@@ -90,6 +90,19 @@ def test_views_in_place_and_copied(dev, mode):
         _close(_host(x @ y), ref, 1e-5)
 
 
+@pytest.mark.parametrize("lead", [(), (1,), (8,), (9,), (2, 3, 5)], ids=str)
+def test_rows_times_transposed_weight(dev, mode, lead):
+    """x @ W.T as nn.linear calls it: up to 8 rows a multiply-reduce over W's rows, more rows
+    (W @ x.T).T; W (a wide matrix) is never copied. Offset and sliced W included."""
+    rng = np.random.default_rng()
+    W = rng.standard_normal((203, 36)).astype(np.float32)
+    X = rng.standard_normal(lead + (33,)).astype(np.float32)
+    w, x = xp.asarray(W, device=dev), xp.asarray(X, device=dev)
+    got = x @ w[3:, 3:].mT
+    assert got.shape == lead + (200,) and got.dtype == xp.float32
+    _close(_host(got), X.astype(np.float64) @ W[3:, 3:].T.astype(np.float64), 1e-5)
+
+
 def test_tensordot_and_linalg_matmul_use_it(dev, mode):
     rng = np.random.default_rng()
     a = rng.standard_normal((6, 5, 8)).astype(np.float32)

@@ -55,6 +55,19 @@ _DEFAULT_BUDGET = 1.0      # seconds of measuring per bucket unless $RUDA_TUNE_B
 _WRITABLE = (False, False, True)   # a, b, out
 
 
+_FEW_ROWS = 8       # up to this many rows, x @ W.T runs as a multiply-reduce (no copy of W.T)
+
+
+def _rows_by_transposed(x1, x2):
+    """The rows of x1 (all but its last axis) when x2 is a transposed matrix view (unit row
+    stride, as W.T of a row-major W) with fewer rows than x2 has columns, else 0."""
+    if x2.ndim != 2 or x1.ndim == 0 or x1.shape[-1] != x2.shape[0] or 1 in x2.shape or \
+            0 in x2.shape or x2.strides[0] != 1 or x2.strides[1] == 1:
+        return 0
+    rows = math.prod(x1.shape[:-1])
+    return rows if rows < x2.shape[1] else 0
+
+
 def _bucket_dims(M, N, K):
     return tuple(d if d <= 1 else 1 << (d - 1).bit_length() for d in (M, N, K))
 
@@ -125,6 +138,19 @@ class MatmulOps:
         ir = _IR.get(dt)
         if ir is None or x2.dtype != dt or (ir == "f16" and "shader-f16" not in self.ctx.features):
             return super().matmul(x1, x2)
+        rows = _rows_by_transposed(x1, x2)
+        if rows and ir == "f32":
+            # x @ W.T (nn.linear): the tiled kernel would copy W.T first
+            wt = x2.view(x2.shape[::-1], x2.strides[::-1], x2.offset)
+            if rows <= _FEW_ROWS:    # a multiply-reduce over W's rows, W read in place
+                a = x1.view(x1.shape[:-1] + (1, x1.shape[-1]),
+                            x1.strides[:-1] + (0, x1.strides[-1]), x1.offset)
+                return self.vecdot(a, wt)
+            # else (W @ x.T).T: only the small x.T is copied
+            x = self.reshape(x1, (rows, x1.shape[-1]))
+            r = self.matmul(wt, x.view(x.shape[::-1], x.strides[::-1], x.offset))
+            r = self.copy(r.view(r.shape[::-1], r.strides[::-1], r.offset))
+            return self.reshape(r, x1.shape[:-1] + (x2.shape[1],))
         a, b, va, vb, batch, M, K, N = _as_matrices(x1, x2)
         oshape = batch + (M, N)
         st = self._mm_state()
