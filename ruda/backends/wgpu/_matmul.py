@@ -33,6 +33,9 @@ Operands: the kernel reads row-major matrices with any leading dimension, offset
 stride (0 broadcasts).  Views with unit column stride are used in place; other views
 (transposed, negative strides) are copied to contiguous first.  Batch dimensions are
 collapsed; what cannot be collapsed into one stride is dispatched as several launches.
+``x @ W.T`` with W row-major (``ruda.nn.linear``) copies no W: up to 8 rows of x it runs as
+one multiply-reduce over W's rows (the tiles would idle most of their rows), beyond as
+``(W @ x.T).T``, copying only the smaller ``x.T``.
 """
 import itertools
 import math
