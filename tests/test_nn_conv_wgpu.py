@@ -85,13 +85,14 @@ def test_vs_torch(wgpu_device, launches, case, bias):
     _check(got, nd, x, w, b, kw)
 
 
-@pytest.mark.parametrize("tm", conv_wgsl.TILES)
-@pytest.mark.parametrize("tn", conv_wgsl.TILES)
-def test_gemm_tiles(wgpu_device, monkeypatch, tm, tn):
-    """Every tile shape, with partial tiles along both M and C_out / groups and two groups."""
-    monkeypatch.setattr(conv_wgsl, "tiles", lambda m, c: (tm, tn))
+@pytest.mark.parametrize("cin", [6, 2 * 17])   # channel-major K (C_in / groups < slice), tap-major
+@pytest.mark.parametrize("tile", conv_wgsl.TILES)
+def test_gemm_tiles(wgpu_device, monkeypatch, tile, cin):
+    """Every tile shape in both K orders, with partial tiles along M, C_out / groups and the
+    channel slices, and two groups."""
+    monkeypatch.setattr(conv_wgsl, "tiles", lambda m, c: tile)
     kw = dict(stride=(1, 2), padding=(2, 1), dilation=(2, 1), groups=2)
-    x, w, b = _data([tm, tn], (2, 6, 13, 21), (70, 3, 3, 3), True)
+    x, w, b = _data(list(tile) + [cin], (2, cin, 13, 21), (70, cin // 2, 3, 3), True)
     dev = wgpu_device
     got = nn.conv2d(*(xp.asarray(a, device=dev) for a in (x, w, b)), **kw)
     _check(got, 2, x, w, b, kw)
@@ -143,8 +144,11 @@ def test_declines(wgpu_device):
 
 
 def test_generator_arguments():
-    with pytest.raises(ValueError, match="conv_wgsl.gemm: tm and tn"):
-        conv_wgsl.gemm((3, 3, 3), False, tm=48)
+    with pytest.raises(ValueError, match="conv_wgsl.gemm: tile"):
+        conv_wgsl.gemm((3, 3, 3), False, (48, 64, 4, 4))
     with pytest.raises(ValueError, match="conv_wgsl.depthwise: ks"):
         conv_wgsl.depthwise((3, 3), False)
-    assert conv_wgsl.tiles(100, 8) == (32, 16) and conv_wgsl.tiles(5000, 100) == (64, 64)
+    assert conv_wgsl.tiles(100, 8) == (32, 16, 4, 4)
+    assert conv_wgsl.tiles(5000, 100) == (128, 128, 8, 8)
+    assert all(t in conv_wgsl.TILES for m in (10, 2000, 5000) for c in (8, 30, 60, 200)
+               for t in [conv_wgsl.tiles(m, c)])

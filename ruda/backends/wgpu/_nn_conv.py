@@ -62,12 +62,14 @@ def conv(self, x, w, bias, stride, padding, dilation, groups):
         grid = (gx, gy, 1)
     else:
         gx = 1
-        tm, tn = gen.tiles(n * out[0] * out[1] * out[2], cout // groups)
-        grid = (-(-(cout // groups) // tn), -(-(n * out[0] * out[1] * out[2]) // tm), groups)
+        m = n * out[0] * out[1] * out[2]
+        tile = gen.tiles(m, cout // groups)
+        tap = cin // groups >= gen.slice_k(tile)
+        grid = (-(-(cout // groups) // tile[1]), -(-m // tile[0]), groups)
         if max(grid) > self.max_groups:
             return NotImplemented
-        pipe, bgl = self._pipeline(("conv_gemm", ks, hb, tm, tn),
-                                   lambda: gen.gemm(ks, hb, tm, tn), writable,
+        pipe, bgl = self._pipeline(("conv_gemm", ks, hb, tile, tap),
+                                   lambda: gen.gemm(ks, hb, tile, tap), writable,
                                    "nn conv implicit gemm")
     words = np.frombuffer(gen.pack(n, cin, cout, groups, ks, sp, out, st, dil, lo, offs, gx),
                           np.uint32)
