@@ -14,23 +14,18 @@ operators and indexing that hand every other case to the Python code
 """
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ruda import _dtypes, _host_conversion
 from ruda._devices import CPU, Device, device as _device
+from ruda.runtime import accelerator
 
 API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12", "2025.12")
 API_VERSION = "2025.12"
 
-_speedups = None
-if os.environ.get("RUDA_PURE_PYTHON", "") in ("", "0"):
-    try:
-        from ruda import _speedups
-    except ImportError:   # not built (no compiler at install): the pure-Python path
-        _speedups = None
+_speedups = accelerator.speedups
 
 
 

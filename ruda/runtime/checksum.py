@@ -4,18 +4,8 @@
 PCLMULQDQ (about 3x zlib's speed, the GIL released for large buffers), else ``zlib.crc32``
 (the accelerator's table fallback is slower than zlib's own).  Same results either way.
 """
-import os
 import zlib
 
+from ruda.runtime.accelerator import speedups
 
-def _folding():
-    if os.environ.get("RUDA_PURE_PYTHON", "") not in ("", "0"):
-        return None
-    try:
-        from ruda import _speedups      # a C extension that imports no ruda module
-    except ImportError:                 # not built: zlib
-        return None
-    return _speedups.crc32 if getattr(_speedups, "CRC32_FOLDING", False) else None
-
-
-crc32 = _folding() or zlib.crc32
+crc32 = speedups.crc32 if getattr(speedups, "CRC32_FOLDING", False) else zlib.crc32
