@@ -18,6 +18,7 @@ from ruda.backends.host._nn_attention import _THREADS, _pool
 _BF16 = _dtypes.bfloat16
 _BLOCK = 1 << 16            # elements of one block of rows (256 KiB of float32)
 _SMALL_BLOCK = 1 << 14      # elementwise chains with temporaries: a block and its temporaries in L2
+_PARALLEL = 1 << 16         # elements from which the Numba row loops run on the thread pool
 
 
 def _work(x):
@@ -97,32 +98,52 @@ except ImportError:          # optional: the norms then run blocked NumPy
     _nb = None
 
 if _nb is not None:
+    @_nb.njit(inline="always")
+    def _ln_row(x, w, b, eps, out, i):
+        n = x.shape[1]
+        s = 0.0
+        for j in range(n):
+            s += x[i, j]
+        mean = s / n
+        v = 0.0
+        for j in range(n):
+            d = x[i, j] - mean
+            v += d * d
+        r = 1.0 / np.sqrt(v / n + eps)
+        for j in range(n):
+            out[i, j] = (x[i, j] - mean) * r * w[j] + b[j]
+
+    @_nb.njit(inline="always")
+    def _rms_row(x, w, eps, out, i):
+        n = x.shape[1]
+        s = 0.0
+        for j in range(n):
+            s += np.float64(x[i, j]) * x[i, j]
+        r = 1.0 / np.sqrt(s / n + eps)
+        for j in range(n):
+            out[i, j] = x[i, j] * r * w[j]
+
+    # the same row loops parallel (many rows) and serial (decoding: waking the thread pool
+    # for one row costs far more than the row, and fights BLAS's threads for the cores)
     @_nb.njit(parallel=True, fastmath=False, cache=True)
     def _ln_rows(x, w, b, eps, out):
-        rows, n = x.shape
-        for i in _nb.prange(rows):
-            s = 0.0
-            for j in range(n):
-                s += x[i, j]
-            mean = s / n
-            v = 0.0
-            for j in range(n):
-                d = x[i, j] - mean
-                v += d * d
-            r = 1.0 / np.sqrt(v / n + eps)
-            for j in range(n):
-                out[i, j] = (x[i, j] - mean) * r * w[j] + b[j]
+        for i in _nb.prange(x.shape[0]):
+            _ln_row(x, w, b, eps, out, i)
+
+    @_nb.njit(fastmath=False, cache=True)
+    def _ln_rows_serial(x, w, b, eps, out):
+        for i in range(x.shape[0]):
+            _ln_row(x, w, b, eps, out, i)
 
     @_nb.njit(parallel=True, fastmath=False, cache=True)
     def _rms_rows(x, w, eps, out):
-        rows, n = x.shape
-        for i in _nb.prange(rows):
-            s = 0.0
-            for j in range(n):
-                s += np.float64(x[i, j]) * x[i, j]
-            r = 1.0 / np.sqrt(s / n + eps)
-            for j in range(n):
-                out[i, j] = x[i, j] * r * w[j]
+        for i in _nb.prange(x.shape[0]):
+            _rms_row(x, w, eps, out, i)
+
+    @_nb.njit(fastmath=False, cache=True)
+    def _rms_rows_serial(x, w, eps, out):
+        for i in range(x.shape[0]):
+            _rms_row(x, w, eps, out, i)
 
     @_nb.njit(parallel=True, fastmath=False, cache=True)
     def _gn_rows(x, groups, w, b, eps, out):
@@ -297,6 +318,7 @@ if _nb is not None:
 
 else:
     _ln_rows = _rms_rows = _gn_rows = _erf32_flat = _act32_flat = _glu32_rows = None
+    _ln_rows_serial = _rms_rows_serial = None
     _lse32_rows = None
 
 _ACT32 = {"elu": 0, "silu": 1, "sigmoid": 2, "softplus": 3, "hardsigmoid": 4,
@@ -315,7 +337,7 @@ def layer_norm(x, weight, bias, eps):
     w, b = _param(weight, n, 1, xw.dtype), _param(bias, n, 0, xw.dtype)
     out = np.empty_like(xw)
     if _ln_rows is not None:
-        _ln_rows(xw, w, b, float(eps), out)
+        (_ln_rows if xw.size >= _PARALLEL else _ln_rows_serial)(xw, w, b, float(eps), out)
     else:
         def run(r0, r1):
             xs = xw[r0:r1].astype(np.float64)
@@ -334,7 +356,7 @@ def rms_norm(x, weight, eps):
     w = _param(weight, n, 1, xw.dtype)
     out = np.empty_like(xw)
     if _rms_rows is not None:
-        _rms_rows(xw, w, float(eps), out)
+        (_rms_rows if xw.size >= _PARALLEL else _rms_rows_serial)(xw, w, float(eps), out)
     else:
         def run(r0, r1):
             xs = xw[r0:r1].astype(np.float64)

@@ -1,11 +1,15 @@
 """``linear_quantized`` on the host: x (rows, in) float32 times a GGML Q8_0/Q4_0/Q4_1 weight.
 
-Few rows (decode): a Numba GEMV parallel over output rows that reads each quantized row once,
-unpacks its nibbles in registers and accumulates in float32; per block the sum is
-``d * sum(x * q)`` (q4_0: ``d * (sum(x * nib) - 8 * sum(x))``, q4_1: ``d * sum(x * nib) + m *
-sum(x)``, the block sums of x computed once per call). Many rows (prefill): blocks of output
-rows dequantized to float32 by Numba, then one BLAS matmul per block. Without Numba the kernel
-declines and ruda.nn composes namespace ops.
+Few rows (decode): a Numba GEMV that reads each quantized row once, in flat loops LLVM
+vectorizes (AVX2 has no int64 -> float conversion, so the nibbles become floats through float
+arithmetic: ``hi = floor(v / 16)``, ``lo = v - 16 hi``). Q4: ``t = x_lo * lo + x_hi * hi``
+over the row (x split once per call into the low- and high-nibble halves of each block), then
+``t *= d`` per block and one sum, plus ``sum_b m_b * sum(x_b)`` (q4_0: ``m = -8 d``). Q8_0:
+32 float lanes ``+= d * x * q`` over the blocks, summed at the end. Large matrices run on the
+thread pool, a chunk of output rows per task; small ones run serially (waking the pool costs
+more than they do). Many rows (prefill): blocks of output rows dequantized to float32 by Numba,
+then one BLAS matmul per block. Without Numba the kernel declines and ruda.nn composes
+namespace ops.
 """
 import numpy as np
 
@@ -15,42 +19,88 @@ except ImportError:          # optional: ruda.nn composes the dequantize + matmu
     _nb = None
 
 _GEMV_ROWS = 8               # up to this many rows of x the GEMV wins over dequantize + BLAS
+_PARALLEL = 1 << 16          # weight elements from which the GEMV runs on the thread pool
 _TILE = 1 << 18              # dequantized elements per block of the GEMM path (1 MiB)
 _KINDS = {"q8_0": 0, "q4_0": 1, "q4_1": 2}
-_FAST = {"reassoc", "contract", "nsz", "arcp"}    # lets LLVM vectorize the block reductions
+_FAST = {"reassoc", "contract", "nsz", "arcp"}    # lets LLVM vectorize the reductions
 
 if _nb is not None:
-    @_nb.njit(parallel=True, fastmath=_FAST, cache=True)
-    def _gemv(x, xs, q, d, m, kind, out):
-        R, n = x.shape
-        nb = n // 32
-        for o in _nb.prange(q.shape[0]):
-            for r in range(R):
-                acc = np.float32(0.0)
-                for b in range(nb):
-                    s = np.float32(0.0)
-                    k = b * 32
-                    if kind == 0:
-                        for j in range(32):
-                            s += x[r, k + j] * np.float32(q[o, k + j])
-                        acc += d[o, b] * s
-                        continue
-                    h = b * 16
-                    for j in range(16):
-                        v = q[o, h + j]
-                        s += x[r, k + j] * np.float32(v & 15) \
-                            + x[r, k + 16 + j] * np.float32(v >> 4)
-                    if kind == 1:
-                        acc += d[o, b] * (s - np.float32(8.0) * xs[r, b])
-                    else:
-                        acc += d[o, b] * s + m[o, b] * xs[r, b]
-                out[r, o] = acc
-
-    @_nb.njit(parallel=True, cache=True)
-    def _deq(q, d, m, kind, o0, o1, w):
-        """Rows [o0, o1) dequantized into w (o1 - o0, n) float32."""
+    @_nb.njit(inline="always", fastmath=_FAST)
+    def _rows_q4(xl, xh, xs, q, d, m, kind, out, o0, o1):
+        """out[:, o0:o1] for a q4_0 (kind 1) / q4_1 (kind 2) weight; xl, xh (R, in/2): the
+        elements of x that meet the low and the high nibbles; xs (R, blocks): x's block sums."""
+        R, h = xl.shape
         nb = d.shape[1]
-        for i in _nb.prange(o1 - o0):
+        f = np.float32
+        t = np.empty(h, np.float32)
+        for o in range(o0, o1):
+            for r in range(R):
+                for i in range(h):
+                    v = f(q[o, i])
+                    hi = np.floor(v * f(0.0625))
+                    t[i] = xl[r, i] * (v - f(16.0) * hi) + xh[r, i] * hi
+                for b in range(nb):
+                    db = d[o, b]
+                    for j in range(16):
+                        t[b * 16 + j] *= db
+                s = f(0.0)
+                for i in range(h):
+                    s += t[i]
+                if kind == 2:
+                    for b in range(nb):
+                        s += m[o, b] * xs[r, b]
+                else:
+                    for b in range(nb):
+                        s -= f(8.0) * d[o, b] * xs[r, b]
+                out[r, o] = s
+
+    @_nb.njit(inline="always", fastmath=_FAST)
+    def _rows_q8(x, q, d, out, o0, o1):
+        """out[:, o0:o1] for a q8_0 weight."""
+        R = x.shape[0]
+        nb = d.shape[1]
+        lanes = np.empty(32, np.float32)
+        for o in range(o0, o1):
+            for r in range(R):
+                for j in range(32):
+                    lanes[j] = 0
+                for b in range(nb):
+                    db = d[o, b]
+                    for j in range(32):
+                        lanes[j] += db * (x[r, b * 32 + j] * np.float32(q[o, b * 32 + j]))
+                s = np.float32(0.0)
+                for j in range(32):
+                    s += lanes[j]
+                out[r, o] = s
+
+    @_nb.njit(parallel=True, fastmath=_FAST, cache=True)
+    def _gemv_q4_par(xl, xh, xs, q, d, m, kind, out, chunks):
+        O = q.shape[0]
+        per = -(-O // chunks)
+        for c in _nb.prange(chunks):
+            _rows_q4(xl, xh, xs, q, d, m, kind, out, c * per, min(O, c * per + per))
+
+    @_nb.njit(fastmath=_FAST, cache=True)
+    def _gemv_q4(xl, xh, xs, q, d, m, kind, out):
+        _rows_q4(xl, xh, xs, q, d, m, kind, out, 0, q.shape[0])
+
+    @_nb.njit(parallel=True, fastmath=_FAST, cache=True)
+    def _gemv_q8_par(x, q, d, out, chunks):
+        O = q.shape[0]
+        per = -(-O // chunks)
+        for c in _nb.prange(chunks):
+            _rows_q8(x, q, d, out, c * per, min(O, c * per + per))
+
+    @_nb.njit(fastmath=_FAST, cache=True)
+    def _gemv_q8(x, q, d, out):
+        _rows_q8(x, q, d, out, 0, q.shape[0])
+
+    @_nb.njit(cache=True)
+    def _deq(q, d, m, kind, o0, o1, w):
+        """Rows [o0, o1) dequantized into w (o1 - o0, n) float32 (serial: BLAS has the
+        cores for the matmul that follows)."""
+        nb = d.shape[1]
+        for i in range(o1 - o0):
             o = o0 + i
             for b in range(nb):
                 db = d[o, b]
@@ -67,6 +117,27 @@ if _nb is not None:
                         w[i, k + 16 + j] = db * np.float32(v >> 4) + mb
 
 
+def _gemv(x, q, d, m, k, out):
+    R, n = x.shape
+    chunks = 0
+    if q.shape[0] * n >= _PARALLEL and q.shape[0] >= 2:
+        chunks = min(q.shape[0], 4 * _nb.get_num_threads())
+    if k == 0:
+        if chunks:
+            _gemv_q8_par(x, q, d, out, chunks)
+        else:
+            _gemv_q8(x, q, d, out)
+        return
+    x4 = x.reshape(R, n // 32, 2, 16)
+    xs = x4.sum(axis=(2, 3), dtype=np.float32)                # block sums of x
+    xl = np.ascontiguousarray(x4[:, :, 0]).reshape(R, n // 2)
+    xh = np.ascontiguousarray(x4[:, :, 1]).reshape(R, n // 2)
+    if chunks:
+        _gemv_q4_par(xl, xh, xs, q, d, m, k, out, chunks)
+    else:
+        _gemv_q4(xl, xh, xs, q, d, m, k, out)
+
+
 def linear_quantized(x, q, scales, mins, kind, bias):
     """x (rows, in) float32; q, scales, mins as ruda.nn.QuantizedWeight; bias (out,) or None ->
     (rows, out) float32."""
@@ -81,8 +152,7 @@ def linear_quantized(x, q, scales, mins, kind, bias):
     nout = q.shape[0]
     out = np.empty((R, nout), dtype=np.float32)
     if R <= _GEMV_ROWS:
-        xs = x.reshape(R, n // 32, 32).sum(axis=2, dtype=np.float32)   # block sums of x
-        _gemv(x, xs, q, d, m, k, out)
+        _gemv(x, q, d, m, k, out)
     else:
         step = max(16, _TILE // n)
         w = np.empty((min(step, nout), n), dtype=np.float32)
