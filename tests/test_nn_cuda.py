@@ -26,7 +26,7 @@ TOL = {"float32": 2e-5, "float64": 1e-12, "bfloat16": 2e-2}
 
 @pytest.fixture(autouse=True)
 def _fused_kernels_on(monkeypatch):
-    monkeypatch.setenv("RUDA_CUDA_NN_KERNELS", "1")   # off by default until checked on a GPU
+    monkeypatch.delenv("RUDA_CUDA_NN_KERNELS", raising=False)     # on unless set to 0
 
 
 @pytest.fixture(scope="module")

@@ -73,9 +73,9 @@ class CudaBackend(Backend):
     def nn(self):
         """This device's fused nn kernels (``ruda.backends.NN_KERNELS``), imported on first use.
 
-        Off unless ``RUDA_CUDA_NN_KERNELS=1``: they have not yet been run on a GPU, so ruda.nn
-        composes CuPy-backed namespace ops on cuda by default."""
-        if os.environ.get("RUDA_CUDA_NN_KERNELS") != "1":
+        ``RUDA_CUDA_NN_KERNELS=0`` turns them off (ruda.nn then composes CuPy-backed namespace
+        ops), to compare or to rule them out."""
+        if os.environ.get("RUDA_CUDA_NN_KERNELS") == "0":
             return None
         from ruda.backends.cuda import _nn
         return _nn

@@ -29,6 +29,9 @@ TYPES = {
 ITEMSIZE = {"float32": 4, "float64": 8, "bfloat16": 2}
 
 _HEAD = r"""
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)   // NVRTC has no <math.h>
+#endif
 typedef {t} T;
 typedef {a} A;
 __device__ __forceinline__ float bf2f(unsigned short h) {{ return __uint_as_float(((unsigned)h) << 16); }}
