@@ -226,7 +226,8 @@ class finfo_object:
     __slots__ = ("bits", "eps", "max", "min", "smallest_normal", "dtype")
 
     def __init__(self, dtype):
-        info = np.finfo(dtype)
+        # ml_dtypes' finfo for bfloat16: np.finfo knows it only where ml_dtypes matches NumPy's ABI
+        info = _ml_dtypes.finfo(dtype) if dtype == bfloat16 else np.finfo(dtype)
         self.bits = int(info.bits)
         self.eps = float(info.eps)
         self.max = float(info.max)

@@ -74,6 +74,8 @@ def _divmod_kernel(op, dt, ndim):
 
 
 def _divmod_f(op, x1, x2):
+    if x1.dtype == cp.float16:      # as NumPy's half loops: in float32, rounded once
+        return _divmod_f(op, x1.astype(cp.float32), x2.astype(cp.float32)).astype(cp.float16)
     x1, x2 = cp.broadcast_arrays(x1, x2)
     out = cp.empty(x1.shape, x1.dtype)
     if out.size:
@@ -92,6 +94,24 @@ def remainder(x1, x2):
     if x1.dtype.kind == "f":
         return _divmod_f("mod", x1, x2)
     return cp.remainder(x1, x2)
+
+
+# NumPy's argmax/argmin: the first NaN wins.  CuPy's float reductions return the index of *a* NaN,
+# which one depending on the reduction tree, so NaN positions are searched apart (first True).
+def _arg_nan_first(fn, x, axis, keepdims):
+    i = fn(x, axis=axis, keepdims=keepdims)
+    if x.dtype.kind != "f":
+        return i
+    nan = cp.isnan(x)
+    return cp.where(nan.any(axis=axis, keepdims=keepdims), cp.argmax(nan, axis=axis, keepdims=keepdims), i)
+
+
+def argmax(x, axis=None, keepdims=False):
+    return _arg_nan_first(cp.argmax, x, axis, keepdims)
+
+
+def argmin(x, axis=None, keepdims=False):
+    return _arg_nan_first(cp.argmin, x, axis, keepdims)
 
 
 # NumPy's shifts for every count: past the width or negative, left shifts give 0 and right shifts
