@@ -57,6 +57,12 @@ def rng():
     return np.random.default_rng(12345)
 
 
+def flushes_subnormals(device):
+    """Whether the device flushes float subnormals to zero (WGSL allows it; NVIDIA's Vulkan driver
+    does): results with subnormal operands or results are then the adapter's, not NumPy's."""
+    return bool(getattr(device.backend, "flushes_subnormals", False))
+
+
 def to_numpy(x):
     """Host NumPy copy of a ruda array (explicit transfer)."""
     return np.asarray(x.to_device("cpu"))

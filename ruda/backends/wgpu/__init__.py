@@ -98,6 +98,17 @@ class WgpuBackend(FftOps, MatmulOps, LinalgOps, ElementwiseOps, ReductionOps, In
             k = self.__dict__["_nn"] = Kernels(self)
         return k
 
+    @property
+    def flushes_subnormals(self):
+        """Whether this adapter flushes float32 subnormals to zero, as WGSL allows (NVIDIA's
+        Vulkan driver does; lavapipe does not): probed once, 2**-140 * 2 computed on the device."""
+        ftz = self.__dict__.get("_ftz")
+        if ftz is None:
+            x = self.from_host(np.array([2.0 ** -140], np.float32))
+            two = self.from_host(np.array([2.0], np.float32))
+            ftz = self.__dict__["_ftz"] = bool(self.to_host(self.multiply(x, two))[0] == 0)
+        return ftz
+
     def describe(self):
         info = self.ctx.adapter.info
         feats = ", ".join(sorted(self.ctx.features)) or "none"
@@ -107,22 +118,24 @@ class WgpuBackend(FftOps, MatmulOps, LinalgOps, ElementwiseOps, ReductionOps, In
 
     def notes(self):
         """Plain-language notes for ``python -m ruda info``: dtypes this adapter costs and why."""
+        ftz = ["float32 subnormals (below 1.2e-38) flush to zero on this adapter, as WGSL allows"
+               ] if self.flushes_subnormals else []
         missing = [f for f in ("shader-f64", "shader-int64") if f not in self.ctx.features]
         if not missing:
-            return []
+            return ftz
         lost = ", ".join(d for f in missing for d in _FEATURE_DTYPES[f])
         dflt = ", ".join(f"{k} {_dtypes.name(v)}" for k, v in self.default_dtypes().items()
                          if k in ("real floating", "integral"))
         withheld = sorted(set(missing) & _device._withheld())
         if withheld:
-            return [f"RUDA_WGPU_WITHOUT withholds {', '.join(withheld)}: no {lost} on this device "
+            return ftz + [f"RUDA_WGPU_WITHOUT withholds {', '.join(withheld)}: no {lost} on this device "
                     f"(defaults: {dflt})"]
         if _device._is_gl(self.ctx.adapter):
             # wgpu lists OpenGL only where no Vulkan driver is installed (or RUDA_WGPU_BACKEND asks)
-            return [f"OpenGL adapter (no Vulkan driver found): no {lost}, as it lacks "
+            return ftz + [f"OpenGL adapter (no Vulkan driver found): no {lost}, as it lacks "
                     f"{', '.join(missing)} (defaults: {dflt}). Fix: install the Vulkan driver "
                     f"(Debian/Ubuntu: sudo apt-get install mesa-vulkan-drivers)"]
-        return [f"the adapter lacks {', '.join(missing)}: no {lost} on this device (defaults: {dflt})"]
+        return ftz + [f"the adapter lacks {', '.join(missing)}: no {lost} on this device (defaults: {dflt})"]
 
     # ------------------------------------------------------------------ capabilities
     def dtypes(self):
