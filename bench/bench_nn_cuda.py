@@ -53,7 +53,7 @@ def main(argv=None):
     import cupy
     import torch
     import ruda
-    from ruda.backends.cuda._nn import BF16
+    BF16 = ruda.bfloat16.dtype          # ml_dtypes bfloat16
 
     nn = ruda.device("cuda").backend.nn
     F = torch.nn.functional
