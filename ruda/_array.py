@@ -65,6 +65,26 @@ class Array(_Base):
         self._device = device
         return self
 
+    # the kernel bridge: the device library's own array, shared ----------
+    @property
+    def native(self) -> Any:
+        """The device library's own array behind this one, shared, not copied: a NumPy array on
+        cpu, a CuPy array on cuda, the backend's buffer view on wgpu.  For kernels of the backend
+        contract (``ruda.backends``); writing to it writes to this array."""
+        return self._data
+
+    @classmethod
+    def from_native(cls, data: Any, device: Device) -> Array:
+        """A ruda array on ``device`` sharing ``data``, that device library's own array (the
+        inverse of :attr:`native`; no copy)."""
+        if not isinstance(device, Device):
+            raise TypeError(f"ruda.Array.from_native: device: expected a ruda.Device, got "
+                            f"{type(device).__name__}")
+        if not device.backend.is_native(data):
+            raise TypeError(f"ruda.Array.from_native: data: expected {device}'s native array, "
+                            f"got {type(data).__module__}.{type(data).__name__}")
+        return cls._new(data, device)
+
     # attributes --------------------------------------------------------
     @property
     def dtype(self) -> _dtypes.DType:

@@ -339,3 +339,24 @@ def test_dlpack_from_ruda_array(device):
     z = xp.from_dlpack(x, device="cpu")
     assert z.device == "cpu"
     np.testing.assert_array_equal(np.asarray(z), a)
+
+
+def test_native_bridge_shares_storage(device, rng):
+    """``x.native`` is the device library's own array, shared; ``Array.from_native`` wraps one
+    back without a copy, and refuses another device's array or a non-device."""
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    x = xp.asarray(a, device=device)
+    n = x.native
+    assert device.backend.is_native(n) and tuple(n.shape) == (3, 4)
+    y = xp.Array.from_native(n, device)
+    assert y.device == device and y.dtype == xp.float32
+    y[1, 2] = 7.0                                 # the same storage: x sees the write
+    a[1, 2] = 7.0
+    np.testing.assert_array_equal(to_numpy(x), a)
+    with pytest.raises(TypeError, match=r"ruda.Array.from_native: data: expected .*native array, got builtins.list"):
+        xp.Array.from_native([1.0], device)
+    with pytest.raises(TypeError, match=r"ruda.Array.from_native: device: expected a ruda.Device, got str"):
+        xp.Array.from_native(n, "cpu")
+    if device != xp.device("cpu"):
+        with pytest.raises(TypeError, match="native array, got numpy.ndarray"):
+            xp.Array.from_native(a, device)

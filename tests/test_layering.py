@@ -43,12 +43,7 @@ ARRAY_PRIVATE = {"_data", "_new", "_dtype", "_device"}
 
 # Known violations: (importing module, imported module or ".attr") -> why. Remove an entry
 # when its violation is fixed: an entry that no longer matches fails the test too.
-ALLOWED = {
-    # owned elsewhere, being fixed: ruda.nn wraps kernel results as arrays by hand
-    ("ruda.nn._check", "ruda._array"): "owned elsewhere, being fixed",
-    ("ruda.nn._check", "._data"): "owned elsewhere, being fixed",
-    ("ruda.nn._check", "._new"): "owned elsewhere, being fixed",
-}
+ALLOWED = {}
 
 
 def layer(mod):

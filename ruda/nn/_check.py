@@ -11,13 +11,12 @@ import ruda as xp
 
 def native(x):
     """The backend's own array behind ruda array ``x`` (no copy)."""
-    return x._data
+    return x.native
 
 
 def wrap(data, device):
     """A ruda array on ``device`` around the backend array ``data`` (no copy)."""
-    from ruda._array import Array
-    return Array._new(data, device)
+    return xp.Array.from_native(data, device)
 
 
 def err(cls, fn, arg, expected, got):
