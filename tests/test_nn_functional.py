@@ -315,7 +315,7 @@ def test_pad(device, mode):
     a = np.arange(2 * 3 * 4 * 5, dtype=np.float64).reshape(2, 3, 4, 5)
     t = torch.from_numpy(a)
     kw = {"value": 7.5} if mode == "constant" else {}
-    for arr, p in ((a[0], (1, 2)), (a, (2, 0, 1, 3)), (a, (1, 1, 0, 2, 2, 0))):
+    for arr, p in ((a[0], (1, 2)), (a, (2, 0, 1, 3)), (a, (1, 1, 0, 2, 2, 0)), (a, (4, 4, 3, 1))):
         close(nn.pad(put(arr, device, dt), p, mode=mode, **kw),
               F.pad(torch.from_numpy(arr), p, mode=mode, **kw).numpy(), dt, 0)
     if mode == "constant":

@@ -162,46 +162,68 @@ def pad(x, pad, mode="constant", value=0.0):
                     len(pads))
     if mode != "constant" and any(v < 0 for v in pads):
         raise c.err(ValueError, "pad", "pad", f"non-negative values in mode {mode!r}", pads)
+    widths = {x.ndim - 1 - k: (pads[2 * k], pads[2 * k + 1]) for k in range(len(pads) // 2)
+              if pads[2 * k] or pads[2 * k + 1]}
+    if mode != "constant":
+        return _pad_borders(x, widths, mode)
     out = x
-    for k in range(len(pads) // 2):
-        ax = x.ndim - 1 - k
-        lo, hi = pads[2 * k], pads[2 * k + 1]
-        if lo or hi:
-            out = _pad_axis(out, ax, lo, hi, mode, value)
+    for ax, (lo, hi) in widths.items():
+        out = _pad_constant(out, ax, lo, hi, value)
     return out
 
 
-def _pad_axis(x, ax, lo, hi, mode, value):
+def _pad_constant(x, ax, lo, hi, value):
     n = x.shape[ax]
-    if mode == "constant":
-        sl = [slice(None)] * x.ndim
-        sl[ax] = slice(max(0, -lo), n - max(0, -hi))
-        x = x[tuple(sl)]
-        if x.dtype == xp.bool:
-            value = bool(value)
-        elif xp.isdtype(x.dtype, "integral"):
-            value = int(value)
-        parts = []
-        for w in (lo, hi):
-            shp = list(x.shape)
-            shp[ax] = max(0, w)
-            parts.append(xp.full(tuple(shp), value, dtype=x.dtype, device=x.device))
-        return xp.concat([parts[0], x, parts[1]], axis=ax)
-    if mode == "reflect" and (lo >= n or hi >= n):
-        raise c.err(ValueError, "pad", "pad", f"values < the axis length {n} in mode 'reflect'",
-                    (lo, hi))
-    if mode == "circular" and (lo > n or hi > n):
-        raise c.err(ValueError, "pad", "pad", f"values <= the axis length {n} in mode 'circular'",
-                    (lo, hi))
-    if n == 0:
-        raise c.err(ValueError, "pad", "x", f"a non-empty axis {ax} in mode {mode!r}", x.shape)
-    idx = []
-    for i in range(-lo, n + hi):
-        if mode == "replicate":
-            j = min(max(i, 0), n - 1)
-        elif mode == "circular":
-            j = i % n
-        else:                                       # reflect without repeating the edge
-            j = -i if i < 0 else (2 * (n - 1) - i if i >= n else i)
-        idx.append(j)
-    return xp.take(x, xp.asarray(idx, device=x.device), axis=ax)
+    sl = [slice(None)] * x.ndim
+    sl[ax] = slice(max(0, -lo), n - max(0, -hi))
+    x = x[tuple(sl)]
+    if x.dtype == xp.bool:
+        value = bool(value)
+    elif xp.isdtype(x.dtype, "integral"):
+        value = int(value)
+    parts = []
+    for w in (lo, hi):
+        shp = list(x.shape)
+        shp[ax] = max(0, w)
+        parts.append(xp.full(tuple(shp), value, dtype=x.dtype, device=x.device))
+    return xp.concat([parts[0], x, parts[1]], axis=ax)
+
+
+def _pad_borders(x, widths, mode):
+    """reflect / replicate / circular: one output, ``x`` written into its middle, then each
+    padded axis' borders copied from inside it (so x is read once, not once per axis)."""
+    for ax, (lo, hi) in widths.items():
+        n = x.shape[ax]
+        if mode == "reflect" and (lo >= n or hi >= n):
+            raise c.err(ValueError, "pad", "pad",
+                        f"values < the axis length {n} in mode 'reflect'", (lo, hi))
+        if mode == "circular" and (lo > n or hi > n):
+            raise c.err(ValueError, "pad", "pad",
+                        f"values <= the axis length {n} in mode 'circular'", (lo, hi))
+        if n == 0:
+            raise c.err(ValueError, "pad", "x", f"a non-empty axis {ax} in mode {mode!r}",
+                        x.shape)
+    shape = [n + sum(widths.get(ax, (0, 0))) for ax, n in enumerate(x.shape)]
+    out = xp.empty(tuple(shape), dtype=x.dtype, device=x.device)
+    region = [slice(widths.get(ax, (0, 0))[0], widths.get(ax, (0, 0))[0] + n)
+              for ax, n in enumerate(x.shape)]
+    out[tuple(region)] = x
+    for ax, (lo, hi) in widths.items():
+        n = x.shape[ax]
+
+        def copy(dst, src, flip=False):
+            d, s = list(region), list(region)
+            d[ax], s[ax] = dst, src
+            v = out[tuple(s)]
+            out[tuple(d)] = xp.flip(v, axis=ax) if flip else v
+        if mode == "reflect":                   # the edge itself is not repeated
+            copy(slice(0, lo), slice(lo + 1, 2 * lo + 1), True)
+            copy(slice(lo + n, lo + n + hi), slice(lo + n - 1 - hi, lo + n - 1), True)
+        elif mode == "replicate":               # the edge broadcast over the border
+            copy(slice(0, lo), slice(lo, lo + 1))
+            copy(slice(lo + n, lo + n + hi), slice(lo + n - 1, lo + n))
+        else:                                   # circular: the other end
+            copy(slice(0, lo), slice(n, lo + n))
+            copy(slice(lo + n, lo + n + hi), slice(lo, lo + hi))
+        region[ax] = slice(0, lo + n + hi)
+    return out
