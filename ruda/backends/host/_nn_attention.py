@@ -35,6 +35,8 @@ def sdpa(q, k, v, mask, is_causal, scale, sliding_window):
     _, Hkv, S, Dv = v.shape
     G = Hq // Hkv
     U = B * Hkv                                          # (batch, kv head) units
+    if L == 1 and S and mask is None:
+        return _decode_row(q, k, v, wdt, scale, sliding_window, U, G)
     q4 = (np.asarray(q, dtype=wdt) * wdt.type(scale)).reshape(U, G, L, D)
     k = np.asarray(k, dtype=wdt).reshape(U, S, D)
     v1 = np.empty((U, S, Dv + 1), dtype=wdt)          # [V | 1]: the second matmul also sums
@@ -53,6 +55,23 @@ def sdpa(q, k, v, mask, is_causal, scale, sliding_window):
         with one_blas:
             list(_pool().map(lambda p: _attend(*args, *p), parts))
     return out.reshape(B, Hq, L, Dv).astype(q.dtype, copy=False)
+
+
+def _decode_row(q, k, v, wdt, scale, window, U, G):
+    """One query row per head (decoding without a mask): every key up to the last is allowed
+    (lower-right causal alignment), the window keeps the last ``window``; each kv head's G
+    query heads in one matmul, no copy of K or V."""
+    B, Hq, _, D = q.shape
+    S, Dv = v.shape[2], v.shape[3]
+    lo = max(0, S - window) if window is not None else 0
+    qs = np.asarray(q, dtype=wdt).reshape(U, G, D) * wdt.type(scale)
+    kk = np.asarray(k, dtype=wdt).reshape(U, S, D)[:, lo:]
+    s = np.matmul(qs, np.swapaxes(kk, 1, 2))             # (U, G, S - lo)
+    s -= s.max(axis=-1, keepdims=True)
+    np.exp(s, out=s)
+    o = np.matmul(s, np.asarray(v, dtype=wdt).reshape(U, S, Dv)[:, lo:])
+    o /= s.sum(axis=-1, keepdims=True)
+    return o.reshape(B, Hq, 1, Dv).astype(q.dtype, copy=False)
 
 
 _POOL = []

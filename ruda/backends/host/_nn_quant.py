@@ -73,15 +73,33 @@ if _nb is not None:
                     s += lanes[j]
                 out[r, o] = s
 
+    @_nb.njit(inline="always")
+    def _split_x(x):
+        """(xl, xh, xs): the elements of x meeting each block's low and high nibbles, and
+        x's block sums."""
+        R, n = x.shape
+        xl = np.empty((R, n // 2), np.float32)
+        xh = np.empty((R, n // 2), np.float32)
+        xs = np.zeros((R, n // 32), np.float32)
+        for r in range(R):
+            for b in range(n // 32):
+                for j in range(16):
+                    xl[r, b * 16 + j] = x[r, b * 32 + j]
+                    xh[r, b * 16 + j] = x[r, b * 32 + 16 + j]
+                    xs[r, b] += x[r, b * 32 + j] + x[r, b * 32 + 16 + j]
+        return xl, xh, xs
+
     @_nb.njit(parallel=True, fastmath=_FAST, cache=True)
-    def _gemv_q4_par(xl, xh, xs, q, d, m, kind, out, chunks):
+    def _gemv_q4_par(x, q, d, m, kind, out, chunks):
+        xl, xh, xs = _split_x(x)
         O = q.shape[0]
         per = -(-O // chunks)
         for c in _nb.prange(chunks):
             _rows_q4(xl, xh, xs, q, d, m, kind, out, c * per, min(O, c * per + per))
 
     @_nb.njit(fastmath=_FAST, cache=True)
-    def _gemv_q4(xl, xh, xs, q, d, m, kind, out):
+    def _gemv_q4(x, q, d, m, kind, out):
+        xl, xh, xs = _split_x(x)
         _rows_q4(xl, xh, xs, q, d, m, kind, out, 0, q.shape[0])
 
     @_nb.njit(parallel=True, fastmath=_FAST, cache=True)
@@ -118,24 +136,19 @@ if _nb is not None:
 
 
 def _gemv(x, q, d, m, k, out):
-    R, n = x.shape
+    n = x.shape[1]
     chunks = 0
     if q.shape[0] * n >= _PARALLEL and q.shape[0] >= 2:
-        chunks = min(q.shape[0], 4 * _nb.get_num_threads())
+        chunks = min(q.shape[0], 4 * _nb.config.NUMBA_NUM_THREADS)
     if k == 0:
         if chunks:
             _gemv_q8_par(x, q, d, out, chunks)
         else:
             _gemv_q8(x, q, d, out)
-        return
-    x4 = x.reshape(R, n // 32, 2, 16)
-    xs = x4.sum(axis=(2, 3), dtype=np.float32)                # block sums of x
-    xl = np.ascontiguousarray(x4[:, :, 0]).reshape(R, n // 2)
-    xh = np.ascontiguousarray(x4[:, :, 1]).reshape(R, n // 2)
-    if chunks:
-        _gemv_q4_par(xl, xh, xs, q, d, m, k, out, chunks)
+    elif chunks:
+        _gemv_q4_par(x, q, d, m, k, out, chunks)
     else:
-        _gemv_q4(xl, xh, xs, q, d, m, k, out)
+        _gemv_q4(x, q, d, m, k, out)
 
 
 def linear_quantized(x, q, scales, mins, kind, bias):

@@ -107,7 +107,11 @@ def _shape(w):
 
 def _fuse(ws):
     """One weight (or bias) from several stacked along the output axis, when all are plain
-    arrays (a QuantizedWeight stays separate); None otherwise."""
+    arrays or all QuantizedWeights of one kind and in_features; None otherwise."""
+    if all(isinstance(w, nn.QuantizedWeight) for w in ws):
+        if len({(w.kind, w.shape[1]) for w in ws}) == 1:
+            return nn.QuantizedWeight.concat(ws)
+        return None
     if any(w is None or not isinstance(w, xp.Array) for w in ws):
         return None
     return xp.concat(ws, axis=0)
@@ -118,7 +122,8 @@ class Llama(Generator):
     ``chat`` (from :class:`ruda.nn.models._generate.Generator`) decode with a static KV cache.
 
     Fusions made once at load: the q/k/v projections concatenated into one matrix (one matmul
-    per layer instead of three) and gate/up into another, when the weights are plain arrays."""
+    per layer instead of three) and gate/up into another, when the weights are plain arrays or
+    quantized alike."""
 
     def __init__(self, config, weights, tokenizer=None, tokenizer_config=None,
                  generation_config=None, device=None, dtype=None):
