@@ -1,7 +1,8 @@
 """GGUF files (llama.cpp) to Hugging Face-style config, weights and tokenizer.
 
-``load_gguf(path, device, dtype=None, quantized=True)`` reads the file memory-mapped through the
-``gguf`` package's GGUFReader: float tensors go to the device straight from the mapped view,
+``load_gguf(path, device, dtype=None, quantized=True)`` reads the file memory-mapped
+(``_gguf_file.GGUFFile``: the header parsed with struct; the gguf package's type tables and
+dequantizers): float tensors go to the device straight from the mapped view,
 Q8_0/Q4_0/Q4_1 tensors are split into a ``ruda.nn.QuantizedWeight``'s arrays (or dequantized
 when ``quantized=False``), every other type is dequantized by the gguf package. Tensor names and
 config keys are transformers'; the row permutation llama.cpp's converter applies to Llama's q
@@ -9,6 +10,7 @@ and k projections is undone. The tokenizer is rebuilt from the file's vocabulary
 transformers builds it for a GGUF file (byte-level BPE for ``tokenizer.ggml.model == "gpt2"``).
 """
 import os
+import struct
 
 import numpy as np
 
@@ -45,8 +47,7 @@ def _err(cls, arg, expected, got):
 
 
 def _field(reader, key, default=None):
-    f = reader.fields.get(key)
-    return default if f is None else f.contents()
+    return reader.fields.get(key, default)
 
 
 def _hf_name(name):
@@ -89,7 +90,7 @@ def read_config(reader):
         raise _err(ValueError, f"{arch}.* metadata", "embedding_length, feed_forward_length, "
                    "block_count and attention.head_count", "a file missing some") from None
     tokens = reader.fields.get("tokenizer.ggml.tokens")
-    vocab = get("vocab_size") or (len(tokens.data) if tokens is not None else None)
+    vocab = get("vocab_size") or (len(tokens) if tokens is not None else None)
     if vocab is None:
         emb = [t for t in reader.tensors if t.name == "token_embd.weight"]
         vocab = int(emb[0].shape[-1]) if emb else None
@@ -145,7 +146,7 @@ def _host_array(t):
     """A float host array of tensor t in its row-major shape (a view of the mapping for float
     types; the gguf package's dequantize for everything else)."""
     name = t.tensor_type.name
-    shape = tuple(int(s) for s in reversed(t.shape.tolist()))
+    shape = tuple(int(s) for s in reversed(t.shape))
     if name in _FLOAT:
         a = np.asarray(t.data)
         if name == "BF16":
@@ -270,13 +271,13 @@ def load_gguf(path, device=None, dtype=None, quantized=True):
     ``weights``: transformers tensor names; Q8_0/Q4_0/Q4_1 matrices as
     ``ruda.nn.QuantizedWeight`` when ``quantized``, else (and every other type) float arrays of
     ``dtype`` (default float32; float tensors of the file keep their dtype)."""
-    from gguf import GGUFReader
+    from ruda.nn.models._gguf_file import GGUFFile
     p = os.fspath(path)
     if not os.path.isfile(p):
         raise _err(ValueError, "path", "an existing .gguf file", repr(p))
     try:
-        reader = GGUFReader(p)
-    except (ValueError, OSError) as e:
+        reader = GGUFFile(p)
+    except (ValueError, OSError, struct.error, UnicodeDecodeError) as e:
         raise _err(ValueError, "path", "a readable GGUF file", f"{p!r} ({e})") from None
     config = read_config(reader)
     weights = load_weights(reader, config, device, dtype, quantized)
