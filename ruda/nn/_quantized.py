@@ -162,7 +162,8 @@ def linear(x, w, bias=None):
     """``x @ dequantize(w).T + bias`` for a QuantizedWeight ``w``: the device's
     ``linear_quantized`` kernel for float32 x, else dequantized blocks of rows and matmuls in
     x's compute dtype (float32 for bfloat16/float16, float64 for float64)."""
-    c.floating("linear", "x", x)
+    if not (isinstance(x, xp.Array) and x.dtype == xp.float32):       # float32: no lookup
+        c.floating("linear", "x", x)
     if x.device != w.device:
         raise c.err(ValueError, "linear", "weight", f"x's device {x.device}", w.device)
     out, n = w.shape

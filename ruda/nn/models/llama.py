@@ -203,7 +203,9 @@ class Llama(Generator):
         D, Hq, Hk = cfg.head_dim, cfg.heads, cfg.kv_heads
         if L["qkv"] is not None:
             qkv = nn.linear(x, L["qkv"], L["qkv_b"])
-            q, k, v = qkv[..., :Hq * D], qkv[..., Hq * D:(Hq + Hk) * D], qkv[..., (Hq + Hk) * D:]
+            v = qkv[..., (Hq + Hk) * D:]
+            if cfg.qk_norm:
+                q, k = qkv[..., :Hq * D], qkv[..., Hq * D:(Hq + Hk) * D]
         else:
             q, k, v = (nn.linear(x, L[n], L.get(n + "_b")) for n in "qkv")
         v = xp.permute_dims(xp.reshape(v, (B, T, Hk, D)), (0, 2, 1, 3))
