@@ -92,10 +92,10 @@ if _nb is not None:
     @_nb.njit(parallel=True, fastmath=_FAST, cache=True)
     def _gemv_q4_par(x, q, d, m, kind, out, chunks):
         xl, xh, xs = _split_x(x)
-        O = q.shape[0]
-        per = -(-O // chunks)
+        nout = q.shape[0]
+        per = -(-nout // chunks)
         for c in _nb.prange(chunks):
-            _rows_q4(xl, xh, xs, q, d, m, kind, out, c * per, min(O, c * per + per))
+            _rows_q4(xl, xh, xs, q, d, m, kind, out, c * per, min(nout, c * per + per))
 
     @_nb.njit(fastmath=_FAST, cache=True)
     def _gemv_q4(x, q, d, m, kind, out):
@@ -104,10 +104,10 @@ if _nb is not None:
 
     @_nb.njit(parallel=True, fastmath=_FAST, cache=True)
     def _gemv_q8_par(x, q, d, out, chunks):
-        O = q.shape[0]
-        per = -(-O // chunks)
+        nout = q.shape[0]
+        per = -(-nout // chunks)
         for c in _nb.prange(chunks):
-            _rows_q8(x, q, d, out, c * per, min(O, c * per + per))
+            _rows_q8(x, q, d, out, c * per, min(nout, c * per + per))
 
     @_nb.njit(fastmath=_FAST, cache=True)
     def _gemv_q8(x, q, d, out):
