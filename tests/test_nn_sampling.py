@@ -152,18 +152,29 @@ def test_sample_bad_input(device):
         nn.sample(x, generator=np.random.default_rng(0))
 
 
-@pytest.mark.parametrize("dt", [np.int32, np.float32])
-def test_top_k_long_rows_host_kernel(dt):
-    """The cpu kernel's path for long rows (candidates above a sampled threshold), with ties."""
-    from ruda.backends.host import _nn_attention as K
+@pytest.mark.parametrize("numba", [True, False])
+@pytest.mark.parametrize("dt", [np.int32, np.float32, np.float16])
+def test_top_k_long_rows_host_kernel(dt, numba, monkeypatch):
+    """The cpu kernel on long rows with many ties and NaN: the per-row heap (Numba), and without
+    Numba the candidates above a sampled threshold; NaN ranks first, as in torch."""
+    from ruda.backends.host import _nn_topk as K
+    if not numba:
+        monkeypatch.setattr(K, "_nb", None)
+    elif K._nb is None:
+        pytest.skip("Numba is not installed")
     rng = np.random.default_rng(12)
     x = rng.integers(-4, 4, (3, 20000)).astype(dt)
-    for k in (1, 37, 700):
+    for k in (1, 37, 256, 700):
         vals, idx = K.top_k(x, k)
         order = np.argsort(-x.astype(np.float64), axis=1, kind="stable")[:, :k]
         np.testing.assert_array_equal(idx, order)
         np.testing.assert_array_equal(vals, np.take_along_axis(x, order, axis=1))
-    y = rng.standard_normal((2, 30000)).astype(np.float32)
+    y = rng.standard_normal((3, 30000)).astype(np.float32)
+    y[1, ::1000] = np.nan
+    y[2] = np.sort(y[2])                      # ascending: every entry enters the heap
     tv, ti = torch.topk(torch.from_numpy(y), 50)
     vals, idx = K.top_k(y, 50)
-    np.testing.assert_array_equal(idx, ti.numpy())
+    np.testing.assert_array_equal(idx[[0, 2]], ti.numpy()[[0, 2]])
+    np.testing.assert_array_equal(vals, tv.numpy())      # torch orders its NaNs arbitrarily:
+    want = np.argsort(-np.where(np.isnan(y[1]), np.inf, y[1]), kind="stable")[:50]
+    np.testing.assert_array_equal(idx[1], want)          # here the lower index first

@@ -564,7 +564,8 @@ def group_norm(x, groups, weight, bias, eps):
     return out if odt == out.dtype else out.astype(odt)
 
 
-from ruda.backends.host._nn_attention import apply_rope, sdpa, top_k  # noqa: E402,F401
+from ruda.backends.host._nn_attention import apply_rope, sdpa  # noqa: E402,F401
+from ruda.backends.host._nn_topk import top_k  # noqa: E402,F401
 from ruda.backends.host._philox import dropout  # noqa: E402,F401
 from ruda.backends.host._nn_conv import conv  # noqa: E402,F401
 from ruda.backends.host._nn_pool import interpolate  # noqa: E402,F401

@@ -1,4 +1,4 @@
-"""Host (NumPy) kernels of ``ruda.nn``: sdpa, apply_rope, top_k (contract: ruda/nn/README.md).
+"""Host (NumPy) kernels of ``ruda.nn``: sdpa, apply_rope (contract: ruda/nn/README.md).
 
 Attention runs by blocks of query rows: each block's scores against the keys it may see
 (blocks wholly above the causal diagonal or outside the sliding window are never computed) go
@@ -184,68 +184,3 @@ def apply_rope(x, cos, sin, interleaved, rotary_dim):
         out[..., :h] = a * c - b * s
         out[..., h:rotary_dim] = b * c + a * s
     return out.astype(x.dtype, copy=False)
-
-
-def top_k(x, k):
-    if x.dtype.kind not in "iuf" and not (_BF16 is not None and x.dtype == _BF16):
-        return NotImplemented
-    rows, n = x.shape
-    key = x.astype(np.float32) if x.dtype == _BF16 else x
-    if key.dtype.kind == "f" and np.isnan(key).any():
-        key = np.where(np.isnan(key), np.inf, key)   # NaN counts as largest, as torch
-    idx = _top_k_rows(key, k)
-    return np.take_along_axis(x, idx, axis=1), idx.astype(np.int64, copy=False)
-
-
-def _top_k_rows(key, k):
-    """Indices of the k largest of each row of key, largest first, ties by lower index."""
-    rows, n = key.shape
-    if k == 0:
-        idx = np.empty((rows, 0), dtype=np.int64)
-    elif k < n and n >= _TOPK_SAMPLE * 4 and k <= _TOPK_SAMPLE // 4:
-        idx = _candidates(key, k)
-    elif k < n:
-        # argpartition finds k candidates whose smallest is the k-th largest value; where that
-        # value has more ties in the row than among the candidates, the row is redone exactly
-        # (the lowest-indexed ties kept).
-        idx = np.argpartition(key, n - k, axis=1)[:, n - k:]
-        cand = np.take_along_axis(key, idx, axis=1)
-        kth = cand.min(axis=1, keepdims=True)
-        extra = (key == kth).sum(axis=1) != (cand == kth).sum(axis=1)
-        for r in np.flatnonzero(extra):
-            above = np.flatnonzero(key[r] > kth[r, 0])
-            ties = np.flatnonzero(key[r] == kth[r, 0])[:k - above.size]
-            idx[r] = np.concatenate((above, ties))
-    else:
-        idx = np.broadcast_to(np.arange(n), (rows, n))
-    kv = np.take_along_axis(key, idx, axis=1)
-    order = np.lexsort((idx, _neg(kv)), axis=-1)     # value descending, then index ascending
-    return np.take_along_axis(idx, order, axis=1)
-
-
-_TOPK_SAMPLE = 4096
-
-
-def _candidates(key, k):
-    """Indices of every entry at least the k-th largest of an evenly spaced sample of each row
-    (a lower bound of the row's k-th largest, so the true top k and all its ties are among
-    them), in a (rows, c) array padded with index n; a few per cent of a long row."""
-    rows, n = key.shape
-    sample = key[:, ::n // _TOPK_SAMPLE]
-    t = np.partition(sample, sample.shape[1] - k, axis=1)[:, sample.shape[1] - k][:, None]
-    r, j = np.divmod(np.flatnonzero(key >= t), n)     # flat: far faster than 2-D nonzero
-    counts = np.bincount(r, minlength=rows)
-    width = int(counts.max())
-    pos = np.arange(r.size) - np.repeat(np.cumsum(counts) - counts, counts)
-    idx = np.full((rows, width), n, dtype=np.intp)
-    idx[r, pos] = j
-    low = -np.inf if key.dtype.kind == "f" else np.iinfo(key.dtype).min
-    vals = np.full((rows, width), low, dtype=key.dtype)
-    vals[r, pos] = key[r, j]
-    top = np.lexsort((idx, _neg(vals)), axis=-1)[:, :k]
-    return np.take_along_axis(idx, top, axis=1)
-
-
-def _neg(a):
-    """A key whose ascending order is a's descending order (integers: ~a, no overflow)."""
-    return ~a if a.dtype.kind in "iu" else -a
