@@ -105,6 +105,7 @@ def load_hf_gguf(path):
     import torch
     import transformers
     from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+    transformers.utils.logging.disable_progress_bar()       # its tqdm bar would cut the tables
     cfg = transformers.AutoConfig.from_pretrained(os.path.dirname(path), gguf_file=path)
     model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
     sd = load_gguf_checkpoint(path, return_tensors=True, model_to_load=model)["tensors"]
