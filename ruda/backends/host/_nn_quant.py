@@ -3,8 +3,8 @@
 Few rows (decode): a Numba GEMV that reads each quantized row once, in flat loops LLVM
 vectorizes (AVX2 has no int64 -> float conversion, so the nibbles become floats through float
 arithmetic: ``hi = floor(v / 16)``, ``lo = v - 16 hi``). Q4: ``t = x_lo * lo + x_hi * hi``
-over the row (x split once per call into the low- and high-nibble halves of each block), then
-``t *= d`` per block and one sum, plus ``sum_b m_b * sum(x_b)`` (q4_0: ``m = -8 d``). Q8_0:
+over the row in one flat loop (x split once per call into the low- and high-nibble halves of
+each block), then ``sum_b d_b * sum(t_b) + m_b * sum(x_b)`` (q4_0: ``m = -8 d``). Q8_0:
 32 float lanes ``+= d * x * q`` over the blocks, summed at the end. Large matrices run on the
 thread pool, a chunk of output rows per task; small ones run serially (waking the pool costs
 more than they do). Many rows (prefill): blocks of output rows dequantized to float32 by Numba,
@@ -39,13 +39,12 @@ if _nb is not None:
                     v = f(q[o, i])
                     hi = np.floor(v * f(0.0625))
                     t[i] = xl[r, i] * (v - f(16.0) * hi) + xh[r, i] * hi
-                for b in range(nb):
-                    db = d[o, b]
-                    for j in range(16):
-                        t[b * 16 + j] *= db
                 s = f(0.0)
-                for i in range(h):
-                    s += t[i]
+                for b in range(nb):
+                    u = f(0.0)
+                    for j in range(16):
+                        u += t[b * 16 + j]
+                    s += d[o, b] * u
                 if kind == 2:
                     for b in range(nb):
                         s += m[o, b] * xs[r, b]
