@@ -29,10 +29,17 @@ def array(fn, arg, x):
     return x
 
 
+_KIND = {}        # (dtype, kind) -> xp.isdtype's answer: these checks run on every nn call
+
+
 def _of_kind(fn, arg, x, kind, what):
     array(fn, arg, x)
-    if not xp.isdtype(x.dtype, kind):
-        raise err(TypeError, fn, arg, what, x.dtype)
+    dt = x.dtype
+    ok = _KIND.get((dt, kind))
+    if ok is None:
+        ok = _KIND[(dt, kind)] = xp.isdtype(dt, kind)
+    if not ok:
+        raise err(TypeError, fn, arg, what, dt)
     return x
 
 
@@ -62,7 +69,7 @@ def same(fn, arg, y, x, xarg="x", dtype=True):
 
 def number(fn, arg, v, lo=None, hi=None, *, lo_open=False):
     """A Python real number (not bool) within [lo, hi] (lo excluded when ``lo_open``)."""
-    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+    if v.__class__ is not float and (isinstance(v, bool) or not isinstance(v, numbers.Real)):
         raise err(TypeError, fn, arg, "a Python real number", type(v).__name__)
     v = float(v)
     if (lo is not None and (v < lo or lo_open and v == lo)) or (hi is not None and v > hi) \
@@ -83,10 +90,13 @@ def axis(fn, ax, ndim, arg="axis"):
     return ax % max(ndim, 1)
 
 
+_LOW = frozenset(d for d in (getattr(xp, "bfloat16", None), getattr(xp, "float16", None))
+                 if d is not None)
+
+
 def compute_dtype(dt):
     """Statistics accumulate in float32 for bfloat16 (and float16) input, else in the input dtype."""
-    low = {getattr(xp, "bfloat16", None), getattr(xp, "float16", None)} - {None}
-    return xp.float32 if dt in low else dt
+    return xp.float32 if dt in _LOW else dt
 
 
 def up(x):
@@ -119,6 +129,9 @@ def call(x, name, *args):
 
 def normalized_shape(fn, x, shape):
     """``normalized_shape`` as a tuple matching x's trailing axes."""
+    if shape.__class__ is tuple and shape and x.shape[-len(shape):] == shape \
+            and all(s.__class__ is int for s in shape):
+        return shape                                    # the common case, checked cheaply
     if isinstance(shape, numbers.Integral) and not isinstance(shape, bool):
         shape = (int(shape),)
     try:

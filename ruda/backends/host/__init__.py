@@ -65,8 +65,11 @@ class HostBackend(Backend):
     @property
     def nn(self):
         """This device's fused nn kernels (``ruda.backends.NN_KERNELS``), imported on first use."""
-        from ruda.backends.host import _nn
-        return _nn
+        k = self.__dict__.get("_nn")
+        if k is None:
+            from ruda.backends.host import _nn as k
+            self.__dict__["_nn"] = k
+        return k
     _instance = None
 
     @classmethod
