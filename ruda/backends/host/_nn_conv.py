@@ -107,6 +107,39 @@ if _nb is not None:
     def _off(a, t, dh, dw, sh, sw, PL, PW):
         """Where tap (a, t) starts in the phase buffer."""
         return (((a * dh) % sh) * sw + (t * dw) % sw) * PL + (a * dh) // sh * PW + (t * dw) // sw
+    @_nb.njit(nogil=True, cache=True)
+    def _im2col_rows(src, cols, i0, i1, KH, KW, sh, sw, dh, dw, ph, pw, OW):
+        """cols[(c, a, t), (i - i0) * OW + j] = src[c, i * sh + a * dh - ph, j * sw + t * dw - pw]
+        for output rows i0 <= i < i1, zero outside src (the padding, never materialized)."""
+        C, H, W = src.shape
+        R = i1 - i0
+        for c in range(C):
+            sc = src[c]
+            for a in range(KH):
+                for t in range(KW):
+                    d = cols[(c * KH + a) * KW + t]
+                    off = t * dw - pw
+                    j0 = min(OW, 0 if off >= 0 else (sw - 1 - off) // sw)
+                    j1 = max(j0, min(OW, (W - 1 - off) // sw + 1)) if W - 1 - off >= 0 else j0
+                    for ii in range(R):
+                        r = (i0 + ii) * sh + a * dh - ph
+                        row = d[ii * OW:(ii + 1) * OW]
+                        if r < 0 or r >= H:
+                            for j in range(OW):
+                                row[j] = 0
+                            continue
+                        s = sc[r]
+                        for j in range(j0):
+                            row[j] = 0
+                        if sw == 1:
+                            ss, rr = s[j0 + off:], row[j0:]
+                            for j in range(j1 - j0):
+                                rr[j] = ss[j]
+                        else:
+                            for j in range(j0, j1):
+                                row[j] = s[j * sw + off]
+                        for j in range(j1, OW):
+                            row[j] = 0
 else:
     _depthwise = None
 
@@ -163,6 +196,9 @@ def _copy(v):
 def _im2col_gemm(x, w, bias, stride, padding, dilation, groups, out):
     N, C = x.shape[:2]
     Co, ks = w.shape[0], tuple(w.shape[2:])
+    if (len(out) == 2 and groups == 1 and _nb is not None and _THREADS > 1
+            and (ks != (1, 1) or stride != (1, 1) or any(lo or hi for lo, hi in padding))):
+        return _rows_gemm(x, w, bias, stride, padding, dilation, out)
     if any(lo or hi for lo, hi in padding):
         xp = np.zeros((N, C) + tuple(n + lo + hi for n, (lo, hi) in zip(x.shape[2:], padding)),
                       dtype=x.dtype)
@@ -203,3 +239,37 @@ def _im2col_gemm(x, w, bias, stride, padding, dilation, groups, out):
     if bias is not None:
         y += bias.reshape((Co,) + (1,) * len(out))
     return y
+
+
+_ROWS = 1 << 18        # column elements per task of _rows_gemm (1 MiB of float32: stays in L2)
+
+
+def _rows_gemm(x, w, bias, stride, padding, dilation, out):
+    """2-d conv, one group: tasks of (image, band of output rows), split over the threads; each
+    builds the band's columns in a per-thread cache-sized buffer straight from the unpadded
+    input (Numba, no padded copy) and multiplies them by the weight with a one-thread BLAS into
+    the output's slice, adding the bias there (so columns and bias pass stay in cache)."""
+    N, C = x.shape[:2]
+    Co, _, KH, KW = w.shape
+    OH, OW = out
+    K = C * KH * KW
+    wm = w.reshape(Co, K)
+    y = np.empty((N, Co, OH * OW), x.dtype)
+    R = max(1, min(OH, _ROWS // (K * OW)))
+    tasks = [(n, i0) for n in range(N) for i0 in range(0, OH, R)]
+    T = min(_THREADS, len(tasks))
+    args = (KH, KW) + tuple(stride) + tuple(dilation) + (padding[0][0], padding[1][0], OW)
+
+    def run(i):
+        cols = np.empty((K, R * OW), x.dtype)
+        for n, i0 in tasks[i * len(tasks) // T:(i + 1) * len(tasks) // T]:
+            i1 = min(OH, i0 + R)
+            c = cols if i1 - i0 == R else cols[:, :(i1 - i0) * OW]
+            _im2col_rows(x[n], c, i0, i1, *args)
+            yb = y[n, :, i0 * OW:i1 * OW]
+            np.matmul(wm, c, out=yb)
+            if bias is not None:
+                yb += bias[:, None]
+    with _blas_one_thread():
+        list(_pool().map(run, range(T)))
+    return y.reshape(N, Co, OH, OW)
