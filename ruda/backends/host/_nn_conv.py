@@ -241,35 +241,67 @@ def _im2col_gemm(x, w, bias, stride, padding, dilation, groups, out):
     return y
 
 
-_ROWS = 1 << 18        # column elements per task of _rows_gemm (1 MiB of float32: stays in L2)
+_ROWS = 1 << 20        # column elements per task of _rows_gemm (4 MiB of float32)
 
 
 def _rows_gemm(x, w, bias, stride, padding, dilation, out):
     """2-d conv, one group: tasks of (image, band of output rows), split over the threads; each
-    builds the band's columns in a per-thread cache-sized buffer straight from the unpadded
-    input (Numba, no padded copy) and multiplies them by the weight with a one-thread BLAS into
-    the output's slice, adding the bias there (so columns and bias pass stay in cache)."""
-    N, C = x.shape[:2]
+    builds the band's columns in a per-thread cache-sized buffer and multiplies them by the
+    weight with a one-thread BLAS, adding the bias in the output's slice (so columns and bias
+    pass stay in cache). Stride 1: the image zero-padded once into a per-thread plane, and the
+    band computed at the padded width, so that every column row is one contiguous run of the
+    plane (the columns past OW are dropped). Else the columns come from the unpadded input
+    (Numba, zeros where the padding falls)."""
+    N, C, H, W = x.shape
     Co, _, KH, KW = w.shape
     OH, OW = out
     K = C * KH * KW
     wm = w.reshape(Co, K)
-    y = np.empty((N, Co, OH * OW), x.dtype)
-    R = max(1, min(OH, _ROWS // (K * OW)))
+    y = np.empty((N, Co, OH, OW), x.dtype)
+    wide = stride == (1, 1)
+    (pt, pb), (pl, pr) = padding
+    Wp = W + pl + pr if wide else OW
+    R = max(1, min(OH, _ROWS // (K * Wp)))
     tasks = [(n, i0) for n in range(N) for i0 in range(0, OH, R)]
     T = min(_THREADS, len(tasks))
-    args = (KH, KW) + tuple(stride) + tuple(dilation) + (padding[0][0], padding[1][0], OW)
+    args = (KH, KW) + tuple(stride) + tuple(dilation) + (pt, pl, OW)
+    b3 = None if bias is None else bias.reshape(Co, 1, 1)
 
     def run(i):
-        cols = np.empty((K, R * OW), x.dtype)
+        cols = np.empty((K, R * Wp), x.dtype)
+        if wide:
+            Hp = H + pt + pb
+            # slack past the last row: the last taps read up to (KW - 1) * dw further
+            plane = np.zeros((C, Hp * Wp + KW * dilation[1]), x.dtype)
+            inner = plane[:, :Hp * Wp].reshape(C, Hp, Wp)[:, pt:pt + H, pl:pl + W]
+            tmp = np.empty((Co, R * Wp), x.dtype)
+            st = plane.strides
+            have = -1
         for n, i0 in tasks[i * len(tasks) // T:(i + 1) * len(tasks) // T]:
             i1 = min(OH, i0 + R)
-            c = cols if i1 - i0 == R else cols[:, :(i1 - i0) * OW]
-            _im2col_rows(x[n], c, i0, i1, *args)
-            yb = y[n, :, i0 * OW:i1 * OW]
-            np.matmul(wm, c, out=yb)
-            if bias is not None:
-                yb += bias[:, None]
+            c = cols if i1 - i0 == R else cols[:, :(i1 - i0) * Wp]
+            yb = y[n, :, i0:i1]
+            if wide:
+                if n != have:
+                    np.copyto(inner, x[n])
+                    have = n
+                L = (i1 - i0) * Wp
+                src = as_strided(plane[:, i0 * Wp:], (C, KH, KW, L),
+                                 (st[0], dilation[0] * Wp * st[1], dilation[1] * st[1], st[1]),
+                                 writeable=False)
+                np.copyto(c.reshape(C, KH, KW, L), src)
+                t = tmp if L == tmp.shape[1] else tmp[:, :L]
+                np.matmul(wm, c, out=t)
+                t = t.reshape(Co, i1 - i0, Wp)[:, :, :OW]
+                if b3 is None:
+                    np.copyto(yb, t)
+                else:
+                    np.add(t, b3, out=yb)
+            else:
+                _im2col_rows(x[n], c, i0, i1, *args)
+                np.matmul(wm, c, out=yb.reshape(Co, -1))
+                if b3 is not None:
+                    yb += b3
     with _blas_one_thread():
         list(_pool().map(run, range(T)))
-    return y.reshape(N, Co, OH, OW)
+    return y
