@@ -3,7 +3,9 @@
 Depthwise convolution (groups == C_in, one input channel per group) runs a Numba direct loop,
 parallel over (image, output channel) planes: each plane padded into its stride phases in a
 per-thread buffer, then one vectorized axpy per kernel tap. Everything
-else is im2col + BLAS: the zero-padded input viewed through NumPy stride tricks as
+else is im2col + BLAS: 2-d one-group convs (on several threads) in cache-sized (image, band of
+output rows) tasks, see ``_rows_gemm``; the rest with the zero-padded input viewed through
+NumPy stride tricks as
 ``(N, C, *kernel, *out)``, copied into columns for a block of images (a bounded buffer) and
 multiplied by the weight as one batched sgemm/dgemm per group, straight into the NCHW output.
 float32/float64 compute in themselves; bfloat16 and float16 in float32, rounded once.
@@ -107,39 +109,6 @@ if _nb is not None:
     def _off(a, t, dh, dw, sh, sw, PL, PW):
         """Where tap (a, t) starts in the phase buffer."""
         return (((a * dh) % sh) * sw + (t * dw) % sw) * PL + (a * dh) // sh * PW + (t * dw) // sw
-    @_nb.njit(nogil=True, cache=True)
-    def _im2col_rows(src, cols, i0, i1, KH, KW, sh, sw, dh, dw, ph, pw, OW):
-        """cols[(c, a, t), (i - i0) * OW + j] = src[c, i * sh + a * dh - ph, j * sw + t * dw - pw]
-        for output rows i0 <= i < i1, zero outside src (the padding, never materialized)."""
-        C, H, W = src.shape
-        R = i1 - i0
-        for c in range(C):
-            sc = src[c]
-            for a in range(KH):
-                for t in range(KW):
-                    d = cols[(c * KH + a) * KW + t]
-                    off = t * dw - pw
-                    j0 = min(OW, 0 if off >= 0 else (sw - 1 - off) // sw)
-                    j1 = max(j0, min(OW, (W - 1 - off) // sw + 1)) if W - 1 - off >= 0 else j0
-                    for ii in range(R):
-                        r = (i0 + ii) * sh + a * dh - ph
-                        row = d[ii * OW:(ii + 1) * OW]
-                        if r < 0 or r >= H:
-                            for j in range(OW):
-                                row[j] = 0
-                            continue
-                        s = sc[r]
-                        for j in range(j0):
-                            row[j] = 0
-                        if sw == 1:
-                            ss, rr = s[j0 + off:], row[j0:]
-                            for j in range(j1 - j0):
-                                rr[j] = ss[j]
-                        else:
-                            for j in range(j0, j1):
-                                row[j] = s[j * sw + off]
-                        for j in range(j1, OW):
-                            row[j] = 0
 else:
     _depthwise = None
 
@@ -196,7 +165,7 @@ def _copy(v):
 def _im2col_gemm(x, w, bias, stride, padding, dilation, groups, out):
     N, C = x.shape[:2]
     Co, ks = w.shape[0], tuple(w.shape[2:])
-    if (len(out) == 2 and groups == 1 and _nb is not None and _THREADS > 1
+    if (len(out) == 2 and groups == 1 and _THREADS > 1
             and (ks != (1, 1) or stride != (1, 1) or any(lo or hi for lo, hi in padding))):
         return _rows_gemm(x, w, bias, stride, padding, dilation, out)
     if any(lo or hi for lo, hi in padding):
@@ -248,60 +217,57 @@ def _rows_gemm(x, w, bias, stride, padding, dilation, out):
     """2-d conv, one group: tasks of (image, band of output rows), split over the threads; each
     builds the band's columns in a per-thread cache-sized buffer and multiplies them by the
     weight with a one-thread BLAS, adding the bias in the output's slice (so columns and bias
-    pass stay in cache). Stride 1: the image zero-padded once into a per-thread plane, and the
-    band computed at the padded width, so that every column row is one contiguous run of the
-    plane (the columns past OW are dropped). Else the columns come from the unpadded input
-    (Numba, zeros where the padding falls)."""
+    pass stay in cache). Each image is zero-padded once and split into its stride phases (per
+    thread), and the band computed at the phase width, so that every tap is a stride-1 shift of
+    one phase and each column row one contiguous run (the output columns past OW dropped)."""
     N, C, H, W = x.shape
     Co, _, KH, KW = w.shape
     OH, OW = out
+    sh, sw = stride
+    dh, dw = dilation
+    (pt, _), (pl, _) = padding
     K = C * KH * KW
     wm = w.reshape(Co, K)
     y = np.empty((N, Co, OH, OW), x.dtype)
-    wide = stride == (1, 1)
-    (pt, pb), (pl, pr) = padding
-    Wp = W + pl + pr if wide else OW
-    R = max(1, min(OH, _ROWS // (K * Wp)))
+    PH = -(-max((OH - 1) * sh + (KH - 1) * dh + 1, pt + H) // sh)
+    PW = -(-max((OW - 1) * sw + (KW - 1) * dw + 1, pl + W) // sw)
+    PL = PH * PW + PW + KW * dw           # a phase plane and slack for the wide rows' taps
+    R = max(1, min(OH, _ROWS // (K * PW)))
     tasks = [(n, i0) for n in range(N) for i0 in range(0, OH, R)]
     T = min(_THREADS, len(tasks))
-    args = (KH, KW) + tuple(stride) + tuple(dilation) + (pt, pl, OW)
     b3 = None if bias is None else bias.reshape(Co, 1, 1)
+    taps = [(a, t, (a * dh) % sh, (t * dw) % sw, (a * dh) // sh * PW + (t * dw) // sw)
+            for a in range(KH) for t in range(KW)]
 
     def run(i):
-        cols = np.empty((K, R * Wp), x.dtype)
-        if wide:
-            Hp = H + pt + pb
-            # slack past the last row: the last taps read up to (KW - 1) * dw further
-            plane = np.zeros((C, Hp * Wp + KW * dilation[1]), x.dtype)
-            inner = plane[:, :Hp * Wp].reshape(C, Hp, Wp)[:, pt:pt + H, pl:pl + W]
-            tmp = np.empty((Co, R * Wp), x.dtype)
-            st = plane.strides
-            have = -1
+        cols = np.empty((C, KH, KW, R * PW), x.dtype)
+        tmp = np.empty((Co, R * PW), x.dtype)
+        phases = np.zeros((C, sh, sw, PL), x.dtype)
+        if sh == sw == 1:
+            pad = phases[:, 0, 0, :PH * PW].reshape(C, PH, PW)
+        else:
+            pad = np.zeros((C, PH * sh, PW * sw), x.dtype)
+            split = phases[..., :PH * PW].reshape(C, sh, sw, PH, PW)
+        inner = pad[:, pt:pt + H, pl:pl + W]
+        have = -1
         for n, i0 in tasks[i * len(tasks) // T:(i + 1) * len(tasks) // T]:
+            if n != have:
+                np.copyto(inner, x[n])
+                if sh != 1 or sw != 1:
+                    np.copyto(split, pad.reshape(C, PH, sh, PW, sw).transpose(0, 2, 4, 1, 3))
+                have = n
             i1 = min(OH, i0 + R)
-            c = cols if i1 - i0 == R else cols[:, :(i1 - i0) * Wp]
-            yb = y[n, :, i0:i1]
-            if wide:
-                if n != have:
-                    np.copyto(inner, x[n])
-                    have = n
-                L = (i1 - i0) * Wp
-                src = as_strided(plane[:, i0 * Wp:], (C, KH, KW, L),
-                                 (st[0], dilation[0] * Wp * st[1], dilation[1] * st[1], st[1]),
-                                 writeable=False)
-                np.copyto(c.reshape(C, KH, KW, L), src)
-                t = tmp if L == tmp.shape[1] else tmp[:, :L]
-                np.matmul(wm, c, out=t)
-                t = t.reshape(Co, i1 - i0, Wp)[:, :, :OW]
-                if b3 is None:
-                    np.copyto(yb, t)
-                else:
-                    np.add(t, b3, out=yb)
+            L = (i1 - i0) * PW
+            c = cols if L == cols.shape[3] else cols[..., :L]
+            for a, t, p, q, o in taps:
+                np.copyto(c[:, a, t], phases[:, p, q, i0 * PW + o:i0 * PW + o + L])
+            tm = tmp if L == tmp.shape[1] else tmp[:, :L]
+            np.matmul(wm, c.reshape(K, L), out=tm)
+            tm = tm.reshape(Co, i1 - i0, PW)[:, :, :OW]
+            if b3 is None:
+                np.copyto(y[n, :, i0:i1], tm)
             else:
-                _im2col_rows(x[n], c, i0, i1, *args)
-                np.matmul(wm, c, out=yb.reshape(Co, -1))
-                if b3 is not None:
-                    yb += b3
+                np.add(tm, b3, out=y[n, :, i0:i1])
     with _blas_one_thread():
         list(_pool().map(run, range(T)))
     return y
