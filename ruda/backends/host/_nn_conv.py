@@ -66,6 +66,11 @@ if _nb is not None:
                                 sr = srow[k0 - pw:]
                                 for k in range(k1 - k0):
                                     d[k] = sr[k]
+                            elif sw == 2:
+                                # constant stride: LLVM vectorizes the even/odd split
+                                sr = srow[pc + 2 * k0 - pw:]
+                                for k in range(k1 - k0):
+                                    d[k] = sr[2 * k]
                             else:
                                 for k in range(k1 - k0):
                                     d[k] = srow[pc + (k0 + k) * sw - pw]
