@@ -24,6 +24,28 @@ try:
 except ImportError:          # optional: depthwise then goes through im2col + BLAS
     _nb = None
 
+
+def _passive_numba_threads():
+    """Starts Numba's thread pool with OMP_WAIT_POLICY=PASSIVE (unless the user set a policy):
+    idle OpenMP workers then sleep instead of spinning, and so leave the cores to the BLAS and
+    thread-pool work that follows a parallel kernel (MobileNetV2 forward on 2 cores: about
+    300 -> 200 ms). The variable is restored at once, so a libgomp loaded later (torch's)
+    reads what the user set; where the pool is already running this changes nothing."""
+    import os
+    if _nb is None or "OMP_WAIT_POLICY" in os.environ:
+        return
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    try:
+        from numba.np.ufunc import parallel
+        parallel._launch_threads()
+    except Exception:        # a Numba without this hook: the default policy stays
+        pass
+    finally:
+        del os.environ["OMP_WAIT_POLICY"]
+
+
+_passive_numba_threads()
+
 if _nb is not None:
     @_nb.njit(parallel=True, fastmath=False, cache=True)
     def _depthwise(x, w, b, out, sh, sw, dh, dw, ph, pw):
