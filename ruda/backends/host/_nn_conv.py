@@ -165,8 +165,24 @@ def conv(x, w, bias, stride, padding, dilation, groups):
     bw = np.zeros(Co, wdt) if bias is None else np.ascontiguousarray(bias, dtype=wdt)
     if groups == C and w.shape[1] == 1 and nd == 2 and _depthwise is not None:
         y = np.empty((N, Co) + out, dtype=wdt)
-        _depthwise(xw, ww.reshape(Co, ks[0], ks[1]), bw, y, stride[0], stride[1], dilation[0],
-                   dilation[1], padding[0][0], padding[1][0])
+        args = (ww.reshape(Co, ks[0], ks[1]), bw, stride[0], stride[1], dilation[0],
+                dilation[1], padding[0][0], padding[1][0])
+        T = min(_THREADS, N)
+        if T < 2 or y.size < 1 << 15:
+            _depthwise(xw, args[0], args[1], y, *args[2:])
+        else:
+            # images split over the thread pool, Numba on one thread in each: no OpenMP team
+            # whose idle workers spin (a libgomp shared with torch ignores a passive policy) on
+            # the cores the BLAS work after this needs
+            def run(i):
+                n0, n1 = N * i // T, N * (i + 1) // T
+                was = _nb.get_num_threads()         # (per thread)
+                _nb.set_num_threads(1)
+                try:
+                    _depthwise(xw[n0:n1], args[0], args[1], y[n0:n1], *args[2:])
+                finally:
+                    _nb.set_num_threads(was)
+            list(_pool().map(run, range(T)))
     else:
         y = _im2col_gemm(xw, ww, bw if bias is not None else None, stride, padding, dilation,
                          groups, out)
