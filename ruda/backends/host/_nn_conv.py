@@ -24,28 +24,6 @@ try:
 except ImportError:          # optional: depthwise then goes through im2col + BLAS
     _nb = None
 
-
-def _passive_numba_threads():
-    """Starts Numba's thread pool with OMP_WAIT_POLICY=PASSIVE (unless the user set a policy):
-    idle OpenMP workers then sleep instead of spinning, and so leave the cores to the BLAS and
-    thread-pool work that follows a parallel kernel (MobileNetV2 forward on 2 cores: about
-    300 -> 200 ms). The variable is restored at once, so a libgomp loaded later (torch's)
-    reads what the user set; where the pool is already running this changes nothing."""
-    import os
-    if _nb is None or "OMP_WAIT_POLICY" in os.environ:
-        return
-    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
-    try:
-        from numba.np.ufunc import parallel
-        parallel._launch_threads()
-    except Exception:        # a Numba without this hook: the default policy stays
-        pass
-    finally:
-        del os.environ["OMP_WAIT_POLICY"]
-
-
-_passive_numba_threads()
-
 if _nb is not None:
     @_nb.njit(parallel=True, fastmath=False, cache=True)
     def _depthwise(x, w, b, out, sh, sw, dh, dw, ph, pw):
@@ -172,8 +150,7 @@ def conv(x, w, bias, stride, padding, dilation, groups):
             _depthwise(xw, args[0], args[1], y, *args[2:])
         else:
             # images split over the thread pool, Numba on one thread in each: no OpenMP team
-            # whose idle workers spin (a libgomp shared with torch ignores a passive policy) on
-            # the cores the BLAS work after this needs
+            # whose idle workers spin on the cores that the BLAS work after this needs
             def run(i):
                 n0, n1 = N * i // T, N * (i + 1) // T
                 was = _nb.get_num_threads()         # (per thread)
