@@ -158,36 +158,42 @@ def _ruda_from_hf(hf, config, c, dtype_name):
     return Llama(dict(config, torch_dtype=dtype_name), weights, None, None, None, c.dev, dt)
 
 
+def _random_models(c, name, config, dtype_name, cuda_only=False):
+    """(transformers model, ruda model or None for torch) with the same random weights, built
+    once per process; Skip where contestant c cannot run the case."""
+    _kind(c)
+    if not c.gpu:
+        raise Skip("GPU size")
+    if cuda_only and c.kind == "ruda" and c.dev.kind != "cuda":
+        raise Skip("cuda only (weights shared with transformers through DLPack)")
+    try:
+        import torch
+        dev = "cuda" if torch.cuda.is_available() else None
+    except ImportError:
+        dev = None
+    if dev is None:
+        raise Skip("needs torch with CUDA for the shared random weights")
+    hf = _cached(("hf-random", name, dtype_name), lambda: _hf_random(config, dtype_name, dev))
+    if c.kind == "torch":
+        return hf, None
+    return hf, _cached(("ruda-random", name, dtype_name, str(c.dev)),
+                       lambda: _ruda_from_hf(hf, config, c, dtype_name))
+
+
 def _random_decode(name, config, dtype_name, cuda_only=False, **generate_kw):
     def make(c):
-        _kind(c)
-        if not c.gpu:
-            raise Skip("GPU size")
-        if cuda_only and c.kind == "ruda" and c.dev.kind != "cuda":
-            raise Skip("cuda only (weights shared with transformers through DLPack)")
-        try:
-            import torch
-            dev = "cuda" if torch.cuda.is_available() else None
-        except ImportError:
-            dev = None
-        if dev is None:
-            raise Skip("needs torch with CUDA for the shared random weights")
-        hf = _cached(("hf-random", name, dtype_name), lambda: _hf_random(config, dtype_name, dev))
-        if c.kind == "torch":
+        hf, model = _random_models(c, name, config, dtype_name, cuda_only)
+        if model is None:
             return _torch_decode(c, hf, config["vocab_size"], **generate_kw)
-        model = _cached(("ruda-random", name, dtype_name, str(c.dev)),
-                        lambda: _ruda_from_hf(hf, config, c, dtype_name))
         return _ruda_decode(model)
     return make
 
 
 def _prefill(name, config, T):
     def make(c):
-        fn = _random_decode(name, config, "bfloat16", cuda_only=True)
-        fn(c)       # the checks and the cached models
-        hf = _MODELS[("hf-random", name, "bfloat16")]
+        hf, model = _random_models(c, name, config, "bfloat16", cuda_only=True)
         ids = np.random.default_rng(1).integers(100, config["vocab_size"], (1, T))
-        if c.kind == "torch":
+        if model is None:
             t = c.ns
             x = t.tensor(ids, device="cuda")
 
@@ -196,7 +202,6 @@ def _prefill(name, config, T):
                     return hf(x, logits_to_keep=1).logits
             return run
         import ruda as xp
-        model = _MODELS[("ruda-random", name, "bfloat16", str(c.dev))]
         x = xp.asarray(ids.astype(np.int32), device=c.dev)
         return lambda: model.forward(x, model.new_cache(1, T), 0, last_only=True)
     return make

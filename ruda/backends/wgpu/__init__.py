@@ -117,25 +117,29 @@ class WgpuBackend(FftOps, MatmulOps, LinalgOps, ElementwiseOps, ReductionOps, In
                 f"{self.ctx.max_binding >> 20} MiB)")
 
     def notes(self):
-        """Plain-language notes for ``python -m ruda info``: dtypes this adapter costs and why."""
+        """Plain-language notes for ``python -m ruda info``: what this adapter flushes, the dtypes
+        it costs and why."""
         ftz = ["float32 subnormals (below 1.2e-38) flush to zero on this adapter, as WGSL allows"
                ] if self.flushes_subnormals else []
+        return ftz + self._dtype_notes()
+
+    def _dtype_notes(self):
         missing = [f for f in ("shader-f64", "shader-int64") if f not in self.ctx.features]
         if not missing:
-            return ftz
+            return []
         lost = ", ".join(d for f in missing for d in _FEATURE_DTYPES[f])
         dflt = ", ".join(f"{k} {_dtypes.name(v)}" for k, v in self.default_dtypes().items()
                          if k in ("real floating", "integral"))
         withheld = sorted(set(missing) & _device._withheld())
         if withheld:
-            return ftz + [f"RUDA_WGPU_WITHOUT withholds {', '.join(withheld)}: no {lost} on this device "
+            return [f"RUDA_WGPU_WITHOUT withholds {', '.join(withheld)}: no {lost} on this device "
                     f"(defaults: {dflt})"]
         if _device._is_gl(self.ctx.adapter):
             # wgpu lists OpenGL only where no Vulkan driver is installed (or RUDA_WGPU_BACKEND asks)
-            return ftz + [f"OpenGL adapter (no Vulkan driver found): no {lost}, as it lacks "
+            return [f"OpenGL adapter (no Vulkan driver found): no {lost}, as it lacks "
                     f"{', '.join(missing)} (defaults: {dflt}). Fix: install the Vulkan driver "
                     f"(Debian/Ubuntu: sudo apt-get install mesa-vulkan-drivers)"]
-        return ftz + [f"the adapter lacks {', '.join(missing)}: no {lost} on this device (defaults: {dflt})"]
+        return [f"the adapter lacks {', '.join(missing)}: no {lost} on this device (defaults: {dflt})"]
 
     # ------------------------------------------------------------------ capabilities
     def dtypes(self):
