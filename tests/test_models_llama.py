@@ -4,6 +4,7 @@ tokens; generation options; loading errors; the CLI."""
 import json
 import os
 import string
+import warnings
 
 import numpy as np
 import pytest
@@ -94,6 +95,77 @@ def test_logits_and_greedy_match_transformers(checkpoints, device, arch):
     assert got.dtype == xp.float32 and got.device == device
     np.testing.assert_allclose(to_numpy(got), want, rtol=1e-4, atol=1e-4)
     assert m.generate_ids([ids], max_new_tokens=8)[0] == _ref_greedy(ref, ids, 8)
+
+
+@pytest.mark.parametrize("arch", list(CONFIGS))
+def test_decode_step_matches_forward(checkpoints, device, arch):
+    """``decode_step`` (position and tokens in device memory, attention over the whole cache
+    with the later keys masked: what the cuda recording replays) gives forward's logits, for a
+    batch of left-padded prompts (the padding mask) and through Mistral's sliding window."""
+    m = load(checkpoints[arch][0], device=device)
+    rng = np.random.default_rng(7)
+    B, T, n, max_len = 2, 6, 5, 16
+    ids = xp.asarray(rng.integers(3, 128, (B, T)), dtype=xp.int32, device=device)
+    keep = np.ones((B, 1, 1, max_len), dtype=bool)
+    keep[1, ..., :2] = False                             # row 1: two padding positions
+    mask = xp.asarray(keep, device=device)
+    ref, rec = m.new_cache(B, max_len), m.new_cache(B, max_len)
+    m.forward(ids, ref, 0, mask[..., :T], last_only=True)
+    m.forward(ids, rec, 0, mask[..., :T], last_only=True)
+    for c in ref + rec:
+        c.length = T
+    pos = xp.zeros((1,), dtype=xp.int32, device=device)
+    for t in range(T, T + n):
+        tok = xp.asarray(rng.integers(3, 128, (B, 1)), dtype=xp.int32, device=device)
+        want = m.forward(tok, ref, t, mask[..., :t + 1], last_only=True)
+        pos[...] = xp.asarray([t], dtype=xp.int32, device=device)
+        got = m.decode_step(tok, pos, rec, mask)
+        assert got.shape == want.shape == (B, 1, 128) and got.dtype == want.dtype
+        np.testing.assert_allclose(to_numpy(got), to_numpy(want), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(to_numpy(rec[0].k[:, :, :T + n]), to_numpy(ref[0].k[:, :, :T + n]),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_recorded_decode_gives_the_same_tokens(checkpoints, monkeypatch):
+    """Generation through a recorded decode step (what cuda replays as a CUDA graph) gives the
+    tokens of the unrecorded path, single and batched (padding mask), and the recording is
+    reused by the next generation of the same batch and length. The host stands in for the
+    recording device: its replay runs the step again into the recorded output."""
+    m = load(checkpoints["mistral"][0], device="cpu")
+    want = [m.generate_ids([p], max_new_tokens=6)[0] for p in PROMPTS]
+    want_batch = m.generate_ids(PROMPTS, max_new_tokens=6)
+    calls = []
+
+    def capture(self, fn):
+        calls.append(fn)
+        out = fn()
+
+        def replay():
+            out[...] = fn()
+        return replay, out
+    cls = type(m.device.backend)
+    monkeypatch.setattr(cls, "records", True, raising=False)
+    monkeypatch.setattr(cls, "capture", capture)
+    assert [m.generate_ids([p], max_new_tokens=6)[0] for p in PROMPTS] == want
+    assert m.generate_ids(PROMPTS, max_new_tokens=6) == want_batch
+    assert m.generate_ids(PROMPTS, max_new_tokens=6) == want_batch
+    assert len(calls) == 3          # one per (batch, length): the last call reused it
+
+
+@pytest.mark.parametrize("arch", ["mistral", "qwen3"])
+def test_recorded_decode_on_the_device(checkpoints, device, arch, monkeypatch):
+    """Where the device records (cuda: CUDA graphs), bfloat16 decoding is recorded without a
+    warning and gives the tokens of the unrecorded run (``RUDA_CUDA_GRAPHS=0``)."""
+    if not device.backend.records:
+        pytest.skip(f"device '{device}' records no work")
+    m = load(checkpoints[arch][0], device=device, dtype=xp.bfloat16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        got = m.generate_ids(PROMPTS, max_new_tokens=8)
+    assert m._recorded.replay is not m._recorded.fn          # a recording, replayed
+    monkeypatch.setenv("RUDA_CUDA_GRAPHS", "0")
+    m2 = load(checkpoints[arch][0], device=device, dtype=xp.bfloat16)
+    assert m2.generate_ids(PROMPTS, max_new_tokens=8) == got
 
 
 def test_batch_of_prompts_of_different_lengths(checkpoints, device):

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import ruda
+import ruda.nn  # noqa: F401  (ruda.nn.<function> below)
 from ruda._devices import unavailable
 
 CUDA_REASON = unavailable("cuda")

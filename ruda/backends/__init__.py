@@ -43,6 +43,14 @@ nn kernels
     ``NotImplemented`` for a dtype or shape it does not handle; ``ruda.nn`` then composes
     namespace ops.  Signatures are in ``ruda/nn/README.md``.
 
+recording
+    ``records``: whether the device can record work and replay it without the host (CUDA
+    graphs); then ``capture(fn)`` runs ``fn()`` once eagerly, records a second call and returns ``(replay, out)``:
+    ``out`` is what the recorded call returned and ``replay()`` runs the recorded work again
+    on the same memory, or NotImplemented (with a RuntimeWarning naming the cause) when ``fn``'s
+    work cannot be recorded.  ``fn`` must not read device memory on the host, and must give
+    the same result when run twice on the same inputs.
+
 An op the backend lacks raises ``NotImplementedError`` naming op and device.
 A backend may run an op through the host only via :meth:`Backend.host_fallback`,
 which records it, with its reason, in the class's ``fallbacks`` table (shown by
@@ -230,6 +238,11 @@ class Backend:
 
     def synchronize(self):
         """Wait for queued work (no-op where execution is synchronous)."""
+
+    records = False      # whether capture() records (see the module's "recording")
+
+    def capture(self, fn):
+        raise NotImplementedError(f"ruda: capture: device '{self.kind}' records no work")
 
     def binary_ufunc(self, name):
         """The NumPy ufunc that *is* this backend's binary elementwise op ``name`` on native

@@ -83,6 +83,30 @@ class KVCache:
         self.length = end
         return self.k[:, :, :end, :], self.v[:, :, :end, :]
 
+    def put(self, pos, k_new, v_new):
+        """Writes one step (B, H_kv, 1, D) at position ``pos``, a 1-element int32 array on the
+        cache's device, and returns the whole buffers: a decode step that takes its position
+        from device memory (recorded once, replayed) calls this; ``length`` is the caller's to
+        keep (:meth:`advance`). Shapes and dtypes are those of :meth:`update`; ``pos`` is not
+        read on the host, so it must lie in ``[0, max_len)``."""
+        B, H, _, D = self.k.shape
+        for name, a, d in (("k_new", k_new, D), ("v_new", v_new, self.v.shape[3])):
+            if not isinstance(a, xp.Array) or a.shape != (B, H, 1, d) or a.dtype != self.k.dtype:
+                raise _err(ValueError, name, f"a {self.k.dtype} array of shape {(B, H, 1, d)}",
+                           getattr(a, "shape", type(a).__name__))
+        if not isinstance(pos, xp.Array) or pos.shape != (1,) or pos.dtype != xp.int32:
+            raise _err(ValueError, "pos", "an int32 array of shape (1,)",
+                       getattr(pos, "shape", type(pos).__name__))
+        self.k[:, :, pos, :] = k_new
+        self.v[:, :, pos, :] = v_new
+        return self.k, self.v
+
+    def advance(self, n):
+        """Counts ``n`` more steps as held (after :meth:`put`)."""
+        if not 0 <= self.length + n <= self.max_len:
+            raise _err(ValueError, "n", f"at most {self.max_len - self.length} more steps", n)
+        self.length += n
+
     def reset(self):
         """Forgets the steps held (the buffers stay allocated)."""
         self.length = 0

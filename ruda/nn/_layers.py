@@ -60,7 +60,7 @@ def embedding(indices, weight):
             raise c.err(ValueError, "embedding", "weight", f"indices' device {indices.device}",
                         weight.device)
         _index_range("embedding", "indices", indices, weight.shape[0])
-        return _quantized.embedding(indices, weight)
+        return embedding_rows(indices, weight)
     c.array("embedding", "weight", weight)
     if weight.device != indices.device:
         raise c.err(ValueError, "embedding", "weight", f"indices' device {indices.device}",
@@ -69,6 +69,14 @@ def embedding(indices, weight):
         raise c.err(ValueError, "embedding", "weight", "2 dimensions (num_embeddings, dim)",
                     f"shape {weight.shape}")
     _index_range("embedding", "indices", indices, weight.shape[0])
+    return embedding_rows(indices, weight)
+
+
+def embedding_rows(indices, weight):
+    """:func:`embedding` of indices known to be in range: no host read (a recorded decode step
+    takes its tokens from device memory)."""
+    if isinstance(weight, _quantized.QuantizedWeight):
+        return _quantized.embedding(indices, weight)
     flat = xp.reshape(indices, (-1,))
     return xp.reshape(xp.take(weight, flat, axis=0), tuple(indices.shape) + (weight.shape[1],))
 

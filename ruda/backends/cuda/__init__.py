@@ -228,6 +228,16 @@ class CudaBackend(Backend):
             self._scalars[key] = s
         return s
 
+    @property
+    def records(self):
+        """CUDA graphs record work (``capture``); ``RUDA_CUDA_GRAPHS=0`` turns that off."""
+        return os.environ.get("RUDA_CUDA_GRAPHS") != "0"
+
+    def capture(self, fn):
+        """The contract's "recording", as a CUDA graph (``_capture``)."""
+        from ruda.backends.cuda import _capture
+        return _capture.capture(self._cp_device, fn)
+
     def export_here(self, a, stream=None, max_version=None, copy=None):
         """CuPy's export on the array's GPU, with the standard's ``copy``: CuPy copies only to the
         host, so copy=True copies on the device here first.  (To the host, the contract's

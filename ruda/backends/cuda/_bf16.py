@@ -406,6 +406,7 @@ def _gemm(a, b, batch, n, k, m):
     """bfloat16 (batch..., n, m) = a (..., n, k) @ b (..., k, m), fp32 accumulation in cuBLAS."""
     from cupy.cuda import device as _cp_device
     from cupy_backends.cuda.libs import cublas
+    from ruda.backends.cuda import _capture
     out = cp.empty(batch + (n, m), U16)
     if out.size == 0:
         return as_bf16(out)
@@ -418,6 +419,11 @@ def _gemm(a, b, batch, n, k, m):
     pa, pb = _ptr(a3), _ptr(b3)
     # Row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets (B, A) and writes C^T, m x n, ldc = m.
     handle = _cp_device.get_cublas_handle()
+    if _capture.capturing():
+        _capture.gemm(handle, opb, opa, m, n, k, _ONE.ctypes.data, pb, CUDA_R_16BF, ldb, sb, pa,
+                      CUDA_R_16BF, lda, sa, _ZERO.ctypes.data, _ptr(out), CUDA_R_16BF, nb,
+                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
+        return as_bf16(out)
     mode = cublas.getPointerMode(handle)
     if mode != POINTER_MODE_HOST:
         cublas.setPointerMode(handle, POINTER_MODE_HOST)

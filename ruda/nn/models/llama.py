@@ -2,6 +2,7 @@
 ruda.nn, configured by transformers' config.json keys."""
 import ruda as xp
 import ruda.nn as nn
+from ruda.nn._layers import embedding_rows
 from ruda.nn.models._generate import Generator
 
 ARCHITECTURES = ("llama", "mistral", "qwen2", "qwen3")          # config.json model_type
@@ -179,8 +180,7 @@ class Llama(Generator):
         """cos, sin for positions [start, end): slices of one table up to the largest length
         asked for so far (dynamic NTK scaling depends on the length: computed each call)."""
         cfg = self.cfg
-        dynamic = cfg.scaling and cfg.scaling.get("rope_type", cfg.scaling.get("type")) == "dynamic"
-        if dynamic:
+        if not self.recordable():
             pos = xp.arange(start, end, dtype=xp.int32, device=self.device)
             return nn.rope_frequencies(cfg.head_dim, cfg.theta, pos, cfg.scaling,
                                        dtype=self.dtype)
@@ -197,7 +197,7 @@ class Llama(Generator):
         return [nn.KVCache(batch, cfg.kv_heads, max_len, cfg.head_dim, dtype=self.dtype,
                            device=self.device) for _ in range(cfg.layers)]
 
-    def _attention(self, L, x, caches, i, cos, sin, mask):
+    def _attention(self, L, x, i, cos, sin, attend):
         cfg = self.cfg
         B, T, _ = x.shape
         D, Hq, Hk = cfg.head_dim, cfg.heads, cfg.kv_heads
@@ -222,10 +222,7 @@ class Llama(Generator):
                 k = nn.rms_norm(k, (D,), L["k_norm"], cfg.eps)
             q = nn.apply_rope(xp.permute_dims(q, (0, 2, 1, 3)), cos, sin)
             k = nn.apply_rope(xp.permute_dims(k, (0, 2, 1, 3)), cos, sin)
-        if caches is not None:
-            k, v = caches[i].update(k, v)
-        o = nn.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=True,
-                                            enable_gqa=Hq != Hk, sliding_window=L["window"])
+        o = attend(L, i, q, k, v)
         o = xp.reshape(xp.permute_dims(o, (0, 2, 1, 3)), (B, T, Hq * D))
         return nn.linear(o, L["o"], L["o_b"])
 
@@ -255,15 +252,57 @@ class Llama(Generator):
                              f"{caches[0].max_len - caches[0].length} more positions (the "
                              f"cache holds {caches[0].length} of {caches[0].max_len}), got {T}")
         cos, sin = self.rope(start, start + T)
-        x = nn.embedding(tokens, self.embed)
+        gqa = cfg.heads != cfg.kv_heads
+
+        def attend(L, i, q, k, v):
+            if caches is not None:
+                k, v = caches[i].update(k, v)
+            return nn.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=True,
+                                                   enable_gqa=gqa, sliding_window=L["window"])
+        return self._layers(nn.embedding(tokens, self.embed), cos, sin, attend, last_only)
+
+    def _layers(self, x, cos, sin, attend, last_only):
+        cfg = self.cfg
         if x.dtype != self.dtype:
             x = xp.astype(x, self.dtype)
         for i, L in enumerate(self.layers):
             h = nn.rms_norm(x, (cfg.hidden,), L["in_norm"], cfg.eps)
-            x = x + self._attention(L, h, caches, i, cos, sin, mask)
+            x = x + self._attention(L, h, i, cos, sin, attend)
             h = nn.rms_norm(x, (cfg.hidden,), L["post_norm"], cfg.eps)
             x = x + self._mlp(L, h)
         if last_only:
             x = x[:, -1:, :]
         x = nn.rms_norm(x, (cfg.hidden,), self.norm, cfg.eps)
         return nn.linear(x, self.lm_head)
+
+    def decode_step(self, tokens, pos, caches, mask=None):
+        """Logits (B, 1, vocab) of one new token per row at position ``pos``, read from device
+        memory only: ``tokens`` int32 (B, 1) in range, ``pos`` int32 (1,) below the caches'
+        ``max_len``, ``mask`` None or bool (B, 1, 1, max_len) as in :meth:`forward`. Attention
+        runs over the whole cache buffers with the keys after ``pos`` masked out, so every
+        shape is static and the step can be recorded once and replayed (``Generator.steps``
+        does so where the device records work). The caches' ``length`` is left to the caller.
+        Needs a rope table (no dynamic NTK scaling) built up to ``max_len``."""
+        cfg = self.cfg
+        T = caches[0].max_len
+        self.rope(0, T)
+        cos, sin = self._rope_table
+        cos, sin = xp.take(cos, pos, axis=0), xp.take(sin, pos, axis=0)
+        j = xp.arange(T, dtype=xp.int32, device=self.device)
+        seen = xp.reshape(j <= pos, (1, 1, 1, T))
+        masks = {}
+        for w in {L["window"] for L in self.layers}:
+            m = seen if w is None else xp.logical_and(seen, xp.reshape(j > pos - w, (1, 1, 1, T)))
+            masks[w] = m if mask is None else xp.logical_and(m, mask)
+        gqa = cfg.heads != cfg.kv_heads
+
+        def attend(L, i, q, k, v):
+            k, v = caches[i].put(pos, k, v)
+            return nn.scaled_dot_product_attention(q, k, v, attn_mask=masks[L["window"]],
+                                                   enable_gqa=gqa)
+        return self._layers(embedding_rows(tokens, self.embed), cos, sin, attend, True)
+
+    def recordable(self):
+        """Whether :meth:`decode_step` applies (a fixed rope table: no dynamic NTK scaling)."""
+        s = self.cfg.scaling
+        return not (s and s.get("rope_type", s.get("type")) == "dynamic")
