@@ -141,15 +141,22 @@ def test_recorded_decode_gives_the_same_tokens(checkpoints, monkeypatch):
         out = fn()
 
         def replay():
-            out[...] = fn()
+            new = fn()
+            for o, n in zip(*((out, new) if isinstance(out, tuple) else ((out,), (new,)))):
+                if o is not None:
+                    o[...] = n
         return replay, out
     cls = type(m.device.backend)
     monkeypatch.setattr(cls, "records", True, raising=False)
     monkeypatch.setattr(cls, "capture", capture)
     assert [m.generate_ids([p], max_new_tokens=6)[0] for p in PROMPTS] == want
     assert m.generate_ids(PROMPTS, max_new_tokens=6) == want_batch
-    assert m.generate_ids(PROMPTS, max_new_tokens=6) == want_batch
-    assert len(calls) == 3          # one per (batch, length): the last call reused it
+    assert len(calls) == 3          # the decode step, per (batch, cache length)
+    for _ in range(2):              # the same shape again: the prompt's prefill is recorded too
+        assert m.generate_ids(PROMPTS, max_new_tokens=6) == want_batch
+    assert len(calls) == 4
+    assert m.generate_ids(PROMPTS, max_new_tokens=6, temperature=0.5, seed=3) == \
+        m.generate_ids(PROMPTS, max_new_tokens=6, temperature=0.5, seed=3)
 
 
 @pytest.mark.parametrize("arch", ["mistral", "qwen3"])
@@ -162,7 +169,9 @@ def test_recorded_decode_on_the_device(checkpoints, device, arch, monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         got = m.generate_ids(PROMPTS, max_new_tokens=8)
-    assert m._recorded.replay is not m._recorded.fn          # a recording, replayed
+    assert m._recordings.step_rec.recorded                      # a recording, replayed
+    for _ in range(2):                                          # the prefill recorded too
+        assert m.generate_ids(PROMPTS, max_new_tokens=8) == got
     monkeypatch.setenv("RUDA_CUDA_GRAPHS", "0")
     m2 = load(checkpoints[arch][0], device=device, dtype=xp.bfloat16)
     assert m2.generate_ids(PROMPTS, max_new_tokens=8) == got

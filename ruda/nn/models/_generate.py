@@ -6,6 +6,7 @@ import os
 import ruda as xp
 import ruda.nn as nn
 import ruda.random
+from ruda.nn.models._recorded import Recordings
 
 _FN = "ruda.nn.models.generate"
 
@@ -98,52 +99,6 @@ class _Text:
         return ""
 
 
-class _RecordedStep:
-    """A model's ``decode_step`` recorded once by the device (``backend.capture``: CUDA graphs)
-    and replayed for every later token, with the tokens, position and key mask written into
-    device buffers the recording reads: no per-op host work while decoding. The model keeps
-    the latest one (with its caches) for the next generation of the same batch and length."""
-
-    @classmethod
-    def get(cls, model, B, max_len, mask):
-        """The recorder with emptied caches and ``mask`` set, or None where the model or the
-        device cannot record."""
-        rec = getattr(model, "recordable", None)
-        if rec is None or not rec() or not model.device.backend.records:
-            return None
-        r = getattr(model, "_recorded", None)
-        if r is None or r.key != (B, max_len):
-            r = model._recorded = cls(model, B, max_len)
-        for c in r.caches:
-            c.reset()
-        if mask is None:
-            r.mask[...] = True
-        else:
-            r.mask[...] = mask
-        return r
-
-    def __init__(self, model, B, max_len):
-        dev = model.device
-        self.key = (B, max_len)
-        self.caches = model.new_cache(B, max_len)
-        self.tok = xp.zeros((B, 1), dtype=xp.int32, device=dev)
-        self.pos = xp.zeros((1,), dtype=xp.int32, device=dev)
-        self.mask = xp.ones((B, 1, 1, max_len), dtype=xp.bool, device=dev)
-        self.fn = lambda: model.decode_step(self.tok, self.pos, self.caches, self.mask)  # noqa: E731
-        self.replay = self.out = None
-
-    def __call__(self, tokens, start):
-        self.tok[...] = tokens
-        self.pos[...] = xp.asarray([start], dtype=xp.int32, device=self.pos.device)
-        if self.replay is None:     # the first call records
-            r = self.pos.device.backend.capture(self.fn)
-            self.replay, self.out = (self.fn, None) if r is NotImplemented else r
-        out = self.replay()         # unrecordable: the step runs as it is
-        for c in self.caches:
-            c.advance(1)
-        return self.out if out is None else out
-
-
 class Generator:
     """Generation on top of a model's ``forward(tokens, caches, start, mask, last_only)`` and
     ``new_cache(batch, max_len)``."""
@@ -228,20 +183,24 @@ class Generator:
         if temperature:
             gen = ruda.random.Generator(int.from_bytes(os.urandom(8), "little")
                                         if seed is None else seed)
-        step = _RecordedStep.get(self, B, max_len, mask)
-        caches = step.caches if step else self.new_cache(B, max_len)
+        rec = Recordings.get(self, B, max_len, mask, greedy=not temperature and seen is None)
+        caches = rec.caches if rec else self.new_cache(B, max_len)
         start = 0
         for _ in range(min(max_new_tokens, max_len - T + 1)):
             S = start + tokens.shape[1]
-            if start and step:
-                logits = step(tokens, start)
+            nxt = None
+            if rec and start:
+                logits, nxt = rec.step(tokens, start)
+            elif rec:
+                logits = rec.prefill(tokens)
             else:
                 logits = self.forward(tokens, caches, start,
                                       None if mask is None else mask[..., :S], last_only=True)
-            s = xp.astype(logits[:, -1, :], xp.float32)
-            if seen is not None:
-                s = _penalize(s, seen, repetition_penalty)
-            nxt = nn.sample(s, temperature, top_k, top_p, min_p, generator=gen)
+            if nxt is None:
+                s = xp.astype(logits[:, -1, :], xp.float32)
+                if seen is not None:
+                    s = _penalize(s, seen, repetition_penalty)
+                nxt = nn.sample(s, temperature, top_k, top_p, min_p, generator=gen)
             out = [int(t) for t in nxt.to_device("cpu").tolist()]
             yield out
             start = S

@@ -242,7 +242,6 @@ class Llama(Generator):
         length must be ``start``. ``mask``: None or bool (B, 1, 1, S) over all the keys
         (cached and new), False at padding. ``last_only``: logits of the last position only
         (B, 1, vocab), which is all decoding needs."""
-        cfg = self.cfg
         if tokens.ndim != 2:
             raise ValueError(f"ruda.nn.models.Llama.forward: tokens: expected shape (B, T), "
                              f"got {tokens.shape}")
@@ -251,15 +250,26 @@ class Llama(Generator):
             raise ValueError(f"ruda.nn.models.Llama.forward: tokens: expected at most "
                              f"{caches[0].max_len - caches[0].length} more positions (the "
                              f"cache holds {caches[0].length} of {caches[0].max_len}), got {T}")
+        return self._run(nn.embedding(tokens, self.embed), caches, start, mask, last_only)
+
+    def prefill(self, tokens, caches, mask=None):
+        """:meth:`forward` of a prompt into ``caches`` emptied first, last position only, for
+        tokens known to be in range (nothing read on the host: recordable)."""
+        for c in caches:
+            c.reset()
+        return self._run(embedding_rows(tokens, self.embed), caches, 0, mask, True)
+
+    def _run(self, x, caches, start, mask, last_only):
+        T = x.shape[1]
         cos, sin = self.rope(start, start + T)
-        gqa = cfg.heads != cfg.kv_heads
+        gqa = self.cfg.heads != self.cfg.kv_heads
 
         def attend(L, i, q, k, v):
             if caches is not None:
                 k, v = caches[i].update(k, v)
             return nn.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=True,
                                                    enable_gqa=gqa, sliding_window=L["window"])
-        return self._layers(nn.embedding(tokens, self.embed), cos, sin, attend, last_only)
+        return self._layers(x, cos, sin, attend, last_only)
 
     def _layers(self, x, cos, sin, attend, last_only):
         cfg = self.cfg
