@@ -212,6 +212,9 @@ SDPA_CASES = [  # B, Hq, Hkv, L, S, D, Dv, causal, window, mask
     (1, 8, 2, 1, 1000, 64, 64, False, None, None),      # decode
     (2, 4, 4, 3, 700, 128, 128, True, 100, None),        # decode, causal + window
     (1, 4, 2, 2, 600, 32, 32, False, None, "bool"),      # decode with a mask
+    (2, 16, 2, 1, 900, 128, 128, False, None, "add"),    # decode: a group of 8 heads per block
+    (1, 16, 1, 2, 400, 64, 64, True, None, "add"),       # decode: group of 16, scalar kernel
+    (1, 4, 2, 1, 500, 40, 40, False, None, None),        # decode: rows of 40, scalar kernel
 ]
 
 

@@ -8,7 +8,9 @@ Two paths, both one online-softmax pass over the keys (no (L, S) score matrix), 
   (batch, head), K/V tiles staged through shared memory.
 Causal and sliding-window tiles outside the band are skipped.
 * decode (``nn_cuda.decode``), for few queries against many keys: the keys are split over
-  blocks (enough blocks to fill the GPU), then a merge kernel combines the partial softmaxes.
+  blocks (enough blocks to fill the GPU), then a merge kernel combines the partial softmaxes;
+  with 16-byte aligned rows (``decode_vec``) a block reads K and V in 16-byte vectors once for
+  all the query heads of its kv head.
 
 float32 and bfloat16, head dims up to 128; GQA reads kv head ``h // (Hq // Hkv)`` in place;
 masks are read through their broadcast strides (0 on broadcast axes).  A query whose keys are
@@ -25,6 +27,7 @@ MAX_HEAD_DIM = 128
 DECODE_MAX_L = 16       # at most this many queries and ...
 DECODE_MIN_S = 256      # ... at least this many keys: split-key decode
 DECODE_MIN_CHUNK = 64   # keys per decode block, at least
+DECODE_MAX_GROUP = 8    # query heads per kv head up to which one block serves the group
 
 
 def _row_strides(a):
@@ -85,8 +88,9 @@ def sdpa(q, k, v, mask, is_causal, scale, sliding_window):
                 *qs, *ks, *vs, *ms, *os_, np.float32(scale * math.log2(math.e)), np.int32(bool(is_causal)),
                 np.int32(window))
         if L <= DECODE_MAX_L and S >= DECODE_MIN_S:
-            _decode(dt, D, Dv, mkind, md, args, B, Hq, L, S, o, os_)
-        elif dt == "bfloat16" and D == Dv and D % 16 == 0 and _aligned8(q, qs, k, ks, v, vs):
+            _decode(dt, D, Dv, mkind, md, args, B, Hq, Hkv, L, S, o, os_,
+                    _aligned(16 // q.dtype.itemsize, q, qs, k, ks, v, vs))
+        elif dt == "bfloat16" and D == Dv and D % 16 == 0 and _aligned(8, q, qs, k, ks, v, vs):
             fn = function(("attention_mma", D, mkind, md), lambda: gen.attention_mma(D, mkind, md),
                           "ruda_attention_mma")
             fn((-(-L // 64), Hq, B), (128,), args)
@@ -98,24 +102,34 @@ def sdpa(q, k, v, mask, is_causal, scale, sliding_window):
         return o
 
 
-def _aligned8(*pairs):
-    """Every row of these (array, strides) pairs starts on 16 bytes (bfloat16: 8 elements)."""
+def _aligned(vec, *pairs):
+    """Every row of these (array, strides in elements) pairs starts on 16 bytes (``vec``
+    elements)."""
     for a, st in zip(pairs[::2], pairs[1::2]):
-        if a.data.ptr & 15 or any(int(x) % 8 for x in st):
+        if a.data.ptr & 15 or any(int(x) % vec for x in st):
             return False
     return True
 
 
-def _decode(dt, D, Dv, mkind, md, args, B, Hq, L, S, o, os_):
+def _decode(dt, D, Dv, mkind, md, args, B, Hq, Hkv, L, S, o, os_, vec_ok):
     cp = _cp()
     rows = B * Hq * L
-    nsplit = max(1, min(-(-4 * sms() // rows), -(-S // DECODE_MIN_CHUNK)))
+    group = Hq // Hkv
+    lanes = D // (16 // o.dtype.itemsize) if D == Dv and D % (16 // o.dtype.itemsize) == 0 else 0
+    vec = vec_ok and lanes in (1, 2, 4, 8, 16, 32) and group <= DECODE_MAX_GROUP
+    blocks = B * Hkv * L if vec else rows
+    nsplit = max(1, min(-(-4 * sms() // blocks), -(-S // DECODE_MIN_CHUNK)))
     chunk = -(-S // nsplit)
     nsplit = -(-S // chunk)
     part = cp.empty((rows, nsplit, Dv + 2), np.float32)
     key = ("decode", dt, D, Dv, mkind, md)
     make = lambda: gen.decode(dt, D, Dv, mkind, md)   # noqa: E731
-    fn = function(key, make, "ruda_decode")
     merge = function(key + ("merge",), make, "ruda_decode_merge")
-    fn((nsplit, Hq * L, B), (128,), (*args, part, np.int32(chunk)))
+    if vec:
+        fn = function(("decode_vec", dt, D, group, mkind, md),
+                      lambda: gen.decode_vec(dt, D, group, mkind, md), "ruda_decode_vec")
+        fn((nsplit, Hkv * L, B), (256,), (*args, part, np.int32(chunk)))
+    else:
+        fn = function(key, make, "ruda_decode")
+        fn((nsplit, Hq * L, B), (128,), (*args, part, np.int32(chunk)))
     merge((rows,), (128,), (part, arg(o), np.int32(nsplit), np.int32(L), np.int32(Hq), *os_))

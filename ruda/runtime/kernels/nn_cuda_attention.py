@@ -3,6 +3,7 @@
 ``attention(dtype, d, dv, mask, mdtype, bm, bn)``  tiled online softmax on CUDA cores (float32 math)
 ``attention_mma(d, mask, mdtype)``                bfloat16 on tensor cores (mma.sync m16n8k16)
 ``decode(dtype, d, dv, mask, mdtype)``            split-key decode and its merge kernel
+``decode_vec(dtype, d, group, mask, mdtype)``     the same with 16-byte loads, a kv head's group per block
 Types and bfloat16 helpers come from :mod:`ruda.runtime.kernels.nn_cuda`.
 """
 from ruda.runtime.kernels.nn_cuda import head
@@ -205,6 +206,109 @@ ruda_decode_merge(const float* __restrict__ part, T* __restrict__ o, int nsplit,
 }
 """
 
+# Decode with 16-byte loads, all G query heads of one kv head per block: each K/V row is read
+# once for the group. LPK lanes hold one key's row (VEC elements each), a warp takes 32 / LPK keys
+# per step; running (m, l, acc) per lane and head, merged across the warp's keys by shuffles and
+# across the NWV warps through shared memory into the same partial layout as ruda_decode.
+_DECODE_VEC = r"""
+#define G {g}
+#define NWV 8
+#define LPK (D / VEC)
+#define KPW (32 / LPK)
+extern "C" __global__ void __launch_bounds__(32 * NWV)
+ruda_decode_vec(ATT_ARGS, float* __restrict__ part, int chunk) {{
+    ATT_INIT;
+    __shared__ float sm[NWV][G], sl[NWV][G];
+    __shared__ float so[NWV][G][DV];
+    const int split = blockIdx.x, nsplit = gridDim.x;
+    const int hk = blockIdx.y / p.L, i = blockIdx.y % p.L, b = blockIdx.z;
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const int sub = lane % LPK, grp = lane / LPK, e0 = sub * VEC;
+    float qr[G][VEC], acc[G][VEC], m[G], l[G];
+#pragma unroll
+    for (int g = 0; g < G; ++g) {{
+        Pack u;
+        u.u = *reinterpret_cast<const uint4*>(p.q + b * p.qs[0] + (hk * G + g) * p.qs[1] + i * p.qs[2] + e0);
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) {{ qr[g][e] = ld(u.v[e]); acc[g][e] = 0.f; }}
+        m[g] = -INFINITY;
+        l[g] = 0.f;
+    }}
+    const T* kk = p.k + b * p.ks[0] + hk * p.ks[1] + e0;
+    const T* vv = p.v + b * p.vs[0] + hk * p.vs[1] + e0;
+    const int j_begin = split * chunk, j_end = min(p.S, j_begin + chunk);
+    for (int j0 = j_begin + w * KPW; j0 < j_end; j0 += NWV * KPW) {{
+        const int j = j0 + grp;
+        const bool valid = j < j_end;
+        Pack ku;
+        ku.u = valid ? *reinterpret_cast<const uint4*>(kk + j * p.ks[2]) : make_uint4(0u, 0u, 0u, 0u);
+        float s[G];
+        bool any = false;
+#pragma unroll
+        for (int g = 0; g < G; ++g) {{
+            float dot = 0.f;
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) dot += qr[g][e] * ld(ku.v[e]);
+#pragma unroll
+            for (int o = LPK / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+            s[g] = valid ? score(p, dot, b, hk * G + g, i, j) : -INFINITY;
+            any = any || s[g] != -INFINITY;
+        }}
+        if (!any) continue;
+        Pack vu;
+        vu.u = *reinterpret_cast<const uint4*>(vv + j * p.vs[2]);
+#pragma unroll
+        for (int g = 0; g < G; ++g) {{
+            if (s[g] == -INFINITY) continue;
+            const float mn = fmaxf(m[g], s[g]), corr = exp2f(m[g] - mn), pr = exp2f(s[g] - mn);
+            l[g] = l[g] * corr + pr;
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) acc[g][e] = acc[g][e] * corr + pr * ld(vu.v[e]);
+            m[g] = mn;
+        }}
+    }}
+#pragma unroll
+    for (int g = 0; g < G; ++g) {{
+#pragma unroll
+        for (int off = LPK; off < 32; off <<= 1) {{
+            const float mo = __shfl_xor_sync(0xffffffffu, m[g], off);
+            const float lo = __shfl_xor_sync(0xffffffffu, l[g], off);
+            const float mn = fmaxf(m[g], mo);
+            const float ca = m[g] == -INFINITY ? 0.f : exp2f(m[g] - mn);
+            const float cb = mo == -INFINITY ? 0.f : exp2f(mo - mn);
+            l[g] = l[g] * ca + lo * cb;
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) {{
+                const float ao = __shfl_xor_sync(0xffffffffu, acc[g][e], off);
+                acc[g][e] = acc[g][e] * ca + ao * cb;
+            }}
+            m[g] = mn;
+        }}
+        if (grp == 0) {{
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) so[w][g][e0 + e] = acc[g][e];
+            if (sub == 0) {{ sm[w][g] = m[g]; sl[w][g] = l[g]; }}
+        }}
+    }}
+    __syncthreads();
+    for (int x = threadIdx.x; x < G * (DV + 2); x += 32 * NWV) {{
+        const int g = x / (DV + 2), c = x % (DV + 2);
+        float M = sm[0][g];
+        for (int u = 1; u < NWV; ++u) M = fmaxf(M, sm[u][g]);
+        float r = M;
+        if (c > 0) {{
+            r = 0.f;
+            for (int u = 0; u < NWV; ++u) {{
+                const float f = sm[u][g] == -INFINITY ? 0.f : exp2f(sm[u][g] - M);
+                r += (c == 1 ? sl[u][g] : so[u][g][c - 2]) * f;
+            }}
+        }}
+        const long long row = ((long long)b * p.Hq + hk * G + g) * p.L + i;
+        part[(row * nsplit + split) * (DV + 2) + c] = r;
+    }}
+}}
+"""
+
 # bfloat16 attention on tensor cores (FlashAttention-2 style): a block of 4 warps takes BM = 64
 # query rows (16 per warp) of one (batch, head); the warp's Q fragments stay in registers; K and V
 # tiles of BN = 64 keys go through shared memory (rows padded by 16 bytes: conflict-free
@@ -374,6 +478,14 @@ def attention_mma(d, mask=None, mdtype=None):
     """bfloat16 tensor-core attention (D == DV, a multiple of 16, at most 128).  Entry
     ``ruda_attention_mma(ATT_ARGS)``; grid (ceil(L / 64), Hq, B), block 128."""
     return _att_head("bfloat16", d, d, mask, mdtype) + _ATT_MMA
+
+
+def decode_vec(dtype, d, group, mask=None, mdtype=None):
+    """Decode with 16-byte loads and the ``group`` query heads of a kv head in one block (D ==
+    DV, D / VEC a power of two at most 32, rows 16-byte aligned): entry
+    ``ruda_decode_vec(ATT_ARGS, part, chunk)``, grid (nsplit, Hkv * L, B), block 256; the
+    partials are merged by :func:`decode`'s ``ruda_decode_merge``."""
+    return _att_head(dtype, d, d, mask, mdtype) + _DECODE_VEC.format(g=group)
 
 
 def decode(dtype, d, dv, mask=None, mdtype=None):
