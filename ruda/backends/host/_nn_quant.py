@@ -4,7 +4,8 @@ Few rows (decode): a Numba GEMV that reads each quantized row once, in flat loop
 vectorizes (AVX2 has no int64 -> float conversion, so the nibbles become floats through float
 arithmetic: ``hi = floor(v / 16)``, ``lo = v - 16 hi``). Q4: ``t = x_lo * lo + x_hi * hi``
 over the row in one flat loop (x split once per call into the low- and high-nibble halves of
-each block), then ``sum_b d_b * sum(t_b) + m_b * sum(x_b)`` (q4_0: ``m = -8 d``). Q8_0:
+each block), then ``sum_b d_b * sum(t_b) + m_b * sum(x_b)`` (q4_0: ``m = -8 d``); several rows
+of x: each weight row dequantized once, then a dot product per row of x. Q8_0:
 32 float lanes ``+= d * x * q`` over the blocks, summed at the end. Large matrices run on the
 thread pool, a chunk of output rows per task; small ones run serially (waking the pool costs
 more than they do). Many rows (prefill): blocks of output rows dequantized to float32 by Numba,
@@ -54,6 +55,29 @@ if _nb is not None:
                 out[r, o] = s
 
     @_nb.njit(inline="always", fastmath=_FAST)
+    def _rows_q4_multi(x, q, d, m, kind, out, o0, o1):
+        """out[:, o0:o1] for several rows of x: each weight row dequantized once into float32,
+        then one dot product per row of x (no per-row block sums)."""
+        R, n = x.shape
+        nb = d.shape[1]
+        f = np.float32
+        w = np.empty(n, np.float32)
+        for o in range(o0, o1):
+            for b in range(nb):
+                db = d[o, b]
+                mb = m[o, b] if kind == 2 else f(-8.0) * db
+                for j in range(16):
+                    v = f(q[o, b * 16 + j])
+                    hi = np.floor(v * f(0.0625))
+                    w[b * 32 + j] = db * (v - f(16.0) * hi) + mb
+                    w[b * 32 + 16 + j] = db * hi + mb
+            for r in range(R):
+                s = f(0.0)
+                for i in range(n):
+                    s += x[r, i] * w[i]
+                out[r, o] = s
+
+    @_nb.njit(inline="always", fastmath=_FAST)
     def _rows_q8(x, q, d, out, o0, o1):
         """out[:, o0:o1] for a q8_0 weight."""
         R = x.shape[0]
@@ -90,14 +114,21 @@ if _nb is not None:
 
     @_nb.njit(parallel=True, fastmath=_FAST, cache=True)
     def _gemv_q4_par(x, q, d, m, kind, out, chunks):
-        xl, xh, xs = _split_x(x)
         nout = q.shape[0]
         per = -(-nout // chunks)
+        if x.shape[0] > 1:
+            for c in _nb.prange(chunks):
+                _rows_q4_multi(x, q, d, m, kind, out, c * per, min(nout, c * per + per))
+            return
+        xl, xh, xs = _split_x(x)
         for c in _nb.prange(chunks):
             _rows_q4(xl, xh, xs, q, d, m, kind, out, c * per, min(nout, c * per + per))
 
     @_nb.njit(fastmath=_FAST, cache=True)
     def _gemv_q4(x, q, d, m, kind, out):
+        if x.shape[0] > 1:
+            _rows_q4_multi(x, q, d, m, kind, out, 0, q.shape[0])
+            return
         xl, xh, xs = _split_x(x)
         _rows_q4(xl, xh, xs, q, d, m, kind, out, 0, q.shape[0])
 

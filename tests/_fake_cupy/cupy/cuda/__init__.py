@@ -26,6 +26,9 @@ class _Stream:
     def synchronize(self):
         pass
 
+    def is_capturing(self):         # no CUDA graphs here
+        return False
+
 
 _stream = _Stream()
 log = []                # what events did, in order: ("record", stream), ("sync",); tests add theirs
