@@ -26,6 +26,13 @@ _KINDS = {"q8_0": 0, "q4_0": 1, "q4_1": 2}
 _FAST = {"reassoc", "contract", "nsz", "arcp"}    # lets LLVM vectorize the reductions
 
 if _nb is not None:
+    @_nb.njit(inline="always")
+    def _nibbles(byte):
+        """(low, high) nibble of a byte as float32, through float arithmetic (vectorizes)."""
+        v = np.float32(byte)
+        hi = np.floor(v * np.float32(0.0625))
+        return v - np.float32(16.0) * hi, hi
+
     @_nb.njit(inline="always", fastmath=_FAST)
     def _rows_q4(xl, xh, xs, q, d, m, kind, out, o0, o1):
         """out[:, o0:o1] for a q4_0 (kind 1) / q4_1 (kind 2) weight; xl, xh (R, in/2): the
@@ -37,9 +44,8 @@ if _nb is not None:
         for o in range(o0, o1):
             for r in range(R):
                 for i in range(h):
-                    v = f(q[o, i])
-                    hi = np.floor(v * f(0.0625))
-                    t[i] = xl[r, i] * (v - f(16.0) * hi) + xh[r, i] * hi
+                    lo, hi = _nibbles(q[o, i])
+                    t[i] = xl[r, i] * lo + xh[r, i] * hi
                 s = f(0.0)
                 for b in range(nb):
                     u = f(0.0)
@@ -67,9 +73,8 @@ if _nb is not None:
                 db = d[o, b]
                 mb = m[o, b] if kind == 2 else f(-8.0) * db
                 for j in range(16):
-                    v = f(q[o, b * 16 + j])
-                    hi = np.floor(v * f(0.0625))
-                    w[b * 32 + j] = db * (v - f(16.0) * hi) + mb
+                    lo, hi = _nibbles(q[o, b * 16 + j])
+                    w[b * 32 + j] = db * lo + mb
                     w[b * 32 + 16 + j] = db * hi + mb
             for r in range(R):
                 s = f(0.0)
