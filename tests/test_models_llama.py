@@ -161,8 +161,9 @@ def test_recorded_decode_gives_the_same_tokens(checkpoints, monkeypatch):
 
 @pytest.mark.parametrize("arch", ["mistral", "qwen3"])
 def test_recorded_decode_on_the_device(checkpoints, device, arch, monkeypatch):
-    """Where the device records (cuda: CUDA graphs), bfloat16 decoding is recorded without a
-    warning and gives the tokens of the unrecorded run (``RUDA_CUDA_GRAPHS=0``)."""
+    """Where the device records (cuda: CUDA graphs; wgpu: its launches replayed), bfloat16
+    decoding is recorded without a warning and gives the tokens of the unrecorded run
+    (``RUDA_RECORDING=0``)."""
     if not device.backend.records:
         pytest.skip(f"device '{device}' records no work")
     m = load(checkpoints[arch][0], device=device, dtype=xp.bfloat16)
@@ -172,9 +173,11 @@ def test_recorded_decode_on_the_device(checkpoints, device, arch, monkeypatch):
     assert m._recordings.step_rec.recorded                      # a recording, replayed
     for _ in range(2):                                          # the prefill recorded too
         assert m.generate_ids(PROMPTS, max_new_tokens=8) == got
-    monkeypatch.setenv("RUDA_CUDA_GRAPHS", "0")
+    assert all(p and p[1].recorded for p in m._recordings.prefills.values())
+    monkeypatch.setenv("RUDA_RECORDING", "0")
     m2 = load(checkpoints[arch][0], device=device, dtype=xp.bfloat16)
     assert m2.generate_ids(PROMPTS, max_new_tokens=8) == got
+    assert getattr(m2, "_recordings", None) is None
 
 
 def test_batch_of_prompts_of_different_lengths(checkpoints, device):

@@ -228,10 +228,7 @@ class CudaBackend(Backend):
             self._scalars[key] = s
         return s
 
-    @property
-    def records(self):
-        """CUDA graphs record work (``capture``); ``RUDA_CUDA_GRAPHS=0`` turns that off."""
-        return os.environ.get("RUDA_CUDA_GRAPHS") != "0"
+    records = True       # as CUDA graphs (capture)
 
     def capture(self, fn):
         """The contract's "recording", as a CUDA graph (``_capture``)."""

@@ -12,6 +12,8 @@ something that is not one of its ``OUT`` arrays, or got aliased inputs, leaves n
 choice inside a planned op must depend on the operand views only (and on the thresholds the
 plan key holds: ``_base.VEC4_MIN``, which tests lower).
 """
+import warnings
+
 from ruda.backends.wgpu import _base
 from ruda.backends.wgpu._array import WArray
 from ruda.backends.wgpu._base import OUT, TEMP
@@ -105,6 +107,29 @@ class Plans:
         if len(plans) >= PLANS:
             plans.clear()
         plans[pkey] = plan
+
+    # a whole call recorded and replayed on the same memory (the contract's "recording")
+    records = True
+
+    def capture(self, fn):
+        """``fn()`` run, then recorded (every launch with its buffers, all kept alive) and
+        returned as ``(replay, out)``: ``replay()`` records those launches again on the same
+        buffers, without the ops layer.  NotImplemented, with a RuntimeWarning, when the
+        recorded call moved data (an upload, a copy or a readback cannot be replayed)."""
+        fn()
+        rec = Recording(())
+        out = self._recorded(rec, fn)
+        if rec.spoiled or not rec.launches:
+            warnings.warn("ruda: wgpu: capture: the call moved data (an upload, a copy or a "
+                          "readback), which a recording cannot replay; it runs unrecorded",
+                          RuntimeWarning, stacklevel=3)
+            return NotImplemented
+        ctx, program = self.ctx, tuple(rec.launches)
+
+        def replay():
+            for lau, storages in program:
+                ctx.replay(lau, storages)
+        return replay, out
 
     # one launch, inputs then the output bound (elementwise ops, copies): the fast form
     def _replayed(self, pkey, sts):

@@ -1,7 +1,9 @@
 """Decoding recorded by the device (``backend.capture``: CUDA graphs on cuda) and replayed.
 
 A model with ``recordable()``, ``decode_step`` and ``prefill`` (:class:`~ruda.nn.models.Llama`)
-decodes through :class:`Recordings` where its device records work: the per-token step (the
+decodes through :class:`Recordings` where its device records work (``backend.records``: cuda as
+CUDA graphs, wgpu as its launches replayed on the same buffers; ``RUDA_RECORDING=0`` turns it
+off): the per-token step (the
 model's ``decode_step``, plus the greedy argmax when sampling is greedy) is recorded on its
 first call and replayed for every later token, reading the tokens, the position and the key
 mask from device buffers written before each replay; a prompt length seen before is prefilled
@@ -9,6 +11,8 @@ by a recording too (the first time it runs as it is: recording costs two runs). 
 keeps the latest :class:`Recordings` (its caches and buffers) for the next generation of the
 same batch size, cache length and sampling kind.
 """
+import os
+
 import ruda as xp
 import ruda.nn as nn
 
@@ -42,7 +46,8 @@ class Recordings:
         """The model's recordings for this shape with emptied caches and ``mask`` set, or None
         where the model or its device cannot record."""
         rec = getattr(model, "recordable", None)
-        if rec is None or not rec() or not model.device.backend.records:
+        if rec is None or not rec() or not model.device.backend.records \
+                or os.environ.get("RUDA_RECORDING") == "0":
             return None
         r = getattr(model, "_recordings", None)
         if r is None or r.key != (B, max_len, greedy):
