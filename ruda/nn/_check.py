@@ -121,7 +121,8 @@ def call(x, name, *args):
     k = kernel(x, name)
     if k is None:
         return None
-    r = k(*(native(a) if isinstance(a, xp.Array) else a for a in args))
+    Array = xp.Array
+    r = k(*[a.native if a.__class__ is Array else a for a in args])
     if r is NotImplemented:
         return None
     return wrap(r, x.device)
