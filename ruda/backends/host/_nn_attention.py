@@ -60,10 +60,17 @@ def sdpa(q, k, v, mask, is_causal, scale, sliding_window):
 def _decode_row(q, k, v, wdt, scale, window, U, G):
     """One query row per head (decoding without a mask): every key up to the last is allowed
     (lower-right causal alignment), the window keeps the last ``window``; each kv head's G
-    query heads in one matmul, no copy of K or V."""
+    query heads in one matmul, no copy of K or V. Short caches (a few Numba loops' worth) run
+    one fused Numba loop instead: NumPy's five calls cost more than the work there."""
     B, Hq, _, D = q.shape
     S, Dv = v.shape[2], v.shape[3]
     lo = max(0, S - window) if window is not None else 0
+    if _nb is not None and q.dtype == wdt and k.dtype == wdt and v.dtype == wdt \
+            and U * G * (S - lo) * (D + Dv) <= _FUSED_DECODE:
+        out = np.empty((U, G, Dv), dtype=wdt)
+        _decode_fused(q.reshape(U, G, D), k.reshape(U, S, D), v.reshape(U, S, Dv),
+                      float(scale), lo, out)
+        return out.reshape(B, Hq, 1, Dv)
     qs = np.asarray(q, dtype=wdt).reshape(U, G, D) * wdt.type(scale)
     kk = np.asarray(k, dtype=wdt).reshape(U, S, D)[:, lo:]
     s = np.matmul(qs, np.swapaxes(kk, 1, 2))             # (U, G, S - lo)
@@ -72,6 +79,49 @@ def _decode_row(q, k, v, wdt, scale, window, U, G):
     o = np.matmul(s, np.asarray(v, dtype=wdt).reshape(U, S, Dv)[:, lo:])
     o /= s.sum(axis=-1, keepdims=True)
     return o.reshape(B, Hq, 1, Dv).astype(q.dtype, copy=False)
+
+
+_FUSED_DECODE = 1 << 20    # multiply-adds up to which one decode row runs as a Numba loop
+
+try:
+    import numba as _nb
+except ImportError:          # optional: decode rows then go through NumPy
+    _nb = None
+
+if _nb is not None:
+    @_nb.njit(cache=True, fastmath={"reassoc", "contract", "nsz", "arcp"})
+    def _decode_fused(q, k, v, scale, lo, out):
+        """out (U, G, Dv) = softmax(q k[lo:]^T * scale) v[lo:] per (unit, query head)."""
+        U, G, D = q.shape
+        S, Dv = k.shape[1], v.shape[2]
+        s = np.empty(S - lo, q.dtype)
+        for u in range(U):
+            for g in range(G):
+                qr = q[u, g]
+                m = -np.inf
+                for j in range(lo, S):
+                    kr = k[u, j]
+                    acc = q.dtype.type(0.0)
+                    for d in range(D):
+                        acc += qr[d] * kr[d]
+                    acc *= scale
+                    s[j - lo] = acc
+                    m = max(m, acc)
+                tot = q.dtype.type(0.0)
+                for j in range(S - lo):
+                    e = np.exp(s[j] - m)
+                    s[j] = e
+                    tot += e
+                o = out[u, g]
+                o[:] = 0
+                for j in range(S - lo):
+                    w = s[j]
+                    vr = v[u, lo + j]
+                    for d in range(Dv):
+                        o[d] += w * vr[d]
+                inv = 1.0 / tot
+                for d in range(Dv):
+                    o[d] *= inv
 
 
 _POOL = []
