@@ -76,17 +76,19 @@ def swiglu(gate, up):
     n = shape[-1] if gw.ndim else 1
     g2, u2 = gw.reshape(-1, n), uw.reshape(-1, n)
     out = np.empty_like(g2)
+    if gw.dtype == np.float32 and g2.size <= _BLOCK and _swiglu32_rows is not None:
+        _swiglu32_rows(g2, u2, out)
+    else:
+        def run(r0, r1):
+            g, o = g2[r0:r1], out[r0:r1]
+            np.negative(g, out=o)
+            np.exp(o, out=o)                  # exp(-g): inf for very negative g, then g/inf = -0
+            o += 1
+            np.divide(g, o, out=o)
+            o *= u2[r0:r1]
 
-    def run(r0, r1):
-        g, o = g2[r0:r1], out[r0:r1]
-        np.negative(g, out=o)
-        np.exp(o, out=o)                      # exp(-g): inf for very negative g, then g/inf = -0
-        o += 1
-        np.divide(g, o, out=o)
-        o *= u2[r0:r1]
-
-    with np.errstate(over="ignore"):
-        _blocks(g2.shape[0], n, run)
+        with np.errstate(over="ignore"):
+            _blocks(g2.shape[0], n, run)
     out = out.reshape(shape)
     return out if odt == out.dtype else out.astype(odt)
 
@@ -291,6 +293,15 @@ if _nb is not None:
             for j in range(h):
                 out[i, j] = x[i, j] * _sigmoid32(x[i, h + j])
 
+    @_nb.njit(cache=True)
+    def _swiglu32_rows(g, u, out):
+        """float32 ``silu(g) * u`` over rows, serially (decode-sized rows: no thread pool)."""
+        rows, n = out.shape
+        for i in range(rows):
+            for j in range(n):
+                v = g[i, j]
+                out[i, j] = v * _sigmoid32(v) * u[i, j]
+
     @_nb.njit(parallel=True, fastmath=False, cache=True)
     def _lse32_rows(x, m, out):
         """float32 logsumexp of each row given its maximum m (NumPy's SIMD max: NaN where the
@@ -318,7 +329,7 @@ if _nb is not None:
 
 else:
     _ln_rows = _rms_rows = _gn_rows = _erf32_flat = _act32_flat = _glu32_rows = None
-    _ln_rows_serial = _rms_rows_serial = None
+    _ln_rows_serial = _rms_rows_serial = _swiglu32_rows = None
     _lse32_rows = None
 
 _ACT32 = {"elu": 0, "silu": 1, "sigmoid": 2, "softplus": 3, "hardsigmoid": 4,
