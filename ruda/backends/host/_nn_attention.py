@@ -85,7 +85,7 @@ _FUSED_DECODE = 1 << 20    # multiply-adds up to which one decode row runs as a 
 
 try:
     import numba as _nb
-except ImportError:          # optional: decode rows then go through NumPy
+except ImportError:          # optional: decode rows and apply_rope then go through NumPy
     _nb = None
 
 if _nb is not None:
@@ -243,10 +243,6 @@ def apply_rope(x, cos, sin, interleaved, rotary_dim):
     return out.astype(x.dtype, copy=False)
 
 
-try:
-    import numba as _nb
-except ImportError:          # optional: apply_rope then runs NumPy
-    _nb = None
 _rope_rows = None
 if _nb is not None:
     @_nb.njit(cache=True)
