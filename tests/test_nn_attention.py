@@ -210,6 +210,37 @@ def test_decode_with_kv_cache(device):
     np.testing.assert_array_equal(np.asarray(kc.to_device("cpu")), k[:, :, :2])
 
 
+def test_kv_cache_put_at_a_device_position(device):
+    """put writes one step at a position held in device memory and leaves length to advance();
+    bad steps, positions and counts get clear errors."""
+    rng = np.random.default_rng(11)
+    B, H, T, D = 2, 3, 6, 4
+    cache = nn.KVCache(B, H, T, D, device=device)
+    k = rng.standard_normal((B, H, 1, D)).astype(np.float32)
+    v = rng.standard_normal((B, H, 1, D)).astype(np.float32)
+    X = lambda a: ruda.asarray(a, device=device)                      # noqa: E731
+    pos = ruda.asarray([4], dtype=ruda.int32, device=device)
+    kc, vc = cache.put(pos, X(k), X(v))
+    assert kc.shape == vc.shape == (B, H, T, D) and cache.length == 0
+    got_k, got_v = np.asarray(kc.to_device("cpu")), np.asarray(vc.to_device("cpu"))
+    np.testing.assert_array_equal(got_k[:, :, 4:5], k)
+    np.testing.assert_array_equal(got_v[:, :, 4:5], v)
+    assert not got_k[:, :, [0, 1, 2, 3, 5]].any()
+    cache.advance(5)
+    assert cache.length == 5
+    with pytest.raises(ValueError, match=r"ruda\.nn\.KVCache: n: expected at most 1 more steps"):
+        cache.advance(2)
+    with pytest.raises(ValueError, match=r"ruda\.nn\.KVCache: k_new: expected one step"):
+        cache.put(pos, X(np.zeros((B, H, 2, D), np.float32)), X(np.zeros((B, H, 2, D), np.float32)))
+    with pytest.raises(TypeError, match=r"ruda\.nn\.KVCache: v_new: expected the cache's dtype"):
+        cache.put(pos, X(k), ruda.astype(X(v), ruda.int32))
+    with pytest.raises(ValueError, match=r"ruda\.nn\.KVCache: pos: expected an int32 array of "
+                       r"shape \(1,\).*got int32 of shape \(2,\)"):
+        cache.put(ruda.asarray([1, 2], dtype=ruda.int32, device=device), X(k), X(v))
+    with pytest.raises(ValueError, match=r"ruda\.nn\.KVCache: pos: .*got int"):
+        cache.put(4, X(k), X(v))
+
+
 def test_bad_input(device):
     def X(a):
         return ruda.asarray(a, device=device)

@@ -57,10 +57,23 @@ class KVCache:
     def update(self, k_new, v_new):
         """Appends ``k_new``, ``v_new`` (B, H_kv, t, D); returns ``(k, v)`` up to the new
         length."""
-        B, H, T, D = self.k.shape
-        Dv = self.v.shape[3]
+        T = self.max_len
+        t = self._steps(k_new, v_new)
+        end = self.length + t
+        if end > T:
+            raise _err(ValueError, "k_new", f"at most {T - self.length} more steps (the cache "
+                       f"holds {self.length} of max_len={T}; reset() or a longer cache)", t)
+        self.k[:, :, self.length:end, :] = k_new
+        self.v[:, :, self.length:end, :] = v_new
+        self.length = end
+        return self.k[:, :, :end, :], self.v[:, :, :end, :]
+
+    def _steps(self, k_new, v_new):
+        """The number of steps t of ``k_new``, ``v_new`` (B, H_kv, t, D), checked against the
+        cache's device, dtype and shape."""
+        B, H, _, D = self.k.shape
         t = None
-        for name, a, d in (("k_new", k_new, D), ("v_new", v_new, Dv)):
+        for name, a, d in (("k_new", k_new, D), ("v_new", v_new, self.v.shape[3])):
             if not isinstance(a, xp.Array):
                 raise _err(TypeError, name, "a ruda array", type(a).__name__)
             if a.device != self.k.device:
@@ -74,14 +87,7 @@ class KVCache:
             if t is not None and a.shape[2] != t:
                 raise _err(ValueError, "v_new", f"as many steps as k_new ({t})", a.shape[2])
             t = a.shape[2]
-        end = self.length + t
-        if end > T:
-            raise _err(ValueError, "k_new", f"at most {T - self.length} more steps (the cache "
-                       f"holds {self.length} of max_len={T}; reset() or a longer cache)", t)
-        self.k[:, :, self.length:end, :] = k_new
-        self.v[:, :, self.length:end, :] = v_new
-        self.length = end
-        return self.k[:, :, :end, :], self.v[:, :, :end, :]
+        return t
 
     def put(self, pos, k_new, v_new):
         """Writes one step (B, H_kv, 1, D) at position ``pos``, a 1-element int32 array on the
@@ -89,14 +95,14 @@ class KVCache:
         from device memory (recorded once, replayed) calls this; ``length`` is the caller's to
         keep (:meth:`advance`). Shapes and dtypes are those of :meth:`update`; ``pos`` is not
         read on the host, so it must lie in ``[0, max_len)``."""
-        B, H, _, D = self.k.shape
-        for name, a, d in (("k_new", k_new, D), ("v_new", v_new, self.v.shape[3])):
-            if not isinstance(a, xp.Array) or a.shape != (B, H, 1, d) or a.dtype != self.k.dtype:
-                raise _err(ValueError, name, f"a {self.k.dtype} array of shape {(B, H, 1, d)}",
-                           getattr(a, "shape", type(a).__name__))
-        if not isinstance(pos, xp.Array) or pos.shape != (1,) or pos.dtype != xp.int32:
-            raise _err(ValueError, "pos", "an int32 array of shape (1,)",
-                       getattr(pos, "shape", type(pos).__name__))
+        t = self._steps(k_new, v_new)
+        if t != 1:
+            raise _err(ValueError, "k_new", "one step (B, H_kv, 1, D)", f"{t} steps")
+        if not isinstance(pos, xp.Array) or pos.shape != (1,) or pos.dtype != xp.int32 \
+                or pos.device != self.k.device:
+            got = f"{pos.dtype} of shape {pos.shape} on {pos.device}" \
+                if isinstance(pos, xp.Array) else type(pos).__name__
+            raise _err(ValueError, "pos", f"an int32 array of shape (1,) on {self.k.device}", got)
         self.k[:, :, pos, :] = k_new
         self.v[:, :, pos, :] = v_new
         return self.k, self.v
