@@ -19,46 +19,33 @@ import numpy as np
 BUDGET_S = 2.0     # per case: fewer repetitions when one call is slow
 
 
-def _reps(first_s, reps):
-    return max(1, min(reps, int(BUDGET_S / max(first_s, 1e-6))))
+def _median_time(fn, reps, event_pair, elapsed_s):
+    """Median seconds of ``fn`` between two recorded events (after one warm-up call): ``reps``
+    calls, fewer where the first takes a large part of ``BUDGET_S``."""
+    times = []
+    while not times or len(times) < max(1, min(reps, int(BUDGET_S / max(times[0], 1e-6)))):
+        a, b = event_pair()
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(elapsed_s(a, b))
+    return statistics.median(times)
 
 
 def _events_time(fn, reps, cupy):
     fn()
     cupy.cuda.get_current_stream().synchronize()
-    a, b = cupy.cuda.Event(), cupy.cuda.Event()
-    a.record()
-    fn()
-    b.record()
-    b.synchronize()
-    times = [cupy.cuda.get_elapsed_time(a, b) / 1e3]
-    for _ in range(_reps(times[0], reps) - 1):
-        a, b = cupy.cuda.Event(), cupy.cuda.Event()
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(a, b) / 1e3)
-    return statistics.median(times)
+    return _median_time(fn, reps, lambda: (cupy.cuda.Event(), cupy.cuda.Event()),
+                        lambda a, b: cupy.cuda.get_elapsed_time(a, b) / 1e3)
 
 
 def _torch_time(fn, reps, torch):
     fn()
     torch.cuda.synchronize()
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    a.record()
-    fn()
-    b.record()
-    b.synchronize()
-    times = [a.elapsed_time(b) / 1e3]
-    for _ in range(_reps(times[0], reps) - 1):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) / 1e3)
-    return statistics.median(times)
+    return _median_time(fn, reps, lambda: (torch.cuda.Event(enable_timing=True),
+                                           torch.cuda.Event(enable_timing=True)),
+                        lambda a, b: a.elapsed_time(b) / 1e3)
 
 
 def main(argv=None):
