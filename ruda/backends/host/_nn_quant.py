@@ -62,20 +62,14 @@ if _nb is not None:
 
     @_nb.njit(inline="always", fastmath=_FAST)
     def _rows_q4_multi(x, q, d, m, kind, out, o0, o1):
-        """out[:, o0:o1] for several rows of x: each weight row dequantized once into float32,
-        then one dot product per row of x (no per-row block sums)."""
+        """out[:, o0:o1] for several rows of x: each weight row dequantized once into float32
+        (``_deq``, as the prefill path), then one dot product per row of x."""
         R, n = x.shape
-        nb = d.shape[1]
         f = np.float32
-        w = np.empty(n, np.float32)
+        w2 = np.empty((1, n), np.float32)
+        w = w2[0]
         for o in range(o0, o1):
-            for b in range(nb):
-                db = d[o, b]
-                mb = m[o, b] if kind == 2 else f(-8.0) * db
-                for j in range(16):
-                    lo, hi = _nibbles(q[o, b * 16 + j])
-                    w[b * 32 + j] = db * lo + mb
-                    w[b * 32 + 16 + j] = db * hi + mb
+            _deq(q, d, m, kind, o, o + 1, w2)
             for r in range(R):
                 s = f(0.0)
                 for i in range(n):
