@@ -115,8 +115,9 @@ def _decode(dt, D, Dv, mkind, md, args, B, Hq, Hkv, L, S, o, os_, vec_ok):
     cp = _cp()
     rows = B * Hq * L
     group = Hq // Hkv
-    lanes = D // (16 // o.dtype.itemsize) if D == Dv and D % (16 // o.dtype.itemsize) == 0 else 0
-    vec = vec_ok and lanes in (1, 2, 4, 8, 16, 32) and group <= DECODE_MAX_GROUP
+    per = 16 // o.dtype.itemsize                   # elements in a 16-byte load
+    vec = (vec_ok and D == Dv and D % per == 0 and D // per in (1, 2, 4, 8, 16, 32)
+           and group <= DECODE_MAX_GROUP)
     blocks = B * Hkv * L if vec else rows
     nsplit = max(1, min(-(-4 * sms() // blocks), -(-S // DECODE_MIN_CHUNK)))
     chunk = -(-S // nsplit)
