@@ -55,10 +55,7 @@ class Recordings:
         for c in r.caches:
             c.reset()
         r.padded = mask is not None
-        if mask is None:
-            r.mask[...] = True
-        else:
-            r.mask[...] = mask
+        r.mask[...] = True if mask is None else mask
         return r
 
     def __init__(self, model, B, max_len, greedy):
