@@ -2,7 +2,8 @@
 
 Ufuncs as data: ``BINARY`` maps an op name to a C expression of ``x`` and ``y``;
 ``source(kind, name, dtype, config)`` renders one kernel family -- "binary" (add, subtract,
-multiply, divide of one shape) or "sum" (a full float sum) -- for one dtype as CUDA C.  Kernels
+multiply, divide of one shape), "sum" (a full float sum) or "arg" (argmax/argmin of rows) -- for
+one dtype as CUDA C.  Kernels
 are vectorized (16-byte loads and stores: 4 float32, 2 float64, 16 int8, ...), grid-stride loops
 unrolled ``unroll`` times for memory-level parallelism; ``CONFIG`` holds the launch
 configuration per kind.  ``ruda.backends.cuda._kernels`` compiles them (NVRTC, ``-ftz=false``)
@@ -38,6 +39,7 @@ BINARY = {
 CONFIG = {
     "binary": {"block": 256, "unroll": 1, "blocks_per_sm": 4, "load": "plain", "store": "stcs"},
     "sum": {"block": 256, "unroll": 4, "blocks_per_sm": 16, "load": "ldcs", "store": "plain"},
+    "arg": {"block": 1024, "unroll": 4, "blocks_per_sm": 1, "load": "ldg", "store": "plain"},
 }
 
 _LOADS = {"plain": "(*(p))", "ldg": "__ldg(p)", "ldcs": "__ldcs(p)", "ldlu": "__ldlu(p)"}
@@ -192,6 +194,50 @@ ruda_sum_stage2(const ACC* __restrict__ partial, int m, T* __restrict__ out) {{
 
 SUM_ACC = {np.dtype("float32"): "double", np.dtype("float64"): "double"}
 
+# argmax/argmin of each contiguous row of n elements: a block per row (grid = rows), each thread
+# folds a strided share of the row, then warp shuffles and one warp.  NumPy's rule: the first
+# NaN wins, else the first extreme.
+_ARG = r"""
+__device__ __forceinline__ bool better(T va, long long ia, T vb, long long ib) {{
+    const bool na = va != va, nb = vb != vb;
+    if (na || nb) return na && (!nb || ia < ib);
+    return va {cmp} vb || (va == vb && ia < ib);
+}}
+
+__device__ __forceinline__ void warp_best(T& v, long long& i) {{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {{
+        const T vo = __shfl_down_sync(0xffffffffu, v, o);
+        const long long io = __shfl_down_sync(0xffffffffu, i, o);
+        if (better(vo, io, v, i)) {{ v = vo; i = io; }}
+    }}
+}}
+
+extern "C" __global__ void __launch_bounds__({block})
+ruda_{name}_rows(const T* __restrict__ x, long long n, long long* __restrict__ out) {{
+    __shared__ T sv[32];
+    __shared__ long long si[32];
+    const T* row = x + (long long)blockIdx.x * n;
+    T v = row[0];
+    long long i = 0;
+#pragma unroll {unroll}
+    for (long long j = threadIdx.x; j < n; j += blockDim.x) {{
+        const T u = LOAD(row + j);
+        if (better(u, j, v, i)) {{ v = u; i = j; }}
+    }}
+    warp_best(v, i);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) {{ sv[warp] = v; si[warp] = i; }}
+    __syncthreads();
+    if (warp == 0) {{
+        v = sv[0]; i = si[0];
+        if (lane < (blockDim.x >> 5)) {{ v = sv[lane]; i = si[lane]; }}
+        warp_best(v, i);
+        if (lane == 0) out[blockIdx.x] = i;
+    }}
+}}
+"""
+
 
 def _expr(expr, dtype):
     ctype, utype = CTYPES[dtype]
@@ -201,7 +247,8 @@ def _expr(expr, dtype):
 
 
 def source(kind, name, dtype, config=None):
-    """CUDA C of one kernel family: ``kind`` is "binary" (op ``name``) or "sum"."""
+    """CUDA C of one kernel family: ``kind`` is "binary" (op ``name``), "sum" or "arg" (``name``
+    argmax or argmin)."""
     if kind not in CONFIG:
         raise ValueError(f"ruda.runtime.kernels.fast_cuda.source: unknown kind {kind!r}")
     cfg = dict(CONFIG[kind], **(config or {}))
@@ -210,6 +257,9 @@ def source(kind, name, dtype, config=None):
                            store=_STORES[cfg["store"]])
     if kind == "binary":
         return head + _BINARY.format(name=name, expr=_expr(BINARY[name][0], dtype), block=cfg["block"])
+    if kind == "arg":
+        return head + _ARG.format(name=name, cmp=">" if name == "argmax" else "<", block=cfg["block"],
+                                  unroll=cfg["unroll"])
     return head + _SUM.format(acc=SUM_ACC[dtype], block=cfg["block"])
 
 

@@ -5,16 +5,17 @@ Every generator returns one self-contained module (NVRTC, no includes) for one c
 for float64).  bfloat16 is handled as raw ``unsigned short`` bits (widened exactly, rounded to
 nearest even; NaN stays a quiet NaN of its sign), so no CUDA header is needed.
 
-``rows(op, dtype, tpr, rpb, vpt, vec, has_w, has_b)``
+``rows(op, dtype, tpr, rpb, vpt, vec, has_w, has_b, has_r)``
     softmax / log_softmax / layer_norm / rms_norm over rows of ``n`` elements, the row held in
     registers: ``tpr`` threads per row (32: one warp per row, ``rpb`` rows per block; more: one
     block per row), each holding ``vpt`` units (a unit is a 16-byte vector when ``vec``, else one
-    element).  Entry ``ruda_rows(x, w, b, y, rows, n, eps)``.
+    element).  Entry ``ruda_rows(x, w, b, y, rows, n, eps)``; ``has_r`` adds ``(res, sum)``:
+    the row is ``sum = x + res`` (rounded to the dtype, then normalized), a residual add fused in.
 ``rows_long(op, dtype, vec, has_w, has_b)``
     the same for rows too long for registers: 1024 threads per row, two passes over global
     memory (three for layer_norm: mean, then the centred sum of squares, exact).
 ``swiglu(dtype, vec)``, ``rope(dtype, cdtype, interleaved)``, ``top_k(dtype, kb)``:
-see each function; attention is in :mod:`ruda.runtime.kernels.nn_cuda_attention`.
+see each function; ``ACTIVATIONS``: the elementwise bodies of the ``activation`` kernel; attention is in :mod:`ruda.runtime.kernels.nn_cuda_attention`.
 """
 import numpy as np
 
@@ -87,15 +88,22 @@ _ROWS = r"""
 #define OP {op}
 #define HAS_W {has_w}
 #define HAS_B {has_b}
+#define HAS_R {has_r}
 #define UNIT (VECZ ? VEC : 1)
 #define EPT (VPT * UNIT)
 """ + _REDUCE + r"""
 // element k of thread-slot u: index in the row
 __device__ __forceinline__ int elem(int t, int u, int k) {{ return VECZ ? (u * TPR + t) * VEC + k : u * TPR + t; }}
 
+#if HAS_R
+#define RES_ARGS , const T* __restrict__ res, T* __restrict__ sum
+#else
+#define RES_ARGS
+#endif
+// HAS_R: the row is x + res, rounded to T as a separate add would, and also written to sum
 extern "C" __global__ void __launch_bounds__(TPR * RPB)
 ruda_rows(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b, T* __restrict__ y,
-          long long rows, int n, double eps) {{
+          long long rows, int n, double eps RES_ARGS) {{
     __shared__ A sh[32];
     const int t = threadIdx.x % TPR;
     const long long row = (long long)blockIdx.x * RPB + threadIdx.x / TPR;
@@ -109,11 +117,27 @@ ruda_rows(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict_
             Pack p;
             const int e = elem(t, u, 0);
             if (e < n) p.u = __ldcs(reinterpret_cast<const uint4*>(xr + e));
+#if HAS_R
+            if (e < n) {{
+                Pack pr;
+                pr.u = __ldcs(reinterpret_cast<const uint4*>(res + row * n + e));
+#pragma unroll
+                for (int k = 0; k < UNIT; ++k) p.v[k] = st(ld(p.v[k]) + ld(pr.v[k]));
+                *reinterpret_cast<uint4*>(sum + row * n + e) = p.u;
+            }}
+#endif
 #pragma unroll
             for (int k = 0; k < UNIT; ++k) v[u * UNIT + k] = e < n ? ld(p.v[k]) : (A)0;
         }} else {{
             const int e = elem(t, u, 0);
             v[u] = e < n ? ld(__ldcs(xr + e)) : (A)0;
+#if HAS_R
+            if (e < n) {{
+                const T sv = st(v[u] + ld(__ldcs(res + row * n + e)));
+                sum[row * n + e] = sv;
+                v[u] = ld(sv);
+            }}
+#endif
         }}
     }}
 #if OP <= 1
@@ -246,11 +270,11 @@ ruda_rows(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict_
 """
 
 
-def rows(op, dtype, tpr, rpb, vpt, vec, has_w=False, has_b=False):
+def rows(op, dtype, tpr, rpb, vpt, vec, has_w=False, has_b=False, has_r=False):
     """Row kernel with the row in registers (see the module docstring)."""
     assert tpr % 32 == 0 and tpr <= 1024 and (tpr == 32 or rpb == 1)
     return head(dtype) + _ROWS.format(tpr=tpr, rpb=rpb, vpt=vpt, vec=int(vec), op=OPS[op],
-                                      has_w=int(has_w), has_b=int(has_b))
+                                      has_w=int(has_w), has_b=int(has_b), has_r=int(has_r))
 
 
 def rows_long(op, dtype, has_w=False, has_b=False):
@@ -384,3 +408,20 @@ def np_name(dtype):
     """Name used by these generators for a NumPy (or ml_dtypes) dtype, or None."""
     name = np.dtype(dtype).name
     return name if name in TYPES else None
+
+
+# The body of each ``activation`` (an elementwise kernel over ``T x`` with double parameters p1, p2
+# giving ``T y``), in CUDA's math library (erf, expm1, log1p, tanh: within 2 ulp). NaN propagates:
+# comparisons are written so that a NaN x takes the arithmetic branch.
+ACTIVATIONS = {
+    "leaky_relu": "y = x > (T)0 ? x : (T)p1 * x",
+    "elu": "y = x > (T)0 ? x : (T)p1 * expm1(x)",
+    "gelu": "y = (T)0.5 * x * ((T)1 + erf(x * (T)0.7071067811865476))",
+    "gelu_tanh": "y = (T)0.5 * x * ((T)1 + tanh((T)0.7978845608028654 * (x + (T)0.044715 * x * x * x)))",
+    "silu": "y = x / ((T)1 + exp(-x))",
+    "sigmoid": "y = (T)1 / ((T)1 + exp(-x))",
+    "softplus": "const T bx = (T)p1 * x; y = bx > (T)p2 ? x : log1p(exp(bx)) / (T)p1",
+    "hardsigmoid": "y = x <= (T)-3 ? (T)0 : (x >= (T)3 ? (T)1 : (x + (T)3) / (T)6)",
+    "hardswish": "y = x <= (T)-3 ? (T)0 : (x >= (T)3 ? x : x * (x + (T)3) / (T)6)",
+    "erf": "y = erf(x)",
+}

@@ -291,6 +291,21 @@ ruda_decode_vec(ATT_ARGS, float* __restrict__ part, int chunk) {{
         }}
     }}
     __syncthreads();
+    if (nsplit == 1) {{                 // one block holds every key: the output, no merge
+        for (int x = threadIdx.x; x < G * DV; x += 32 * NWV) {{
+            const int g = x / DV, c = x % DV;
+            float M = sm[0][g];
+            for (int u = 1; u < NWV; ++u) M = fmaxf(M, sm[u][g]);
+            float ls = 0.f, acc = 0.f;
+            for (int u = 0; u < NWV; ++u) {{
+                const float f = sm[u][g] == -INFINITY ? 0.f : exp2f(sm[u][g] - M);
+                ls += sl[u][g] * f;
+                acc += so[u][g][c] * f;
+            }}
+            p.o[b * p.os[0] + (hk * G + g) * p.os[1] + i * p.os[2] + c] = st(acc * (ls > 0.f ? 1.f / ls : 0.f));
+        }}
+        return;
+    }}
     for (int x = threadIdx.x; x < G * (DV + 2); x += 32 * NWV) {{
         const int g = x / (DV + 2), c = x % (DV + 2);
         float M = sm[0][g];
@@ -484,7 +499,8 @@ def decode_vec(dtype, d, group, mask=None, mdtype=None):
     """Decode with 16-byte loads and the ``group`` query heads of a kv head in one block (D ==
     DV, D / VEC a power of two at most 32, rows 16-byte aligned): entry
     ``ruda_decode_vec(ATT_ARGS, part, chunk)``, grid (nsplit, Hkv * L, B), block 256; the
-    partials are merged by :func:`decode`'s ``ruda_decode_merge``."""
+    partials are merged by :func:`decode`'s ``ruda_decode_merge`` (nsplit 1: the block writes
+    the output itself and ``part`` is not read)."""
     return _att_head(dtype, d, d, mask, mdtype) + _DECODE_VEC.format(g=group)
 
 

@@ -1,0 +1,99 @@
+"""CUDA C of the bfloat16 GEMV (pure code generation; no device access): ``y = x @ W.T`` for a
+few rows of ``x``, the shape of decoding, where cuBLAS's GEMM kernels leave bandwidth unused
+and add a split-K reduction launch.
+
+``gemv(m)``: entry ``ruda_gemv(x, ldx, w, ldw, y, ldy, N, K)`` for ``m`` rows of x (M, K), W
+(N, K) row-major, y (M, N); bfloat16 bits in and out, float32 accumulation, rounded to nearest
+even once.  Needs K % 8 == 0, row strides multiples of 8 elements and 16-byte aligned pointers.
+A warp takes ``ROWS`` rows of W: each lane reads 16-byte vectors (8 values) of them,
+``UNROLL`` vectors per row in flight (weights read once, evict-first), and the same columns of
+the x rows through the read-only cache; shuffles reduce, one lane per output writes it.
+Launch: grid ceil(N / (ROWS * WARPS)), block 32 * WARPS.
+"""
+ROWS = 2       # rows of W per warp
+WARPS = 4      # warps per block
+UNROLL = 4     # 16-byte vectors per row of W in flight per lane
+
+_GEMV = r"""
+#define M {m}
+#define ROWS {rows}
+#define WARPS {warps}
+#define UNROLL {unroll}
+typedef unsigned short bf16;
+__device__ __forceinline__ unsigned short f2bf(float f) {{
+    unsigned u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (unsigned short)(u >> 16);
+}}
+// dot of 8 bfloat16 pairs packed in two uint4, added to acc
+__device__ __forceinline__ float dot8(uint4 a, uint4 b, float acc) {{
+    const unsigned* pa = reinterpret_cast<const unsigned*>(&a);
+    const unsigned* pb = reinterpret_cast<const unsigned*>(&b);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {{
+        acc = fmaf(__uint_as_float(pa[i] << 16), __uint_as_float(pb[i] << 16), acc);
+        acc = fmaf(__uint_as_float(pa[i] & 0xffff0000u), __uint_as_float(pb[i] & 0xffff0000u), acc);
+    }}
+    return acc;
+}}
+
+extern "C" __global__ void __launch_bounds__(32 * WARPS)
+ruda_gemv(const bf16* __restrict__ x, long long ldx, const bf16* __restrict__ w, long long ldw,
+          bf16* __restrict__ y, long long ldy, int N, int K) {{
+    const int lane = threadIdx.x & 31;
+    const int n0 = (blockIdx.x * WARPS + (threadIdx.x >> 5)) * ROWS;
+    if (n0 >= N) return;
+    const bf16* wr[ROWS];
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) wr[r] = w + (long long)min(n0 + r, N - 1) * ldw;   // a row past N repeats the last, unwritten
+    float acc[ROWS][M];
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+        for (int m = 0; m < M; ++m) acc[r][m] = 0.f;
+    int k = lane * 8;
+    for (; k + (UNROLL - 1) * 256 < K; k += UNROLL * 256) {{
+        uint4 wv[UNROLL][ROWS];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+            for (int r = 0; r < ROWS; ++r) wv[u][r] = __ldcs(reinterpret_cast<const uint4*>(wr[r] + k + u * 256));
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+            for (int m = 0; m < M; ++m) {{
+                const uint4 xv = __ldg(reinterpret_cast<const uint4*>(x + m * ldx + k + u * 256));
+#pragma unroll
+                for (int r = 0; r < ROWS; ++r) acc[r][m] = dot8(wv[u][r], xv, acc[r][m]);
+            }}
+    }}
+    for (; k < K; k += 256) {{
+        uint4 wv[ROWS];
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) wv[r] = __ldcs(reinterpret_cast<const uint4*>(wr[r] + k));
+#pragma unroll
+        for (int m = 0; m < M; ++m) {{
+            const uint4 xv = __ldg(reinterpret_cast<const uint4*>(x + m * ldx + k));
+#pragma unroll
+            for (int r = 0; r < ROWS; ++r) acc[r][m] = dot8(wv[r], xv, acc[r][m]);
+        }}
+    }}
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+        for (int m = 0; m < M; ++m) {{
+            float v = acc[r][m];
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+            if (lane == (r * M + m) % 32 && n0 + r < N) y[m * ldy + n0 + r] = f2bf(v);
+        }}
+}}
+"""
+
+
+def gemv(m):
+    """The GEMV module for ``m`` rows of x (1 <= m <= 8)."""
+    if not 1 <= m <= 8:
+        raise ValueError(f"ruda.runtime.kernels.gemv_cuda.gemv: m: expected 1 to 8 rows, got {m}")
+    return _GEMV.format(m=m, rows=ROWS, warps=WARPS, unroll=UNROLL)
