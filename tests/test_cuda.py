@@ -205,6 +205,34 @@ def test_fast_sum_matches_numpy(rng, dtype):
 
 
 @needs_cuda
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_fast_arg_reduce_matches_numpy(rng, dtype, name):
+    """One launch per call; NumPy's first-NaN and first-extreme rules, every row length."""
+    ref = getattr(np, name)
+    for shape in [(1,), (7,), (3, 1), (5, 1023), (2, 1025), (4, 3, 333), (49152,), (2, 128256)]:
+        a = rng.standard_normal(shape).astype(dtype)
+        flat = a.reshape(-1, shape[-1])
+        flat[:, rng.integers(0, shape[-1], flat.shape[0])] = a.max() if name == "argmax" else a.min()
+        if flat.shape[0] > 2:                   # ties, a NaN row, infinities, a row of -inf
+            flat[1, -1] = np.nan
+            flat[1, rng.integers(0, shape[-1])] = np.nan
+            flat[2, :] = -np.inf if name == "argmax" else np.inf
+        x = ruda.asarray(a, device="cuda")
+        for axis, keep in [(None, False), (None, True), (a.ndim - 1, False), (a.ndim - 1, True)]:
+            before = _fast.STATS["fast"]
+            got = getattr(ruda, name)(x, axis=axis, keepdims=keep)
+            assert _fast.STATS["fast"] == before + 1, "the fast path did not run"
+            want = ref(a, axis=axis, keepdims=keep)
+            assert got.dtype == ruda.int64 and got.shape == np.shape(want)
+            np.testing.assert_array_equal(host(got), want)
+    a = rng.standard_normal((6, 40)).astype(dtype)
+    x = ruda.asarray(a, device="cuda")
+    np.testing.assert_array_equal(host(getattr(ruda, name)(x, axis=0)), ref(a, axis=0))
+    np.testing.assert_array_equal(host(getattr(ruda, name)(x[:, ::3], axis=1)), ref(a[:, ::3], axis=1))
+
+
+@needs_cuda
 def test_fast_paths_agree_with_cupy(rng, monkeypatch):
     a, b = rng.standard_normal(4097).astype(np.float32), rng.standard_normal(4097).astype(np.float32)
     xa, xb = ruda.asarray(a, device="cuda"), ruda.asarray(b, device="cuda")

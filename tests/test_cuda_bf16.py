@@ -542,6 +542,25 @@ def test_matmul_transposed_and_strided_operands():
 
 
 @needs_cuda_bf16
+@pytest.mark.parametrize("rows", [1, 2, 3, 8, 9])
+@pytest.mark.parametrize("n,k", [(1, 8), (5, 24), (576, 576), (963, 1544), (4099, 264), (129, 2056)])
+def test_matmul_decode_shapes_as_linear_reads_them(rows, n, k):
+    """x (rows, k) @ W.T with W (n, k) row-major: ruda's GEMV up to 8 rows (odd n, k past its
+    unrolled steps, rows of x that are a strided view), cuBLAS beyond; the same bound."""
+    from ruda.backends.cuda import _gemv
+    rng = np.random.default_rng(n * 7 + k + rows)
+    x, w = rand_bf16(rng, (rows, k)), rand_bf16(rng, (n, k))
+    _check_matmul(host(cuda(x) @ cuda(w).T), x, w.T)
+    _check_matmul(host(xp.reshape(cuda(x), (1, rows, k)) @ cuda(w).T), x[None], w.T)
+    wide = rand_bf16(rng, (rows, k + 16))
+    _check_matmul(host(cuda(wide)[:, :k] @ cuda(w).T), wide[:, :k], w.T)
+    if _gemv.ENABLED:           # (off where NumPy poses as CuPy: no NVRTC)
+        a3 = _bf16.as_bf16(_bf16.bits(cuda(x)._data).reshape(1, rows, k))
+        b3 = _bf16.as_bf16(_bf16.bits(cuda(w)._data).T.reshape(1, k, n))
+        assert (_gemv.gemv(a3, b3, rows, k, n) is not None) == (rows <= 8)
+
+
+@needs_cuda_bf16
 def test_tensordot_vecdot_and_big_matmul():
     rng = np.random.default_rng(13)
     a, b = rand_bf16(rng, (3, 4, 5)), rand_bf16(rng, (4, 5, 6))

@@ -2,7 +2,7 @@
 
 Replaced on the backend: host<->device copies and scalars (NumPy copies), the bfloat16 kernels
 (``_bf16.SOURCE`` compiled with g++ by tests/test_cuda_bf16.py), device pointers (host
-addresses), ruda's own float32 fast kernels (off), and the float floor_divide/remainder IR
+addresses), ruda's own float32 fast kernels and bfloat16 GEMV (off), and the float floor_divide/remainder IR
 kernels (the host's).  A harness that cannot start prints
 FAKE-CUPY-UNUSABLE and exits, so the calling test skips instead of failing.
 """
@@ -22,7 +22,7 @@ def pytest_configure(config):
 
 def _install():
     import ruda.backends.cuda as C
-    from ruda.backends.cuda import _bf16, _fast, _ops
+    from ruda.backends.cuda import _bf16, _fast, _gemv, _ops
     from ruda.backends.host import _ops as host
     import test_cuda_bf16 as T
     B = _bf16.BF16
@@ -49,6 +49,7 @@ def _install():
         return np.array(a, copy=True)
 
     _fast._FORCE_FALLBACK = True
+    _gemv.ENABLED = False           # an NVRTC kernel: every bfloat16 product goes to the emulated cuBLAS
 
     def divmod_f(op, x1, x2):       # the IR kernels need NVRTC: the host's float floor_divide/remainder
         with np.errstate(all="ignore"):

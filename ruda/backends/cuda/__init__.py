@@ -310,6 +310,8 @@ if cupy is not None:
     CudaBackend.multiply = staticmethod(_fast.binary("multiply", CudaBackend.multiply))
     CudaBackend.divide = staticmethod(_fast.binary("divide", CudaBackend.divide))
     CudaBackend.sum = staticmethod(_fast.sum(CudaBackend.sum))       # full sums
+    CudaBackend.argmax = staticmethod(_fast.arg_reduce("argmax", CudaBackend.argmax))
+    CudaBackend.argmin = staticmethod(_fast.arg_reduce("argmin", CudaBackend.argmin))
     # float32/complex64 GEMMs: strict float32 unless TF32 is allowed (_tf32), then the op above
     CudaBackend.matmul = _tf32.wrap("matmul", CudaBackend.matmul)
     CudaBackend.tensordot = _tf32.wrap("tensordot", CudaBackend.tensordot)

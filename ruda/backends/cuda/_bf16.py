@@ -406,16 +406,17 @@ def _gemm(a, b, batch, n, k, m):
     """bfloat16 (batch..., n, m) = a (..., n, k) @ b (..., k, m), fp32 accumulation in cuBLAS."""
     from cupy.cuda import device as _cp_device
     from cupy_backends.cuda.libs import cublas
-    from ruda.backends.cuda import _capture
-    out = cp.empty(batch + (n, m), U16)
-    if out.size == 0:
-        return as_bf16(out)
-    if k == 0:
-        out.fill(0)
-        return as_bf16(out)
+    from ruda.backends.cuda import _capture, _gemv
     nb = math.prod(batch)
+    if not (nb and n and m and k):
+        return as_bf16(cp.zeros(batch + (n, m), U16))       # empty, or k == 0: zeros
     a3, opa, lda, sa = _operand(a, batch, n, k)
     b3, opb, ldb, sb = _operand(b, batch, k, m)
+    if nb == 1 and _gemv.ENABLED:                           # a few rows: ruda's GEMV
+        y = _gemv.gemv(a3, b3, n, k, m)
+        if y is not None:
+            return as_bf16(y.reshape(batch + (n, m)))
+    out = cp.empty(batch + (n, m), U16)
     pa, pb = _ptr(a3), _ptr(b3)
     # Row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets (B, A) and writes C^T, m x n, ldc = m.
     handle = _cp_device.get_cublas_handle()

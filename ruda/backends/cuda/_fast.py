@@ -142,3 +142,28 @@ def sum(impl):
 
     sum.__wrapped__ = impl
     return sum
+
+
+def arg_reduce(name, impl):
+    """argmax/argmin (``name``) of C-contiguous float32/float64 arrays over the last axis or all
+    of them: ruda's kernel, a block per row (one launch, NumPy's first-NaN rule); else ``impl``."""
+    def op(x, axis=None, keepdims=False):
+        if (x.dtype in _kernels.FLOATS and not _FORCE_FALLBACK and x.size and x._c_contiguous
+                and (axis is None or axis == x.ndim - 1)):
+            dev = _device()
+            k = _KERNELS.get((name, x.dtype, "rows", dev))
+            if k is None:
+                k = _KERNELS[(name, x.dtype, "rows", dev)] = \
+                    _kernels.module("arg", name, x.dtype).get_function(f"ruda_{name}_rows")
+            n = x.size if axis is None else x.shape[-1]
+            out = _empty(x.size // n, np.int64)
+            k((x.size // n,), (_kernels.CONFIG["arg"]["block"],), (x, _int64(n), out))
+            STATS["fast"] += 1
+            if axis is None:
+                return out.reshape((1,) * x.ndim if keepdims else ())
+            return out.reshape(x.shape[:-1] + ((1,) if keepdims else ()))
+        return impl(x, axis=axis, keepdims=keepdims)
+
+    op.__name__ = name
+    op.__wrapped__ = impl
+    return op

@@ -7,10 +7,11 @@ Two paths, both one online-softmax pass over the keys (no (L, S) score matrix), 
 * otherwise tiled on CUDA cores (``nn_cuda.attention``): a block per 32 or 64 query rows of one
   (batch, head), K/V tiles staged through shared memory.
 Causal and sliding-window tiles outside the band are skipped.
-* decode (``nn_cuda.decode``), for few queries against many keys: the keys are split over
-  blocks (enough blocks to fill the GPU), then a merge kernel combines the partial softmaxes;
-  with 16-byte aligned rows (``decode_vec``) a block reads K and V in 16-byte vectors once for
-  all the query heads of its kv head.
+* decode (``nn_cuda.decode``), for few queries against many keys, and for one query against
+  any number: the keys are split over blocks (enough blocks to fill the GPU), then a merge
+  kernel combines the partial softmaxes; with 16-byte aligned rows (``decode_vec``) a block
+  reads K and V in 16-byte vectors once for all the query heads of its kv head, and up to
+  ``DECODE_ONE_BLOCK_S`` keys that block takes them all and writes the output (one launch).
 
 float32 and bfloat16, head dims up to 128; GQA reads kv head ``h // (Hq // Hkv)`` in place;
 masks are read through their broadcast strides (0 on broadcast axes).  A query whose keys are
@@ -28,6 +29,7 @@ DECODE_MAX_L = 16       # at most this many queries and ...
 DECODE_MIN_S = 256      # ... at least this many keys: split-key decode
 DECODE_MIN_CHUNK = 64   # keys per decode block, at least
 DECODE_MAX_GROUP = 8    # query heads per kv head up to which one block serves the group
+DECODE_ONE_BLOCK_S = 512  # up to this many keys one 16-byte-load block takes them all (no merge)
 
 
 def _row_strides(a):
@@ -87,7 +89,7 @@ def sdpa(q, k, v, mask, is_causal, scale, sliding_window):
         args = (arg(q), arg(k), arg(v), m, arg(o), np.int32(Hq), np.int32(Hkv), np.int32(L), np.int32(S),
                 *qs, *ks, *vs, *ms, *os_, np.float32(scale * math.log2(math.e)), np.int32(bool(is_causal)),
                 np.int32(window))
-        if L <= DECODE_MAX_L and S >= DECODE_MIN_S:
+        if L <= DECODE_MAX_L and (S >= DECODE_MIN_S or L == 1):
             _decode(dt, D, Dv, mkind, md, args, B, Hq, Hkv, L, S, o, os_,
                     _aligned(16 // q.dtype.itemsize, q, qs, k, ks, v, vs))
         elif dt == "bfloat16" and D == Dv and D % 16 == 0 and _aligned(8, q, qs, k, ks, v, vs):
@@ -120,15 +122,21 @@ def _decode(dt, D, Dv, mkind, md, args, B, Hq, Hkv, L, S, o, os_, vec_ok):
            and group <= DECODE_MAX_GROUP)
     blocks = B * Hkv * L if vec else rows
     nsplit = max(1, min(-(-4 * sms() // blocks), -(-S // DECODE_MIN_CHUNK)))
+    if vec and S <= DECODE_ONE_BLOCK_S:
+        nsplit = 1
     chunk = -(-S // nsplit)
     nsplit = -(-S // chunk)
+    if vec:
+        fn = function(("decode_vec", dt, D, group, mkind, md),
+                      lambda: gen.decode_vec(dt, D, group, mkind, md), "ruda_decode_vec")
+        if nsplit == 1:
+            fn((1, Hkv * L, B), (256,), (*args, args[4], np.int32(chunk)))
+            return
     part = cp.empty((rows, nsplit, Dv + 2), np.float32)
     key = ("decode", dt, D, Dv, mkind, md)
     make = lambda: gen.decode(dt, D, Dv, mkind, md)   # noqa: E731
     merge = function(key + ("merge",), make, "ruda_decode_merge")
     if vec:
-        fn = function(("decode_vec", dt, D, group, mkind, md),
-                      lambda: gen.decode_vec(dt, D, group, mkind, md), "ruda_decode_vec")
         fn((nsplit, Hkv * L, B), (256,), (*args, part, np.int32(chunk)))
     else:
         fn = function(key, make, "ruda_decode")

@@ -1,0 +1,32 @@
+"""bfloat16 GEMV on cuda: ``y = x @ W.T`` for up to ``MAX_ROWS`` rows of x against a weight
+stored row-major (N, K), as ``nn.linear`` reads it while decoding (kernel:
+``ruda.runtime.kernels.gemv_cuda``).  ``gemv`` returns None where the layout does not fit."""
+import os
+
+import numpy as np
+
+from ruda.backends.cuda._nn_launch import _cp, function
+from ruda.runtime.kernels import gemv_cuda as gen
+
+MAX_ROWS = 8
+ENABLED = os.environ.get("RUDA_CUDA_GEMV") != "0"     # 0: cuBLAS for every shape (comparisons)
+
+
+def gemv(a3, b3, n, k, m):
+    """(n, m) bfloat16 bits of a3 (1, n, k) @ b3 (1, k, m), or None: a3's rows and W = b3's
+    transpose (m, k) must be row-major with row strides and pointers on 16 bytes, k % 8 == 0."""
+    if not 0 < n <= MAX_ROWS or k % 8 or k >= 2**31 or m >= 2**31:
+        return None
+    sa, sb = a3.strides, b3.strides
+    if sa[2] != 2 or sb[1] != 2 or (n > 1 and sa[1] % 16) or (m > 1 and sb[2] % 16):
+        return None
+    if a3.data.ptr & 15 or b3.data.ptr & 15:
+        return None
+    cp = _cp()
+    out = cp.empty((n, m), np.uint16)
+    fn = function(("gemv", n), lambda: gen.gemv(n), "ruda_gemv")
+    per = gen.ROWS * gen.WARPS
+    fn((-(-m // per),), (32 * gen.WARPS,),
+       (a3.view(np.uint16), np.int64(sa[1] // 2), b3.view(np.uint16), np.int64(sb[2] // 2), out,
+        np.int64(m), np.int32(m), np.int32(k)))
+    return out
