@@ -110,6 +110,27 @@ def test_rms_norm(nn, dtype, shape, weighted):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", ROW_SHAPES)
+def test_add_rms_norm(nn, dtype, shape):
+    """The fused residual add: the sum exactly as the separate add rounds it (bfloat16 through
+    ruda's own add), the norm of that sum; long rows decline (ruda.nn then composes)."""
+    rng = np.random.default_rng(5 + shape[1])
+    x, _ = _host(rng.standard_normal(shape) * 2, dtype)
+    r, _ = _host(rng.standard_normal(shape), dtype)
+    w, wh = _host(rng.standard_normal(shape[1]), dtype)
+    got = nn.add_rms_norm(x, r, w, 1e-6)
+    if got is NotImplemented:
+        size = 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize
+        assert nn.row_config(shape[1], size, shape[1] % (16 // size) == 0) is None
+        return
+    s, y = got
+    xs, rs = (ruda.Array.from_native(a, ruda.device("cuda")) for a in (x, r))
+    np.testing.assert_array_equal(_get(s), _get((xs + rs).native))
+    want = F.rms_norm(torch.from_numpy(_get(s)), (shape[1],), torch.from_numpy(wh), 1e-6).numpy()
+    _close(_get(y), want, dtype, 5.0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(3,), (4, 1000), (2, 3, 1027)])
 def test_swiglu(nn, dtype, shape):
     rng = np.random.default_rng(4)
@@ -215,6 +236,9 @@ SDPA_CASES = [  # B, Hq, Hkv, L, S, D, Dv, causal, window, mask
     (2, 16, 2, 1, 900, 128, 128, False, None, "add"),    # decode: a group of 8 heads per block
     (1, 16, 1, 2, 400, 64, 64, True, None, "add"),       # decode: group of 16, scalar kernel
     (1, 4, 2, 1, 500, 40, 40, False, None, None),        # decode: rows of 40, scalar kernel
+    (1, 9, 3, 1, 100, 64, 64, False, None, "bool"),      # one query, few keys: one block, no merge
+    (2, 32, 8, 1, 512, 128, 128, True, 50, None),        # the same up to its limit, with a window
+    (1, 4, 4, 1, 1, 64, 64, False, None, "add"),         # a single key
 ]
 
 

@@ -47,6 +47,35 @@ def test_rms_norm(device, affine):
             close(got, want, dt, tol * 100)
 
 
+@pytest.mark.parametrize("affine", [True, False])
+def test_add_rms_norm(device, affine):
+    """The sum as x + residual gives it, and torch's rms_norm of that sum."""
+    dt, tol = fdt(device)
+    rng = np.random.default_rng(13)
+    for shape, n in [((3, 1, 64), 64), ((2, 5, 40), 40), ((4, 576), 576), ((2, 3, 8), (3, 8))]:
+        sh = (n,) if isinstance(n, int) else n
+        a, r = rng.standard_normal(shape) * 3, rng.standard_normal(shape)
+        w = rng.standard_normal(sh) if affine else None
+        x, res = put(a, device, dt), put(r, device, dt)
+        wd = None if w is None else put(w, device, dt)
+        for eps in (None, 1e-2):
+            h, y = nn.add_rms_norm(x, res, n, wd, eps=eps)
+            assert h.dtype == dt and y.dtype == dt and h.shape == y.shape == shape
+            np.testing.assert_array_equal(np.asarray(h.to_device("cpu")),
+                                          np.asarray((x + res).to_device("cpu")))
+            th = T(np.asarray(h.to_device("cpu")).astype(np.float64 if dt == xp.float64
+                                                           else np.float32))
+            want = F.rms_norm(th, sh, None if w is None else T(w).to(th.dtype), eps=eps).numpy()
+            close(y, want, dt, tol * 100)
+    x = put(np.ones((2, 4)), device, dt)
+    with pytest.raises(ValueError, match=r"ruda.nn.add_rms_norm: residual: expected x's shape"):
+        nn.add_rms_norm(x, put(np.ones((1, 4)), device, dt), 4)
+    with pytest.raises(TypeError, match=r"ruda.nn.add_rms_norm: residual: expected x's dtype"):
+        nn.add_rms_norm(x, put(np.ones((2, 4)), device, xp.int32), 4)
+    with pytest.raises(TypeError, match=r"ruda.nn.add_rms_norm: residual: expected a ruda array"):
+        nn.add_rms_norm(x, np.ones((2, 4)), 4)
+
+
 def test_group_norm(device):
     dt, tol = fdt(device)
     rng = np.random.default_rng(12)

@@ -133,7 +133,8 @@ OPS = ELEMENTWISE_UNARY + ELEMENTWISE_BINARY + (
 
 # The fused kernels a backend's ``nn`` module may provide (see ruda/nn/README.md).
 NN_KERNELS = (
-    "softmax", "logsumexp", "layer_norm", "rms_norm", "group_norm", "swiglu", "glu", "activation",
+    "softmax", "logsumexp", "layer_norm", "rms_norm", "add_rms_norm", "group_norm", "swiglu", "glu",
+    "activation",
     "dropout", "apply_rope", "sdpa", "top_k",
     "conv", "conv_transpose", "pool", "interpolate",
     "linear_quantized",

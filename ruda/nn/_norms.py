@@ -1,4 +1,5 @@
-"""Normalizations: layer_norm, rms_norm, group_norm, batch_norm, as torch.nn.functional.
+"""Normalizations: layer_norm, rms_norm, group_norm, batch_norm, as torch.nn.functional, and
+add_rms_norm (a residual add fused with the rms_norm after it).
 
 Statistics accumulate in float32 for bfloat16 input (in the input dtype otherwise) and the
 result is in the input dtype. Affine parameters have x's dtype (float32 also allowed for
@@ -66,6 +67,33 @@ def rms_norm(x, normalized_shape, weight=None, eps=None):
     y = c.up(x)
     ms = xp.mean(y * y, axis=axes, keepdims=True)
     return c.down(_affine(y / xp.sqrt(ms + eps), weight, None), x.dtype)
+
+
+def add_rms_norm(x, residual, normalized_shape, weight=None, eps=None):
+    """``(h, rms_norm(h, normalized_shape, weight, eps))`` with ``h = x + residual`` in x's
+    dtype: a pre-norm block's residual add and the norm after it, one kernel where the device
+    has it, the two calls elsewhere; the same values either way."""
+    fn = "add_rms_norm"
+    A = xp.Array
+    if not (x.__class__ is A and residual.__class__ is A and residual.dtype == x.dtype and
+            residual.shape == x.shape and residual.device == x.device):
+        c.floating(fn, "x", x)
+        c.same(fn, "residual", residual, x)
+        if residual.shape != x.shape:
+            raise c.err(ValueError, fn, "residual", f"x's shape {x.shape}", residual.shape)
+    k = c.kernel(x, fn) if x.size else None
+    if k is not None:
+        c.floating(fn, "x", x)
+        shape = c.normalized_shape(fn, x, normalized_shape)
+        c.param(fn, "weight", weight, x, shape)
+        if len(shape) == 1:
+            e = float(xp.finfo(c.compute_dtype(x.dtype)).eps) if eps is None else \
+                c.number(fn, "eps", eps, 0.0)
+            r = k(x.native, residual.native, None if weight is None else weight.native, e)
+            if r is not NotImplemented:
+                return c.wrap(r[0], x.device), c.wrap(r[1], x.device)
+    h = x + residual
+    return h, rms_norm(h, normalized_shape, weight, eps)
 
 
 def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):

@@ -10,7 +10,7 @@ current stream, on the device of the input array.  float32, float64 and bfloat16
 import numpy as np
 
 from ruda.backends.cuda._nn_attention import sdpa  # noqa: F401 - the attention kernel
-from ruda.backends.cuda._nn_launch import _cp, aligned, arg, contiguous, dname, empty, function, sms
+from ruda.backends.cuda._nn_launch import BF16, U16, _cp, aligned, arg, contiguous, dname, empty, function, sms
 from ruda.runtime.kernels import nn_cuda as gen
 
 REG_UNITS = 4          # 16-byte vectors per thread kept in registers (scalar rows: 16 elements)
@@ -32,32 +32,38 @@ def row_config(n, itemsize, vec):
     return tpr, 1, -(-units // tpr)
 
 
-def _rows(op, x, w, b, eps):
+def _rows(op, x, w, b, eps, r=None):
     dt = dname(x)
     if dt is None or x.ndim != 2 or (w is not None and w.dtype != x.dtype) or (b is not None and b.dtype != x.dtype):
         return NotImplemented
     rows, n = x.shape
-    if n >= 2**31:
+    if n >= 2**31 or (r is not None and (r.dtype != x.dtype or r.shape != x.shape)):
         return NotImplemented
     with x.device:
-        x, w, b = contiguous(x), contiguous(w), contiguous(b)
+        x, w, b, r = contiguous(x), contiguous(w), contiguous(b), contiguous(r)
         y = empty((rows, n), x.dtype)
+        s = None if r is None else empty((rows, n), x.dtype)
         if rows == 0 or n == 0:
-            return y
+            return y if r is None else (s, y)
         itemsize = x.dtype.itemsize
-        vec = n % (16 // itemsize) == 0 and aligned(x, y, w, b)
+        vec = n % (16 // itemsize) == 0 and aligned(x, y, w, b, r, s)
         cfg = row_config(n, itemsize, vec)
-        hw, hb = w is not None, b is not None
+        hw, hb, hr = w is not None, b is not None, r is not None
+        args = (arg(x), arg(w), arg(b), arg(y), np.int64(rows), np.int32(n), np.float64(eps))
         if cfg is None:
+            if hr:
+                return NotImplemented            # long rows: the residual add stays separate
             fn = function(("rows_long", op, dt, hw, hb), lambda: gen.rows_long(op, dt, hw, hb), "ruda_rows")
             grid, block = rows, 1024
         else:
             tpr, rpb, vpt = cfg
-            fn = function(("rows", op, dt, tpr, rpb, vpt, vec, hw, hb),
-                          lambda: gen.rows(op, dt, tpr, rpb, vpt, vec, hw, hb), "ruda_rows")
+            fn = function(("rows", op, dt, tpr, rpb, vpt, vec, hw, hb, hr),
+                          lambda: gen.rows(op, dt, tpr, rpb, vpt, vec, hw, hb, hr), "ruda_rows")
             grid, block = -(-rows // rpb), tpr * rpb
-        fn((grid,), (block,), (arg(x), arg(w), arg(b), arg(y), np.int64(rows), np.int32(n), np.float64(eps)))
-        return y
+            if hr:
+                args += (arg(r), arg(s))
+        fn((grid,), (block,), args)
+        return y if r is None else (s, y)
 
 
 def softmax(x, log):
@@ -70,6 +76,20 @@ def layer_norm(x, weight, bias, eps):
 
 def rms_norm(x, weight, eps):
     return _rows("rms_norm", x, weight, None, eps)
+
+
+def _shaped(a, shape):
+    """``a.reshape(shape)``; bfloat16 through its uint16 bits (as every bfloat16 array here)."""
+    if BF16 is not None and a.dtype == BF16:
+        return a.view(U16).reshape(shape).view(BF16)
+    return a.reshape(shape)
+
+
+def add_rms_norm(x, residual, weight, eps):
+    """x, residual (..., n): (x + residual, rms_norm of it over the last axis), one kernel."""
+    n = x.shape[-1] if x.ndim else 1
+    r = _rows("rms_norm", _shaped(x, (-1, n)), weight, None, eps, _shaped(residual, (-1, n)))
+    return r if r is NotImplemented else tuple(_shaped(a, x.shape) for a in r)
 
 
 def _grid(n, block=256):
@@ -130,3 +150,20 @@ def top_k(x, k):
         fn = function(("top_k", dt, kb), lambda: gen.top_k(dt, kb), "ruda_top_k")
         fn((-(-rows // 4),), (128,), (arg(x), arg(vals), idx, np.int64(rows), np.int32(n), np.int32(k)))
         return vals, idx
+
+
+_ACT = {}       # activation name -> CuPy ElementwiseKernel (compiled per dtype by CuPy)
+
+
+def activation(x, name, p1, p2):
+    """float32/float64 activations in one elementwise pass (``nn_cuda.ACTIVATIONS``); float64
+    erf stays with ruda.nn's composition (CUDA's double erf is within 2 ulp, ruda's within 1)."""
+    body = gen.ACTIVATIONS.get(name)
+    if body is None or x.dtype not in (np.float32, np.float64) or (name == "erf" and x.dtype == np.float64):
+        return NotImplemented
+    k = _ACT.get(name)
+    if k is None:
+        k = _ACT[name] = _cp().ElementwiseKernel("T x, float64 p1, float64 p2", "T y", body, "ruda_" + name)
+    num = lambda p: float(p) if isinstance(p, (int, float)) else 0.0   # noqa: E731 - p2 of erf: tables
+    with x.device:
+        return k(x, num(p1), num(p2))

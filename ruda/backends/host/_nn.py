@@ -4,7 +4,8 @@ Contract: ruda/nn/README.md. ``softmax`` and ``swiglu`` run NumPy's SIMD ufuncs 
 blocks of rows that stay in the caches, a block per thread (ufuncs release the GIL): one
 read of x and one write of the result, where composed NumPy makes five passes. ``layer_norm``
 and ``rms_norm`` are Numba row loops (``parallel=True``, compiled once and cached on disk),
-accumulating in float64; where Numba is missing they run blocked NumPy. float32 erf, gelu, elu,
+accumulating in float64 (``add_rms_norm``: the residual add in the same loop, decoding-sized
+rows); where Numba is missing they run blocked NumPy. float32 erf, gelu, elu,
 silu, sigmoid, softplus, hardsigmoid, hardswish and glu are single Numba loops without libm calls (exp by Cephes' expf
 with 2**n built from its bits, log1p by its atanh series), so LLVM vectorizes them; float64
 and Numba-less runs use the NumPy block functions. ``dropout`` draws ruda.random's Philox words
@@ -146,6 +147,13 @@ if _nb is not None:
     def _rms_rows_serial(x, w, eps, out):
         for i in range(x.shape[0]):
             _rms_row(x, w, eps, out, i)
+
+    @_nb.njit(fastmath=False, cache=True)
+    def _add_rms_rows_serial(x, r, w, eps, s, out):
+        for i in range(x.shape[0]):
+            for j in range(x.shape[1]):
+                s[i, j] = x[i, j] + r[i, j]
+            _rms_row(s, w, eps, out, i)
 
     @_nb.njit(parallel=True, fastmath=False, cache=True)
     def _gn_rows(x, groups, w, b, eps, out):
@@ -329,7 +337,7 @@ if _nb is not None:
 
 else:
     _ln_rows = _rms_rows = _gn_rows = _erf32_flat = _act32_flat = _glu32_rows = None
-    _ln_rows_serial = _rms_rows_serial = _swiglu32_rows = None
+    _ln_rows_serial = _rms_rows_serial = _swiglu32_rows = _add_rms_rows_serial = None
     _lse32_rows = None
 
 _ACT32 = {"elu": 0, "silu": 1, "sigmoid": 2, "softplus": 3, "hardsigmoid": 4,
@@ -375,6 +383,20 @@ def rms_norm(x, weight, eps):
             out[r0:r1] = xs * w
         _blocks(rows, n, run)
     return out if odt == out.dtype else out.astype(odt)
+
+
+def add_rms_norm(x, residual, weight, eps):
+    """Decoding-sized float32/float64 rows: the residual add (in x's dtype) and rms_norm over
+    the last axis in one serial Numba loop; larger work or other dtypes decline (ruda.nn then
+    composes the two)."""
+    if _add_rms_rows_serial is None or x.dtype not in (np.float32, np.float64) or \
+            residual.dtype != x.dtype or x.size >= _PARALLEL:
+        return NotImplemented
+    n = x.shape[-1]
+    x2, r2 = np.ascontiguousarray(x).reshape(-1, n), np.ascontiguousarray(residual).reshape(-1, n)
+    s, out = np.empty_like(x2), np.empty_like(x2)
+    _add_rms_rows_serial(x2, r2, _param(weight, n, 1, x.dtype), float(eps), s, out)
+    return s.reshape(x.shape), out.reshape(x.shape)
 
 
 # -- beyond the contract's names (None on other devices: ruda.nn composes there) -----------

@@ -275,15 +275,17 @@ class Llama(Generator):
         cfg = self.cfg
         if x.dtype != self.dtype:
             x = xp.astype(x, self.dtype)
-        for i, L in enumerate(self.layers):
-            h = nn.rms_norm(x, (cfg.hidden,), L["in_norm"], cfg.eps)
-            x = x + self._attention(L, h, i, cos, sin, attend)
-            h = nn.rms_norm(x, (cfg.hidden,), L["post_norm"], cfg.eps)
-            x = x + self._mlp(L, h)
+        # each residual add is fused with the norm that reads its sum (nn.add_rms_norm)
+        norms = [L["in_norm"] for L in self.layers[1:]] + [self.norm]
+        h = nn.rms_norm(x, (cfg.hidden,), (self.layers[0]["in_norm"] if self.layers else self.norm),
+                        cfg.eps)
+        for i, (L, after) in enumerate(zip(self.layers, norms)):
+            x, h = nn.add_rms_norm(x, self._attention(L, h, i, cos, sin, attend), (cfg.hidden,),
+                                   L["post_norm"], cfg.eps)
+            x, h = nn.add_rms_norm(x, self._mlp(L, h), (cfg.hidden,), after, cfg.eps)
         if last_only:
-            x = x[:, -1:, :]
-        x = nn.rms_norm(x, (cfg.hidden,), self.norm, cfg.eps)
-        return nn.linear(x, self.lm_head)
+            h = h[:, -1:, :]
+        return nn.linear(h, self.lm_head)
 
     def decode_step(self, tokens, pos, caches, mask=None):
         """Logits (B, 1, vocab) of one new token per row at position ``pos``, read from device
