@@ -27,7 +27,7 @@ _SHIM = r"""
 #include <memory>
 #include <thread>
 #include <vector>
-using std::min; using std::max;
+using std::min; using std::max; using std::exp; using std::log; using std::sqrt;
 struct rdim3 { unsigned x, y, z; };
 static thread_local rdim3 threadIdx, blockIdx;
 static rdim3 blockDim, gridDim;

@@ -102,12 +102,7 @@ def test_decode_vec_one_block_writes_the_output():
     B, Hq, Hkv, S, D = 2, 6, 2, 70, 64
     G = Hq // Hkv
     src = att.decode_vec("bfloat16", D, G, "bool", None)
-    params = ("const T* q_, const T* k_, const T* v_, const MT* m_, T* o_, int Hq_, int Hkv_, int L_, "
-              "int S_, long long q0_, long long q1_, long long q2_, long long k0_, long long k1_, "
-              "long long k2_, long long v0_, long long v1_, long long v2_, long long m0_, long long m1_, "
-              "long long m2_, long long m3_, long long o0_, long long o1_, long long o2_, float scale2_, "
-              "int causal_, int window_, float* part, int chunk")
-    fn = emu.build(src, "ruda_decode_vec", params)
+    fn = emu.build(src, "ruda_decode_vec", ATT_PARAMS + ", float* part, int chunk")
     rng = np.random.default_rng(3)
     q, k, v = (bf16_bits(rng.standard_normal(s)) for s in ((B, Hq, 1, D), (B, Hkv, S, D), (B, Hkv, S, D)))
     mask = rng.random((B, 1, 1, S)) < 0.6
@@ -128,3 +123,175 @@ def test_decode_vec_one_block_writes_the_output():
     want = (p @ vf) / np.where(den > 0, den, 1)
     np.testing.assert_allclose(from_bits(o), want, rtol=2e-2, atol=2e-2)
     assert (from_bits(o)[1] == 0).all()
+
+
+ATT_PARAMS = ("const T* q_, const T* k_, const T* v_, const MT* m_, T* o_, int Hq_, int Hkv_, int L_, "
+              "int S_, long long q0_, long long q1_, long long q2_, long long k0_, long long k1_, "
+              "long long k2_, long long v0_, long long v1_, long long v2_, long long m0_, long long m1_, "
+              "long long m2_, long long m3_, long long o0_, long long o1_, long long o2_, float scale2_, "
+              "int causal_, int window_")
+ROWS_PARAMS = "const T* x, const T* w, const T* b, T* y, long long rows, int n, double eps"
+
+
+def _attention_ref(q, k, v, causal, window):
+    G = q.shape[1] // k.shape[1]
+    k, v = np.repeat(k, G, axis=1), np.repeat(v, G, axis=1)
+    L, S = q.shape[2], k.shape[2]
+    s = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
+    i, j = np.arange(L)[:, None], np.arange(S)[None, :]
+    keep = np.ones((L, S), bool)
+    if causal:
+        keep &= j <= i + S - L
+    if window:
+        keep &= j > i + S - L - window
+    s = np.where(keep, s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return (p @ v) / p.sum(-1, keepdims=True)
+
+
+def _att_args(q, k, v, o, causal, window):
+    st = lambda a: [i64(x // a.itemsize) for x in a.strides[:3]]   # noqa: E731
+    return (q, k, v, None, o, i32(q.shape[1]), i32(k.shape[1]), i32(q.shape[2]), i32(k.shape[2]),
+            *st(q), *st(k), *st(v), i64(0), i64(0), i64(0), i64(0), *st(o),
+            f32(math.log2(math.e) / math.sqrt(q.shape[-1])), i32(causal), i32(window))
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax", "layer_norm", "rms_norm"])
+@pytest.mark.parametrize("n,tpr,rpb", [(100, 32, 4), (4096, 256, 1)])
+def test_rows(op, n, tpr, rpb):
+    """The register row kernel, warp per row (scalar, a ragged last unit) and block per row
+    (16-byte vectors), float32, weight and bias where the op takes them."""
+    vec = n % 4 == 0
+    unit = 4 if vec else 1
+    vpt = -(-(-(-n // unit)) // tpr)
+    affine = op in ("layer_norm", "rms_norm")
+    fn = emu.build(nn_cuda.rows(op, "float32", tpr, rpb, vpt, vec, affine, op == "layer_norm"),
+                   "ruda_rows", ROWS_PARAMS)
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal((5, n)) * 3).astype(np.float32)
+    w, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    y = np.zeros_like(x)
+    emu.launch(fn, (-(-5 // rpb),), tpr * rpb, x, w if affine else None,
+               b if op == "layer_norm" else None, y, i64(5), i32(n), f64(1e-5))
+    xd = x.astype(np.float64)
+    if op in ("softmax", "log_softmax"):
+        e = np.exp(xd - xd.max(1, keepdims=True))
+        want = e / e.sum(1, keepdims=True)
+        want = np.log(want) if op == "log_softmax" else want
+    elif op == "layer_norm":
+        c = xd - xd.mean(1, keepdims=True)
+        want = c / np.sqrt((c * c).mean(1, keepdims=True) + 1e-5) * w + b
+    else:
+        want = xd / np.sqrt((xd * xd).mean(1, keepdims=True) + 1e-5) * w
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["softmax", "layer_norm"])
+def test_rows_long(op):
+    """Rows past the register budget: 1024 threads per row, passes over global memory."""
+    fn = emu.build(nn_cuda.rows_long(op, "float32", op == "layer_norm", op == "layer_norm"),
+                   "ruda_rows", ROWS_PARAMS)
+    rng = np.random.default_rng(2)
+    n = 20011
+    x = (rng.standard_normal((2, n)) + 5).astype(np.float32)
+    w, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    y = np.zeros_like(x)
+    ln = op == "layer_norm"
+    emu.launch(fn, (2,), 1024, x, w if ln else None, b if ln else None, y, i64(2), i32(n), f64(1e-5))
+    xd = x.astype(np.float64)
+    if ln:
+        c = xd - xd.mean(1, keepdims=True)
+        want = c / np.sqrt((c * c).mean(1, keepdims=True) + 1e-5) * w + b
+    else:
+        e = np.exp(xd - xd.max(1, keepdims=True))
+        want = e / e.sum(1, keepdims=True)
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-7 if not ln else 1e-4)
+
+
+@pytest.mark.parametrize("dtype,vec", [("bfloat16", True), ("float32", False)])
+def test_swiglu(dtype, vec):
+    fn = emu.build(nn_cuda.swiglu(dtype, vec), "ruda_swiglu", "const T* g, const T* u, T* y, long long n")
+    rng = np.random.default_rng(4)
+    n = 1000 + 3
+    g, u = rng.standard_normal(n) * 3, rng.standard_normal(n)
+    if dtype == "bfloat16":
+        gb, ub = bf16_bits(g), bf16_bits(u)
+        y = np.zeros(n, np.uint16)
+        emu.launch(fn, (2,), 256, gb, ub, y, i64(n))
+        gd, ud, got, tol = from_bits(gb), from_bits(ub), from_bits(y), 1e-2
+    else:
+        gb, ub = g.astype(np.float32), u.astype(np.float32)
+        y = np.zeros(n, np.float32)
+        emu.launch(fn, (2,), 256, gb, ub, y, i64(n))
+        gd, ud, got, tol = gb.astype(np.float64), ub.astype(np.float64), y, 1e-6
+    np.testing.assert_allclose(got, gd / (1 + np.exp(-gd)) * ud, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_rope(interleaved):
+    """Rotary embedding of (rows, T, D) with the first r of D features rotated."""
+    fn = emu.build(nn_cuda.rope("float32", "float32", interleaved), "ruda_rope",
+                   "const T* x, const CT* cs, const CT* sn, T* y, long long total, int tlen, int d, int r")
+    rng = np.random.default_rng(5)
+    R, T, D, r = 3, 5, 16, 12
+    x = rng.standard_normal((R, T, D)).astype(np.float32)
+    ang = rng.standard_normal((T, r // 2))
+    cs, sn = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+    y = np.zeros_like(x)
+    emu.launch(fn, (1,), 256, x, cs, sn, y, i64(x.size), i32(T), i32(D), i32(r))
+    want = x.astype(np.float64).copy()
+    if interleaved:
+        a, b = x[..., 0:r:2], x[..., 1:r:2]
+        want[..., 0:r:2], want[..., 1:r:2] = a * cs - b * sn, b * cs + a * sn
+    else:
+        a, b = x[..., :r // 2], x[..., r // 2:r]
+        want[..., :r // 2], want[..., r // 2:r] = a * cs - b * sn, b * cs + a * sn
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+
+
+def test_top_k():
+    """A warp per row: the k largest, NaN first, ties by the lower index."""
+    k, kb = 5, nn_cuda.kbucket(5)
+    fn = emu.build(nn_cuda.top_k("float32", kb), "ruda_top_k",
+                   "const T* x, T* vals, long long* idx, long long rows, int n, int k")
+    rng = np.random.default_rng(6)
+    x = np.round(rng.standard_normal((6, 300)) * 4).astype(np.float32)      # many ties
+    x[2, 17] = np.nan
+    vals, idx = np.zeros((6, k), np.float32), np.zeros((6, k), np.int64)
+    emu.launch(fn, (2,), 128, x, vals, idx, i64(6), i32(300), i32(k))
+    key = np.where(np.isnan(x), np.inf, x)
+    want = np.stack([np.lexsort((np.arange(300), -row))[:k] for row in key])
+    np.testing.assert_array_equal(idx, want)
+    np.testing.assert_array_equal(vals, np.take_along_axis(x, want, 1))
+
+
+@pytest.mark.parametrize("causal,window", [(False, 0), (True, 40)])
+def test_decode_split_and_merge(causal, window):
+    """Split-key decode (the scalar kernel, GQA) and the merge of the partial softmaxes."""
+    B, Hq, Hkv, L, S, D = 1, 4, 2, 2, 300, 16
+    src = att.decode("float32", D, D)
+    fn = emu.build(src, "ruda_decode", ATT_PARAMS + ", float* part, int chunk")
+    merge = emu.build(src, "ruda_decode_merge", "const float* part, T* o, int nsplit, int L, int Hq, "
+                      "long long os0, long long os1, long long os2")
+    rng = np.random.default_rng(8)
+    q, k, v = (rng.standard_normal(s).astype(np.float32) for s in ((B, Hq, L, D), (B, Hkv, S, D), (B, Hkv, S, D)))
+    o = np.zeros((B, Hq, L, D), np.float32)
+    nsplit, chunk = 4, 75
+    part = np.zeros((B * Hq * L, nsplit, D + 2), np.float32)
+    emu.launch(fn, (nsplit, Hq * L, B), 128, *_att_args(q, k, v, o, causal, window), part, i32(chunk))
+    emu.launch(merge, (B * Hq * L,), 128, part, o, i32(nsplit), i32(L), i32(Hq),
+               *[i64(x // 4) for x in o.strides[:3]])
+    np.testing.assert_allclose(o, _attention_ref(*(a.astype(np.float64) for a in (q, k, v)), causal, window),
+                               rtol=1e-4, atol=1e-5)
+
+
+def test_attention_tile():
+    """The CUDA-core tiled kernel: causal (lower right), GQA, a ragged last tile."""
+    B, Hq, Hkv, L, S, D = 1, 2, 1, 37, 45, 16
+    fn = emu.build(att.attention("float32", D, D, None, None, 32, 16), "ruda_attention", ATT_PARAMS)
+    rng = np.random.default_rng(9)
+    q, k, v = (rng.standard_normal(s).astype(np.float32) for s in ((B, Hq, L, D), (B, Hkv, S, D), (B, Hkv, S, D)))
+    o = np.zeros((B, Hq, L, D), np.float32)
+    emu.launch(fn, (-(-L // 32), Hq, B), 32, *_att_args(q, k, v, o, True, 0))
+    np.testing.assert_allclose(o, _attention_ref(*(a.astype(np.float64) for a in (q, k, v)), True, 0),
+                               rtol=1e-4, atol=1e-5)
