@@ -63,6 +63,33 @@ def test_gemv(m, n, k):
     np.testing.assert_allclose(got[:, :n], want, rtol=2 ** -7, atol=2 ** -7 * np.abs(want).max())
 
 
+@pytest.mark.parametrize("m", [1, 5])
+def test_gemv_swiglu(m):
+    """W = [gate; up]: silu(g) * u with g and u rounded to bfloat16 first, exactly as the plain
+    GEMV followed by the swiglu kernel rounds them."""
+    params = ("const bf16* x, long long ldx, const bf16* w, long long ldw, bf16* y, long long ldy, "
+              "int N, int K")
+    fused = emu.build(gemv_cuda.gemv(m, swiglu=True), "ruda_gemv", params)
+    plain = emu.build(gemv_cuda.gemv(m), "ruda_gemv", params)
+    swiglu = emu.build(nn_cuda.swiglu("bfloat16", False), "ruda_swiglu",
+                       "const T* g, const T* u, T* y, long long n")
+    rng = np.random.default_rng(m)
+    inter, k = 37, 264
+    xb, wb = bf16_bits(rng.standard_normal((m, k))), bf16_bits(rng.standard_normal((2 * inter, k)) / 8)
+    y = np.zeros((m, inter), np.uint16)
+    emu.launch(fused, (-(-inter // gemv_cuda.WARPS),), 32 * gemv_cuda.WARPS, xb, i64(k), wb, i64(k), y,
+               i64(inter), i32(2 * inter), i32(k))
+    gu = np.zeros((m, 2 * inter), np.uint16)
+    emu.launch(plain, (-(-2 * inter // (gemv_cuda.ROWS * gemv_cuda.WARPS)),), 32 * gemv_cuda.WARPS, xb,
+               i64(k), wb, i64(k), gu, i64(2 * inter), i32(2 * inter), i32(k))
+    g, u = np.ascontiguousarray(gu[:, :inter]), np.ascontiguousarray(gu[:, inter:])
+    want = np.zeros((m, inter), np.uint16)
+    emu.launch(swiglu, (1,), 256, g, u, want, i64(g.size))
+    np.testing.assert_array_equal(y, want)
+    gd, ud = from_bits(g), from_bits(u)
+    np.testing.assert_allclose(from_bits(y), gd / (1 + np.exp(-gd)) * ud, rtol=1e-2, atol=1e-2)
+
+
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
 @pytest.mark.parametrize("n,vec", [(64, True), (576, True), (37, False)])
 def test_rows_with_residual(dtype, n, vec):

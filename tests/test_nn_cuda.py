@@ -109,6 +109,22 @@ def test_rms_norm(nn, dtype, shape, weighted):
     _close(_get(got), want, dtype, 5.0)
 
 
+@pytest.mark.skipif(BF16 is None, reason="needs ml_dtypes")
+@pytest.mark.parametrize("rows", [1, 3, 8])
+@pytest.mark.parametrize("inter,k", [(37, 264), (1536, 576)])
+def test_linear_swiglu(nn, rows, inter, k):
+    """The GEMV's swiglu variant gives exactly the plain GEMV followed by the swiglu kernel."""
+    rng = np.random.default_rng(rows + k)
+    x, _ = _host(rng.standard_normal((rows, k)), "bfloat16")
+    w, _ = _host(rng.standard_normal((2 * inter, k)) / 8, "bfloat16")
+    got = nn.linear_swiglu(x, w)
+    assert got is not NotImplemented and got.shape == (rows, inter)
+    dev = ruda.device("cuda")
+    gu = ruda.Array.from_native(x, dev) @ ruda.matrix_transpose(ruda.Array.from_native(w, dev))
+    want = ruda.nn.swiglu(gu[:, :inter], gu[:, inter:])
+    np.testing.assert_array_equal(_get(got), _get(want.native))
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", ROW_SHAPES)
 def test_add_rms_norm(nn, dtype, shape):

@@ -180,6 +180,26 @@ def test_erf(device):
         nn.erf(put([1], device, xp.int32))
 
 
+def test_linear_swiglu(device):
+    """silu(x @ Wg.T + bg) * (x @ Wu.T + bu) for W = [Wg; Wu] stacked, as torch computes it."""
+    dt, tol = fdt(device)
+    rng = np.random.default_rng(17)
+    for lead in [(1, 1), (3,), (2, 4)]:
+        x, w, b = rng.standard_normal(lead + (24,)), rng.standard_normal((22, 24)) / 4, rng.standard_normal(22)
+        tx, tw, tb = (torch.from_numpy(v) for v in (x, w, b))
+        for bias, tbias in [(None, None), (b, tb)]:
+            g, u = F.linear(tx, tw[:11], None if tbias is None else tbias[:11]), \
+                F.linear(tx, tw[11:], None if tbias is None else tbias[11:])
+            got = nn.linear_swiglu(put(x, device, dt), put(w, device, dt),
+                                   None if bias is None else put(bias, device, dt))
+            assert got.shape == lead + (11,)
+            close(got, (F.silu(g) * u).numpy(), dt, tol * 10)
+    with pytest.raises(ValueError, match=r"ruda.nn.linear_swiglu: weight: expected an even number"):
+        nn.linear_swiglu(put(x, device, dt), put(w[:21], device, dt))
+    with pytest.raises(ValueError, match=r"ruda.nn.linear: x: expected last axis of length"):
+        nn.linear_swiglu(put(x, device, dt), put(w[:, :20], device, dt))
+
+
 def test_linear_embedding(device):
     dt, tol = fdt(device)
     rng = np.random.default_rng(7)

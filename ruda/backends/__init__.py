@@ -137,7 +137,7 @@ NN_KERNELS = (
     "activation",
     "dropout", "apply_rope", "sdpa", "top_k",
     "conv", "conv_transpose", "pool", "interpolate",
-    "linear_quantized",
+    "linear_quantized", "linear_swiglu",
 )
 
 # Cephes' erf/erfc rational approximations (ndtr.c), the coefficient tables (T, U, P, Q) that

@@ -12,10 +12,11 @@ MAX_ROWS = 8
 ENABLED = os.environ.get("RUDA_CUDA_GEMV") != "0"     # 0: cuBLAS for every shape (comparisons)
 
 
-def gemv(a3, b3, n, k, m):
+def gemv(a3, b3, n, k, m, swiglu=False):
     """(n, m) bfloat16 bits of a3 (1, n, k) @ b3 (1, k, m), or None: a3's rows and W = b3's
-    transpose (m, k) must be row-major with row strides and pointers on 16 bytes, k % 8 == 0."""
-    if not 0 < n <= MAX_ROWS or k % 8 or k >= 2**31 or m >= 2**31:
+    transpose (m, k) must be row-major with row strides and pointers on 16 bytes, k % 8 == 0.
+    ``swiglu`` (m even): (n, m / 2) ``silu(g) * u`` of the product's two halves."""
+    if not 0 < n <= MAX_ROWS or k % 8 or k >= 2**31 or m >= 2**31 or (swiglu and m % 2):
         return None
     sa, sb = a3.strides, b3.strides
     if sa[2] != 2 or sb[1] != 2 or (n > 1 and sa[1] % 16) or (m > 1 and sb[2] % 16):
@@ -23,10 +24,11 @@ def gemv(a3, b3, n, k, m):
     if a3.data.ptr & 15 or b3.data.ptr & 15:
         return None
     cp = _cp()
-    out = cp.empty((n, m), np.uint16)
-    fn = function(("gemv", n), lambda: gen.gemv(n), "ruda_gemv")
-    per = gen.ROWS * gen.WARPS
-    fn((-(-m // per),), (32 * gen.WARPS,),
+    width = m // 2 if swiglu else m
+    out = cp.empty((n, width), np.uint16)
+    fn = function(("gemv", n, swiglu), lambda: gen.gemv(n, swiglu), "ruda_gemv")
+    warps = width if swiglu else -(-m // gen.ROWS)
+    fn((-(-warps // gen.WARPS),), (32 * gen.WARPS,),
        (a3.view(np.uint16), np.int64(sa[1] // 2), b3.view(np.uint16), np.int64(sb[2] // 2), out,
-        np.int64(m), np.int32(m), np.int32(k)))
+        np.int64(width), np.int32(m), np.int32(k)))
     return out

@@ -92,6 +92,18 @@ def add_rms_norm(x, residual, weight, eps):
     return r if r is NotImplemented else tuple(_shaped(a, x.shape) for a in r)
 
 
+def linear_swiglu(x, weight):
+    """x (rows, in) @ weight (2I, in).T, then silu(g) * u of the halves, in one launch: the
+    bfloat16 GEMV's swiglu variant, up to ``_gemv.MAX_ROWS`` rows; else NotImplemented."""
+    from ruda.backends.cuda import _gemv
+    if BF16 is None or x.dtype != BF16 or weight.dtype != BF16 or x.ndim != 2 or not _gemv.ENABLED:
+        return NotImplemented
+    rows, k = x.shape
+    with x.device:
+        y = _gemv.gemv(x.view(U16)[None], weight.view(U16).T[None], rows, k, weight.shape[0], swiglu=True)
+    return NotImplemented if y is None else y.view(BF16)
+
+
 def _grid(n, block=256):
     return max(1, min(-(-n // block), sms() * 8))
 

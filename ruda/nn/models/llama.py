@@ -228,9 +228,8 @@ class Llama(Generator):
 
     def _mlp(self, L, x):
         if L["gate_up"] is not None:
-            gu = nn.linear(x, L["gate_up"], L["gate_up_b"])
-            n = gu.shape[-1] // 2
-            return nn.linear(nn.swiglu(gu[..., :n], gu[..., n:]), L["down"], L["down_b"])
+            return nn.linear(nn.linear_swiglu(x, L["gate_up"], L["gate_up_b"]), L["down"],
+                             L["down_b"])
         g = nn.linear(x, L["gate"], L.get("gate_b"))
         u = nn.linear(x, L["up"], L.get("up_b"))
         return nn.linear(nn.swiglu(g, u), L["down"], L["down_b"])

@@ -9,8 +9,12 @@ A warp takes ``ROWS`` rows of W: each lane reads 16-byte vectors (8 values) of t
 ``UNROLL`` vectors per row in flight (weights read once, evict-first), and the same columns of
 the x rows through the read-only cache; shuffles reduce, one lane per output writes it.
 Launch: grid ceil(N / (ROWS * WARPS)), block 32 * WARPS.
+
+``gemv(m, swiglu=True)``: the same entry for W = [gate; up] (N = 2 I rows) giving y (M, I) =
+``silu(g) * u`` of the two halves, each rounded to bfloat16 first as the unfused GEMV and swiglu
+kernels round (same values): a warp takes gate row j and up row j + I.  Grid ceil(I / WARPS).
 """
-ROWS = 2       # rows of W per warp
+ROWS = 2       # rows of W per warp (the swiglu variant's gate and up rows: must be 2)
 WARPS = 4      # warps per block
 UNROLL = 4     # 16-byte vectors per row of W in flight per lane
 
@@ -19,7 +23,9 @@ _GEMV = r"""
 #define ROWS {rows}
 #define WARPS {warps}
 #define UNROLL {unroll}
+#define SWIGLU {swiglu}
 typedef unsigned short bf16;
+__device__ __forceinline__ float bf2f(unsigned short h) {{ return __uint_as_float(((unsigned)h) << 16); }}
 __device__ __forceinline__ unsigned short f2bf(float f) {{
     unsigned u = __float_as_uint(f);
     if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
@@ -42,11 +48,18 @@ extern "C" __global__ void __launch_bounds__(32 * WARPS)
 ruda_gemv(const bf16* __restrict__ x, long long ldx, const bf16* __restrict__ w, long long ldw,
           bf16* __restrict__ y, long long ldy, int N, int K) {{
     const int lane = threadIdx.x & 31;
+    const bf16* wr[ROWS];
+#if SWIGLU
+    const int n0 = blockIdx.x * WARPS + (threadIdx.x >> 5);     // gate row n0, up row n0 + N / 2
+    if (n0 >= N / 2) return;
+    wr[0] = w + (long long)n0 * ldw;
+    wr[1] = w + (long long)(n0 + N / 2) * ldw;
+#else
     const int n0 = (blockIdx.x * WARPS + (threadIdx.x >> 5)) * ROWS;
     if (n0 >= N) return;
-    const bf16* wr[ROWS];
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) wr[r] = w + (long long)min(n0 + r, N - 1) * ldw;   // a row past N repeats the last, unwritten
+#endif
     float acc[ROWS][M];
 #pragma unroll
     for (int r = 0; r < ROWS; ++r)
@@ -83,17 +96,29 @@ ruda_gemv(const bf16* __restrict__ x, long long ldx, const bf16* __restrict__ w,
     for (int r = 0; r < ROWS; ++r)
 #pragma unroll
         for (int m = 0; m < M; ++m) {{
-            float v = acc[r][m];
 #pragma unroll
-            for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-            if (lane == (r * M + m) % 32 && n0 + r < N) y[m * ldy + n0 + r] = f2bf(v);
+            for (int o = 16; o > 0; o >>= 1) acc[r][m] += __shfl_xor_sync(0xffffffffu, acc[r][m], o);
         }}
+#if SWIGLU
+#pragma unroll
+    for (int m = 0; m < M; ++m)
+        if (lane == m) {{
+            const float g = bf2f(f2bf(acc[0][m])), u = bf2f(f2bf(acc[1][m]));
+            y[m * ldy + n0] = f2bf(g / (1.f + expf(-g)) * u);
+        }}
+#else
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+        for (int m = 0; m < M; ++m)
+            if (lane == (r * M + m) % 32 && n0 + r < N) y[m * ldy + n0 + r] = f2bf(acc[r][m]);
+#endif
 }}
 """
 
 
-def gemv(m):
-    """The GEMV module for ``m`` rows of x (1 <= m <= 8)."""
+def gemv(m, swiglu=False):
+    """The GEMV module for ``m`` rows of x (1 <= m <= 8); ``swiglu``: the gate/up variant."""
     if not 1 <= m <= 8:
         raise ValueError(f"ruda.runtime.kernels.gemv_cuda.gemv: m: expected 1 to 8 rows, got {m}")
-    return _GEMV.format(m=m, rows=ROWS, warps=WARPS, unroll=UNROLL)
+    return _GEMV.format(m=m, rows=ROWS, warps=WARPS, unroll=UNROLL, swiglu=int(bool(swiglu)))
