@@ -276,6 +276,37 @@ def test_rope(interleaved):
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_rope_kv(dtype):
+    """A decode step from a fused projection: q and k heads rotated, q out, k and v into the
+    caches at pos (rows of qkv at a stride), nothing else written."""
+    fn = emu.build(nn_cuda.rope_kv(dtype, dtype), "ruda_rope_kv",
+                   "const T* qkv, long long ldq, const CT* cs, const CT* sn, const int* pos, T* q, "
+                   "T* kc, T* vc, int nb, int hq, int hk, int d, int tlen")
+    rng = np.random.default_rng(10)
+    B, Hq, H, D, T, p = 2, 6, 2, 8, 5, 3
+    width = (Hq + 2 * H) * D
+    raw = rng.standard_normal((B, width + 8))
+    ang = rng.standard_normal(D // 2)
+    if dtype == "bfloat16":
+        qkv, cs, sn = bf16_bits(raw), bf16_bits(np.cos(ang)), bf16_bits(np.sin(ang))
+        back, zeros, tol = from_bits, (lambda s: np.zeros(s, np.uint16)), 1e-2
+    else:
+        qkv, cs, sn = raw.astype(np.float32), np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+        back, zeros, tol = (lambda a: a.astype(np.float64)), (lambda s: np.zeros(s, np.float32)), 1e-6
+    q, kc, vc = zeros((B, Hq, D)), zeros((B, H, T, D)), zeros((B, H, T, D))
+    emu.launch(fn, (3,), 256, qkv, i64(width + 8), cs, sn, np.array([p], np.int32), q, kc, vc,
+               i32(B), i32(Hq), i32(H), i32(D), i32(T))
+    heads = back(qkv)[:, :width].reshape(B, Hq + 2 * H, D)
+    c, s_ = np.tile(back(cs), 2), np.tile(back(sn), 2)
+    rot = heads * c + np.concatenate([-heads[..., D // 2:], heads[..., :D // 2]], -1) * s_
+    np.testing.assert_allclose(back(q), rot[:, :Hq], rtol=tol, atol=tol)
+    np.testing.assert_allclose(back(kc)[:, :, p], rot[:, Hq:Hq + H], rtol=tol, atol=tol)
+    np.testing.assert_array_equal(back(vc)[:, :, p], heads[:, Hq + H:])
+    others = [t for t in range(T) if t != p]
+    assert not back(kc)[:, :, others].any() and not back(vc)[:, :, others].any()
+
+
 def test_top_k():
     """A warp per row: the k largest, NaN first, ties by the lower index."""
     k, kb = 5, nn_cuda.kbucket(5)

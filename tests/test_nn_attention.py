@@ -241,6 +241,35 @@ def test_kv_cache_put_at_a_device_position(device):
         cache.put(4, X(k), X(v))
 
 
+def test_kv_cache_put_rotated(device):
+    """A fused q/k/v projection: q and k rotated as torch's rotate_half rotates them, k and v
+    written at the device position; the whole buffers come back; bad input is named."""
+    rng = np.random.default_rng(12)
+    B, Hq, H, T, D = 2, 6, 2, 5, 8
+    cache = nn.KVCache(B, H, T, D, device=device)
+    X = lambda a: ruda.asarray(a, device=device)                      # noqa: E731
+    qkv = rng.standard_normal((B, 1, (Hq + 2 * H) * D)).astype(np.float32)
+    ang = rng.standard_normal((1, D // 2))
+    cos, sin = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+    pos = ruda.asarray([3], dtype=ruda.int32, device=device)
+    q, kc, vc = cache.put_rotated(pos, X(qkv), Hq, X(cos), X(sin))
+    assert q.shape == (B, Hq, 1, D) and kc.shape == vc.shape == (B, H, T, D) and cache.length == 0
+    heads = torch.from_numpy(qkv.reshape(B, 1, Hq + 2 * H, D).transpose(0, 2, 1, 3).astype(np.float64))
+    c2 = torch.from_numpy(np.concatenate([cos, cos], -1).astype(np.float64))
+    s2 = torch.from_numpy(np.concatenate([sin, sin], -1).astype(np.float64))
+    rot = heads * c2 + torch.cat([-heads[..., D // 2:], heads[..., :D // 2]], -1) * s2
+    np.testing.assert_allclose(np.asarray(q.to_device("cpu")), rot[:, :Hq].numpy(), rtol=1e-5, atol=1e-6)
+    got_k, got_v = np.asarray(kc.to_device("cpu")), np.asarray(vc.to_device("cpu"))
+    np.testing.assert_allclose(got_k[:, :, 3:4], rot[:, Hq:Hq + H].numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(got_v[:, :, 3:4], heads[:, Hq + H:].numpy().astype(np.float32))
+    assert not got_k[:, :, [0, 1, 2, 4]].any() and not got_v[:, :, [0, 1, 2, 4]].any()
+    with pytest.raises(ValueError, match=r"ruda\.nn\.KVCache: qkv: expected float32 of shape "
+                       r"\(2, 1, 80\)"):
+        cache.put_rotated(pos, X(qkv[..., :-1]), Hq, X(cos), X(sin))
+    with pytest.raises(ValueError, match=r"ruda\.nn\.KVCache: q_heads: expected an int >= 1"):
+        cache.put_rotated(pos, X(qkv), 0, X(cos), X(sin))
+
+
 def test_bad_input(device):
     def X(a):
         return ruda.asarray(a, device=device)

@@ -109,6 +109,31 @@ def test_rms_norm(nn, dtype, shape, weighted):
     _close(_get(got), want, dtype, 5.0)
 
 
+@pytest.mark.parametrize("dtype", ["float32"] + (["bfloat16"] if BF16 is not None else []))
+def test_rope_kv_put(nn, dtype):
+    """The fused decode step gives exactly apply_rope and KVCache.put's values."""
+    import ruda.nn
+    rng = np.random.default_rng(21)
+    B, Hq, H, T, D = 2, 9, 3, 7, 64
+    dev = ruda.device("cuda")
+    qkv = ruda.Array.from_native(_host(rng.standard_normal((B, 1, (Hq + 2 * H) * D)), dtype)[0], dev)
+    ang = rng.standard_normal((1, D // 2))
+    cos, sin = (ruda.Array.from_native(_host(f(ang), dtype)[0], dev) for f in (np.cos, np.sin))
+    pos = ruda.asarray([4], dtype=ruda.int32, device=dev)
+    fused, plain = (ruda.nn.KVCache(B, H, T, D, dtype=qkv.dtype, device=dev) for _ in range(2))
+    q, k, v = fused.put_rotated(pos, qkv, Hq, cos, sin)
+    heads = ruda.permute_dims(ruda.reshape(qkv, (B, 1, Hq + 2 * H, D)), (0, 2, 1, 3))
+    qk = ruda.nn.apply_rope(heads[:, :Hq + H], cos, sin)
+    k2, v2 = plain.put(pos, qk[:, Hq:], heads[:, Hq + H:])
+    for a, b in ((q, qk[:, :Hq]), (k, k2), (v, v2)):
+        np.testing.assert_array_equal(_get(a.native), _get(b.native))
+    kc, vc = (ruda.zeros((B, H, T, D), dtype=qkv.dtype, device=dev).native for _ in range(2))
+    direct = nn.rope_kv_put(ruda.reshape(qkv, (B, -1)).native, cos.native, sin.native, pos.native, kc, vc, Hq)
+    assert direct is not NotImplemented, "the kernel declined"
+    for a, b in ((direct, qk[:, :Hq]), (kc, k2), (vc, v2)):
+        np.testing.assert_array_equal(_get(a), _get(b.native))
+
+
 @pytest.mark.skipif(BF16 is None, reason="needs ml_dtypes")
 @pytest.mark.parametrize("rows", [1, 3, 8])
 @pytest.mark.parametrize("inter,k", [(37, 264), (1536, 576)])

@@ -135,7 +135,7 @@ OPS = ELEMENTWISE_UNARY + ELEMENTWISE_BINARY + (
 NN_KERNELS = (
     "softmax", "logsumexp", "layer_norm", "rms_norm", "add_rms_norm", "group_norm", "swiglu", "glu",
     "activation",
-    "dropout", "apply_rope", "sdpa", "top_k",
+    "dropout", "apply_rope", "rope_kv_put", "sdpa", "top_k",
     "conv", "conv_transpose", "pool", "interpolate",
     "linear_quantized", "linear_swiglu",
 )

@@ -2,7 +2,8 @@
 import operator
 
 import ruda as xp
-from ruda.nn._check import err
+from ruda.nn._check import err, kernel, wrap
+from ruda.nn._rope import apply_rope
 
 
 def _err(cls, arg, expected, got):
@@ -106,6 +107,37 @@ class KVCache:
         self.k[:, :, pos, :] = k_new
         self.v[:, :, pos, :] = v_new
         return self.k, self.v
+
+    def put_rotated(self, pos, qkv, q_heads, cos, sin):
+        """One decode step from a fused q/k/v projection ``qkv`` (B, 1, (q_heads + 2 H_kv) * D):
+        q and k rotated by ``cos``, ``sin`` (1, D // 2) as :func:`apply_rope` rotates them
+        (half-split pairs, every feature), k and v written at ``pos`` as :meth:`put` writes
+        them. Returns ``(q, k, v)``: q (B, q_heads, 1, D) and the whole buffers. One kernel
+        where the device has it (cuda), else apply_rope and put; the same values."""
+        B, H, _, D = self.k.shape
+        if isinstance(q_heads, bool) or not isinstance(q_heads, int) or q_heads < 1:
+            raise _err(ValueError, "q_heads", "an int >= 1", q_heads)
+        width = (q_heads + 2 * H) * D
+        if not isinstance(qkv, xp.Array) or qkv.shape != (B, 1, width) or \
+                qkv.dtype != self.k.dtype or qkv.device != self.k.device or self.v.shape[3] != D:
+            got = f"{qkv.dtype} of shape {qkv.shape} on {qkv.device}" \
+                if isinstance(qkv, xp.Array) else type(qkv).__name__
+            raise _err(ValueError, "qkv", f"{self.k.dtype} of shape {(B, 1, width)} on "
+                       f"{self.k.device} (equal key and value sizes)", got)
+        k = kernel(qkv, "rope_kv_put")
+        if k is not None and isinstance(cos, xp.Array) and isinstance(sin, xp.Array) and \
+                cos.shape == sin.shape == (1, D // 2) and isinstance(pos, xp.Array) and \
+                pos.shape == (1,) and pos.dtype == xp.int32 and pos.device == qkv.device:
+            q = k(xp.reshape(qkv, (B, width)).native, cos.native, sin.native, pos.native,
+                  self.k.native, self.v.native, q_heads)
+            if q is not NotImplemented:
+                return wrap(q, qkv.device), self.k, self.v
+        qk = xp.permute_dims(xp.reshape(qkv[..., :(q_heads + H) * D], (B, 1, q_heads + H, D)),
+                             (0, 2, 1, 3))
+        qk = apply_rope(qk, cos, sin)
+        v = xp.permute_dims(xp.reshape(qkv[..., (q_heads + H) * D:], (B, 1, H, D)), (0, 2, 1, 3))
+        k, v = self.put(pos, qk[:, q_heads:], v)
+        return qk[:, :q_heads], k, v
 
     def advance(self, n):
         """Counts ``n`` more steps as held (after :meth:`put`)."""

@@ -146,6 +146,28 @@ def apply_rope(x, cos, sin, interleaved, rotary_dim):
         return y
 
 
+def rope_kv_put(qkv, cos, sin, pos, kc, vc, q_heads):
+    """qkv (B, (q_heads + 2 H) * D); cos, sin (1, D / 2); pos int32 (1,); kc, vc (B, H, T, D)
+    C-contiguous: q and k rotated, k and v written at pos, in one launch. Returns q (B, q_heads,
+    1, D)."""
+    dt, ct = dname(qkv), dname(cos)
+    if dt is None or ct is None or sin.dtype != cos.dtype or kc.dtype != qkv.dtype or vc.dtype != qkv.dtype:
+        return NotImplemented
+    B, H, T, D = kc.shape
+    if (qkv.ndim != 2 or qkv.shape != (B, (q_heads + 2 * H) * D) or vc.shape != kc.shape or D % 2
+            or cos.shape != (1, D // 2) or sin.shape != cos.shape or pos.dtype != np.int32
+            or qkv.strides[1] != qkv.itemsize or not (kc.flags.c_contiguous and vc.flags.c_contiguous)):
+        return NotImplemented
+    with qkv.device:
+        cos, sin = contiguous(cos), contiguous(sin)
+        q = empty((B, q_heads, 1, D), qkv.dtype)
+        fn = function(("rope_kv", dt, ct), lambda: gen.rope_kv(dt, ct), "ruda_rope_kv")
+        fn((_grid(qkv.size),), (256,), (arg(qkv), np.int64(qkv.strides[0] // qkv.itemsize), arg(cos), arg(sin),
+                                         pos, arg(q), arg(kc), arg(vc), np.int32(B), np.int32(q_heads),
+                                         np.int32(H), np.int32(D), np.int32(T)))
+        return q
+
+
 def top_k(x, k):
     dt = dname(x)
     kb = gen.kbucket(int(k))

@@ -197,12 +197,18 @@ class Llama(Generator):
         return [nn.KVCache(batch, cfg.kv_heads, max_len, cfg.head_dim, dtype=self.dtype,
                            device=self.device) for _ in range(cfg.layers)]
 
-    def _attention(self, L, x, i, cos, sin, attend):
+    def _attention(self, L, x, i, cos, sin, attend, attend_qkv=None):
+        """``attend(L, i, q, k, v)`` gets the rotated heads; ``attend_qkv(L, i, qkv)``, where
+        given, the fused projection itself (rotation and cache write in one call)."""
         cfg = self.cfg
         B, T, _ = x.shape
         D, Hq, Hk = cfg.head_dim, cfg.heads, cfg.kv_heads
         if L["qkv"] is not None:
             qkv = nn.linear(x, L["qkv"], L["qkv_b"])
+            if attend_qkv is not None and not cfg.qk_norm:
+                o = attend_qkv(L, i, qkv)
+                return nn.linear(xp.reshape(xp.permute_dims(o, (0, 2, 1, 3)), (B, T, Hq * D)),
+                                 L["o"], L["o_b"])
             v = qkv[..., (Hq + Hk) * D:]
             if cfg.qk_norm:
                 q, k = qkv[..., :Hq * D], qkv[..., Hq * D:(Hq + Hk) * D]
@@ -270,7 +276,7 @@ class Llama(Generator):
                                                    enable_gqa=gqa, sliding_window=L["window"])
         return self._layers(x, cos, sin, attend, last_only)
 
-    def _layers(self, x, cos, sin, attend, last_only):
+    def _layers(self, x, cos, sin, attend, last_only, attend_qkv=None):
         cfg = self.cfg
         if x.dtype != self.dtype:
             x = xp.astype(x, self.dtype)
@@ -279,8 +285,8 @@ class Llama(Generator):
         h = nn.rms_norm(x, (cfg.hidden,), (self.layers[0]["in_norm"] if self.layers else self.norm),
                         cfg.eps)
         for i, (L, after) in enumerate(zip(self.layers, norms)):
-            x, h = nn.add_rms_norm(x, self._attention(L, h, i, cos, sin, attend), (cfg.hidden,),
-                                   L["post_norm"], cfg.eps)
+            x, h = nn.add_rms_norm(x, self._attention(L, h, i, cos, sin, attend, attend_qkv),
+                                   (cfg.hidden,), L["post_norm"], cfg.eps)
             x, h = nn.add_rms_norm(x, self._mlp(L, h), (cfg.hidden,), after, cfg.eps)
         if last_only:
             h = h[:, -1:, :]
@@ -311,7 +317,13 @@ class Llama(Generator):
             k, v = caches[i].put(pos, k, v)
             return nn.scaled_dot_product_attention(q, k, v, attn_mask=masks[L["window"]],
                                                    enable_gqa=gqa)
-        return self._layers(embedding_rows(tokens, self.embed), cos, sin, attend, True)
+
+        def attend_qkv(L, i, qkv):
+            q, k, v = caches[i].put_rotated(pos, qkv, cfg.heads, cos, sin)
+            return nn.scaled_dot_product_attention(q, k, v, attn_mask=masks[L["window"]],
+                                                   enable_gqa=gqa)
+        return self._layers(embedding_rows(tokens, self.embed), cos, sin, attend, True,
+                            attend_qkv)
 
     def recordable(self):
         """Whether :meth:`decode_step` applies (a fixed rope table: no dynamic NTK scaling)."""

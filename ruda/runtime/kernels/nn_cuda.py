@@ -14,7 +14,7 @@ nearest even; NaN stays a quiet NaN of its sign), so no CUDA header is needed.
 ``rows_long(op, dtype, vec, has_w, has_b)``
     the same for rows too long for registers: 1024 threads per row, two passes over global
     memory (three for layer_norm: mean, then the centred sum of squares, exact).
-``swiglu(dtype, vec)``, ``rope(dtype, cdtype, interleaved)``, ``top_k(dtype, kb)``:
+``swiglu(dtype, vec)``, ``rope(dtype, cdtype, interleaved)``, ``rope_kv(dtype, cdtype)``, ``top_k(dtype, kb)``:
 see each function; ``ACTIVATIONS``: the elementwise bodies of the ``activation`` kernel; attention is in :mod:`ruda.runtime.kernels.nn_cuda_attention`.
 """
 import numpy as np
@@ -340,6 +340,45 @@ def rope(dtype, cdtype, interleaved):
     """Rotary embedding over the last axis (first ``r`` features rotated, the rest copied)."""
     ct, _, ldc, _ = TYPES[cdtype]
     return head(dtype) + _ROPE.format(ct=ct, ldc=ldc, inter=int(interleaved))
+
+
+_ROPE_KV = r"""
+typedef {ct} CT;
+__device__ __forceinline__ A ldc(CT v) {{ return (A){ldc}; }}
+// One decode step from a fused projection: qkv rows (B, (HQ + 2 HK) * D) at row stride ldq; q
+// and k heads rotated (half-split pairs, cos/sin (D / 2) of one position), q written to
+// q (B, HQ, D), k and v to the caches (B, HK, T, D) at row pos[0].  One thread per element.
+extern "C" __global__ void __launch_bounds__(256)
+ruda_rope_kv(const T* __restrict__ qkv, long long ldq, const CT* __restrict__ cs, const CT* __restrict__ sn,
+             const int* __restrict__ pos, T* __restrict__ q, T* __restrict__ kc, T* __restrict__ vc,
+             int nb, int hq, int hk, int d, int tlen) {{
+    const int width = (hq + 2 * hk) * d, half = d / 2;
+    const long long total = (long long)nb * width, p = pos[0];
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {{
+        const int b = (int)(i / width), e = (int)(i % width), h = e / d, c = e % d;
+        const T* row = qkv + b * ldq;
+        if (h >= hq + hk) {{
+            vc[(((long long)b * hk + h - hq - hk) * tlen + p) * d + c] = row[e];
+            continue;
+        }}
+        const bool first = c < half;
+        const int k = first ? c : c - half;
+        const A xv = ld(row[e]), xp = ld(row[e + (first ? half : -half)]);
+        const A co = ldc(cs[k]), si = ldc(sn[k]);
+        const T out = st(first ? xv * co - xp * si : xv * co + xp * si);
+        if (h < hq) q[((long long)b * hq + h) * d + c] = out;
+        else kc[(((long long)b * hk + h - hq) * tlen + p) * d + c] = out;
+    }}
+}}
+"""
+
+
+def rope_kv(dtype, cdtype):
+    """A decode step's rotary embedding and cache write from a fused q/k/v projection (see the
+    source): q and k rotated as :func:`rope` rotates them, v copied."""
+    ct, _, ldc, _ = TYPES[cdtype]
+    return head(dtype) + _ROPE_KV.format(ct=ct, ldc=ldc)
 
 
 _TOPK = r"""
