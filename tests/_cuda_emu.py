@@ -28,6 +28,7 @@ _SHIM = r"""
 #include <thread>
 #include <vector>
 using std::min; using std::max; using std::exp; using std::log; using std::sqrt;
+using std::erf; using std::tanh; using std::expm1; using std::log1p;
 struct rdim3 { unsigned x, y, z; };
 static thread_local rdim3 threadIdx, blockIdx;
 static rdim3 blockDim, gridDim;

@@ -307,6 +307,47 @@ def test_rope_kv(dtype):
     assert not back(kc)[:, :, others].any() and not back(vc)[:, :, others].any()
 
 
+_ACT_REF = {
+    "leaky_relu": lambda x, a, t: np.where(x > 0, x, a * x),
+    "elu": lambda x, a, t: np.where(x > 0, x, a * np.expm1(x)),
+    "gelu": lambda x, a, t: 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2))),
+    "gelu_tanh": lambda x, a, t: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3))),
+    "silu": lambda x, a, t: x / (1 + np.exp(-x)),
+    "sigmoid": lambda x, a, t: 1 / (1 + np.exp(-x)),
+    "softplus": lambda x, a, t: np.where(a * x > t, x, np.log1p(np.exp(a * x)) / a),
+    "hardsigmoid": lambda x, a, t: np.clip(x / 6 + 0.5, 0, 1),
+    "hardswish": lambda x, a, t: x * np.clip(x / 6 + 0.5, 0, 1),
+    "erf": lambda x, a, t: np.vectorize(math.erf)(x),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_ACT_REF))
+def test_activation(name):
+    """Every activation body, float32 with 16-byte vectors and a scalar tail, NaN kept."""
+    fn = emu.build(nn_cuda.activation("float32", name, True), "ruda_activation",
+                   "const T* x, T* y, long long n, double p1, double p2")
+    rng = np.random.default_rng(len(name))
+    x = (rng.standard_normal(1003) * 4).astype(np.float32)
+    x[5] = np.nan
+    y = np.zeros_like(x)
+    p1, p2 = (2.0, 5.0) if name == "softplus" else (0.2, 0.0)
+    emu.launch(fn, (2,), 256, x, y, i64(x.size), f64(p1), f64(p2))
+    want = _ACT_REF[name](x.astype(np.float64), p1, p2)
+    np.testing.assert_allclose(y, want, rtol=2e-6, atol=2e-6)
+    assert np.isnan(y[5])
+
+
+def test_activation_bfloat16():
+    """bfloat16 computes in float32 and rounds once."""
+    fn = emu.build(nn_cuda.activation("bfloat16", "silu", True), "ruda_activation",
+                   "const T* x, T* y, long long n, double p1, double p2")
+    xb = bf16_bits(np.random.default_rng(3).standard_normal(77) * 3)
+    y = np.zeros_like(xb)
+    emu.launch(fn, (1,), 256, xb, y, i64(xb.size), f64(0.0), f64(0.0))
+    xf = xb.view(BF16).astype(np.float32)
+    np.testing.assert_array_equal(y.view(BF16), (xf / (1 + np.exp(-xf))).astype(BF16))
+
+
 def test_top_k():
     """A warp per row: the k largest, NaN first, ties by the lower index."""
     k, kb = 5, nn_cuda.kbucket(5)

@@ -186,18 +186,22 @@ def top_k(x, k):
         return vals, idx
 
 
-_ACT = {}       # activation name -> CuPy ElementwiseKernel (compiled per dtype by CuPy)
-
-
 def activation(x, name, p1, p2):
-    """float32/float64 activations in one elementwise pass (``nn_cuda.ACTIVATIONS``); float64
-    erf stays with ruda.nn's composition (CUDA's double erf is within 2 ulp, ruda's within 1)."""
-    body = gen.ACTIVATIONS.get(name)
-    if body is None or x.dtype not in (np.float32, np.float64) or (name == "erf" and x.dtype == np.float64):
+    """float32/float64/bfloat16 activations in one elementwise pass with 16-byte vectors
+    (``nn_cuda.activation``); float64 erf stays with ruda.nn's composition (CUDA's double erf is
+    within 2 ulp, ruda's within 1)."""
+    dt = dname(x)
+    if name not in gen.ACTIVATIONS or dt is None or (name == "erf" and dt == "float64"):
         return NotImplemented
-    k = _ACT.get(name)
-    if k is None:
-        k = _ACT[name] = _cp().ElementwiseKernel("T x, float64 p1, float64 p2", "T y", body, "ruda_" + name)
     num = lambda p: float(p) if isinstance(p, (int, float)) else 0.0   # noqa: E731 - p2 of erf: tables
     with x.device:
-        return k(x, num(p1), num(p2))
+        x = contiguous(x)
+        y = empty(x.shape, x.dtype)
+        n = y.size
+        if n == 0:
+            return y
+        vec = aligned(x, y)
+        fn = function(("activation", name, dt, vec), lambda: gen.activation(dt, name, vec), "ruda_activation")
+        per = 16 // x.dtype.itemsize if vec else 1
+        fn((_grid(-(-n // per)),), (256,), (arg(x), arg(y), np.int64(n), np.float64(num(p1)), np.float64(num(p2))))
+        return y

@@ -15,7 +15,8 @@ nearest even; NaN stays a quiet NaN of its sign), so no CUDA header is needed.
     the same for rows too long for registers: 1024 threads per row, two passes over global
     memory (three for layer_norm: mean, then the centred sum of squares, exact).
 ``swiglu(dtype, vec)``, ``rope(dtype, cdtype, interleaved)``, ``rope_kv(dtype, cdtype)``, ``top_k(dtype, kb)``:
-see each function; ``ACTIVATIONS``: the elementwise bodies of the ``activation`` kernel; attention is in :mod:`ruda.runtime.kernels.nn_cuda_attention`.
+``activation(dtype, name, vec)``: the elementwise kernel of one of ``ACTIVATIONS``' bodies;
+see each function; attention is in :mod:`ruda.runtime.kernels.nn_cuda_attention`.
 """
 import numpy as np
 
@@ -449,9 +450,9 @@ def np_name(dtype):
     return name if name in TYPES else None
 
 
-# The body of each ``activation`` (an elementwise kernel over ``T x`` with double parameters p1, p2
-# giving ``T y``), in CUDA's math library (erf, expm1, log1p, tanh: within 2 ulp). NaN propagates:
-# comparisons are written so that a NaN x takes the arithmetic branch.
+# The body of each ``activation`` (over ``T x`` with double parameters p1, p2 giving ``T y``; T is
+# the compute type), in CUDA's math library (erf, expm1, log1p, tanh: within 2 ulp). NaN
+# propagates: comparisons are written so that a NaN x takes the arithmetic branch.
 ACTIVATIONS = {
     "leaky_relu": "y = x > (T)0 ? x : (T)p1 * x",
     "elu": "y = x > (T)0 ? x : (T)p1 * expm1(x)",
@@ -464,3 +465,37 @@ ACTIVATIONS = {
     "hardswish": "y = x <= (T)-3 ? (T)0 : (x >= (T)3 ? x : x * (x + (T)3) / (T)6)",
     "erf": "y = erf(x)",
 }
+
+
+_ACTIVATION = r"""
+#define VECZ {vec}
+__device__ __forceinline__ A act(A x, double p1, double p2) {{
+    typedef A T;        // the bodies compute in T: float32 for bfloat16
+    T y;
+    {body};
+    return y;
+}}
+extern "C" __global__ void __launch_bounds__(256)
+ruda_activation(const T* __restrict__ x, T* __restrict__ y, long long n, double p1, double p2) {{
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (VECZ) {{
+        const long long nv = n / VEC;
+        for (long long j = i; j < nv; j += stride) {{
+            Pack p;
+            p.u = __ldcs(reinterpret_cast<const uint4*>(x) + j);
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) p.v[k] = st(act(ld(p.v[k]), p1, p2));
+            __stcs(reinterpret_cast<uint4*>(y) + j, p.u);
+        }}
+        i += nv * VEC;
+    }}
+    for (; i < n; i += stride) y[i] = st(act(ld(x[i]), p1, p2));
+}}
+"""
+
+
+def activation(dtype, name, vec):
+    """``y = f(x)`` elementwise for ``f`` = ``ACTIVATIONS[name]``, grid-stride, 16-byte vectors
+    when ``vec`` (scalar tail); entry ``ruda_activation(x, y, n, p1, p2)``."""
+    return head(dtype) + _ACTIVATION.format(vec=int(vec), body=ACTIVATIONS[name])
