@@ -7,6 +7,7 @@ silent promotion); ``relu`` and ``relu6`` also take integers, as torch does.
 import math
 
 import ruda as xp
+from ruda.backends import ERF_TABLES
 from ruda.nn import _check as c
 
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
@@ -116,16 +117,14 @@ def gelu(x, approximate="none"):
     approximation ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``."""
     if approximate not in ("none", "tanh"):
         raise c.err(ValueError, "gelu", "approximate", "'none' or 'tanh'", repr(approximate))
-    from ruda.nn._layers import _ERF_TABLES
-    r = _fused("gelu", x, "gelu_tanh" if approximate == "tanh" else "gelu", 0.0, _ERF_TABLES)
+    r = _fused("gelu", x, "gelu_tanh" if approximate == "tanh" else "gelu", 0.0, ERF_TABLES)
     if r is not None:
         return r
     y = c.up(x)
     if approximate == "tanh":
         inner = (y + 0.044715 * (y * y * y)) * _SQRT_2_PI
         return c.down(0.5 * y * (1.0 + xp.tanh(inner)), x.dtype)
-    from ruda.nn._layers import _erf
-    return c.down(0.5 * y * (1.0 + _erf(y * _SQRT1_2)), x.dtype)
+    return c.down(0.5 * y * (1.0 + xp.erf(y * _SQRT1_2)), x.dtype)
 
 
 def hardsigmoid(x):

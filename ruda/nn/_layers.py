@@ -7,10 +7,6 @@ from ruda.nn import _check as c
 from ruda.nn import _quantized
 from ruda.nn._activations import swiglu
 
-# erf is the namespace's (ruda.erf); gelu's fused kernel takes the same Cephes tables
-from ruda.backends import ERF_TABLES as _ERF_TABLES  # noqa: E402,F401
-_erf = xp.erf
-
 
 def erf(x):
     """The error function ``2/sqrt(pi) * integral_0^x exp(-t^2) dt``: ``ruda.erf``."""
