@@ -1,0 +1,148 @@
+"""The cuda backend's kernel launchers (ruda/backends/cuda/_nn.py, _nn_attention.py, _gemv.py)
+end to end without a GPU: NumPy arrays posing as CuPy's (a pointer, a device context, CuPy's
+allocation calls) and every compiled kernel run by tests/_cuda_emu.py.  Checks what the kernel
+tests cannot: argument order, strides, grids, the choice of path, views and reshapes."""
+import contextlib
+import ctypes
+import math
+import re
+import subprocess
+import types
+
+import numpy as np
+import pytest
+
+import _cuda_emu as emu
+from ruda.backends.cuda import _gemv, _nn, _nn_attention, _nn_launch
+
+pytestmark = pytest.mark.skipif(not emu.available(), reason="no g++ to run CUDA C on the host")
+ml_dtypes = pytest.importorskip("ml_dtypes")
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
+class Dev(np.ndarray):
+    """A NumPy array with the parts of a CuPy array that the launchers use."""
+    device = property(lambda self: contextlib.nullcontext())
+    data = property(lambda self: types.SimpleNamespace(ptr=self.ctypes.data))
+    _c_contiguous = property(lambda self: self.flags.c_contiguous)
+
+
+def dev(a):
+    return np.ascontiguousarray(a).view(Dev)
+
+
+_CP = types.SimpleNamespace(
+    empty=lambda shape, dtype: np.zeros(shape, dtype).view(Dev),
+    ascontiguousarray=lambda a: np.ascontiguousarray(a).view(Dev),
+    broadcast_to=lambda a, shape: np.broadcast_to(a, shape).view(Dev),
+    cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0)))
+
+
+def _params(src, name):
+    """The C parameter list of kernel ``name`` in ``src``, macros expanded."""
+    head = "#define __global__\n#define __launch_bounds__(x)\n#define __restrict__\n"
+    out = subprocess.run(["g++", "-E", "-P", "-x", "c++", "-"], input=head + src, capture_output=True,
+                         text=True, check=True).stdout
+    return re.search(r'extern "C"\s+void\s+' + name + r"\s*\(([^)]*)\)", out).group(1)
+
+
+_CTYPES = {np.int64: ctypes.c_longlong, np.int32: ctypes.c_int, np.float64: ctypes.c_double,
+           np.float32: ctypes.c_float}
+launched = []
+
+
+def _function(key, make_source, name):
+    src = make_source()
+    fn = emu.build(src, name, _params(src, name))
+
+    def launch(grid, block, args):
+        conv = [a if isinstance(a, np.ndarray) else None if isinstance(a, np.uint64)
+                else _CTYPES[type(a)](a) for a in args]
+        launched.append(name)
+        emu.launch(fn, grid, block[0], *conv)
+    return launch
+
+
+@pytest.fixture(autouse=True)
+def _emulated(monkeypatch):
+    for mod in (_nn, _nn_attention, _gemv):
+        monkeypatch.setattr(mod, "function", _function)
+        monkeypatch.setattr(mod, "_cp", lambda: _CP)
+    monkeypatch.setattr(_nn_launch, "_cp", lambda: _CP)
+    monkeypatch.setattr(_nn_attention, "sms", lambda: 2)
+    monkeypatch.setattr(_nn, "sms", lambda: 2)
+    launched.clear()
+
+
+def bf16(a):
+    return dev(np.asarray(a, np.float32).astype(BF16))
+
+
+def f64(a):
+    return np.asarray(a).astype(np.float64)
+
+
+def test_add_rms_norm_bfloat16_and_float32():
+    rng = np.random.default_rng(1)
+    for make, tol in ((bf16, 2e-2), (lambda a: dev(a.astype(np.float32)), 1e-5)):
+        x, r, w = make(rng.standard_normal((2, 1, 576))), make(rng.standard_normal((2, 1, 576))), \
+            make(rng.standard_normal(576))
+        s, y = _nn.add_rms_norm(x, r, w, 1e-6)
+        assert s.shape == y.shape == (2, 1, 576) and s.dtype == y.dtype == x.dtype
+        np.testing.assert_array_equal(f64(s), f64((f64(x) + f64(r)).astype(x.dtype)))
+        want = f64(s) / np.sqrt((f64(s) ** 2).mean(-1, keepdims=True) + 1e-6) * f64(w)
+        np.testing.assert_allclose(f64(y), want, rtol=tol, atol=tol)
+    assert launched == ["ruda_rows", "ruda_rows"]
+
+
+def test_linear_swiglu_and_gemv():
+    rng = np.random.default_rng(2)
+    x, w = bf16(rng.standard_normal((3, 264))), bf16(rng.standard_normal((74, 264)) / 8)
+    y = _nn.linear_swiglu(x, w)
+    gu = f64(x) @ f64(w).T
+    g, u = f64(gu[:, :37].astype(BF16)), f64(gu[:, 37:].astype(BF16))
+    np.testing.assert_allclose(f64(y), g / (1 + np.exp(-g)) * u, rtol=2e-2, atol=2e-2)
+    plain = _gemv.gemv(x.view(np.uint16)[None], w.view(np.uint16).T[None], 3, 264, 74)
+    np.testing.assert_allclose(f64(plain.view(BF16)), gu, rtol=2 ** -7, atol=2 ** -7 * np.abs(gu).max())
+    assert _gemv.gemv(x.view(np.uint16)[None], w.view(np.uint16)[None], 3, 264, 74) is None  # not W.T
+    assert launched == ["ruda_gemv", "ruda_gemv"]
+
+
+def test_rope_kv_put():
+    rng = np.random.default_rng(3)
+    B, Hq, H, T, D = 2, 6, 2, 5, 16
+    qkv = bf16(rng.standard_normal((B, (Hq + 2 * H) * D)))
+    ang = rng.standard_normal((1, D // 2))
+    cos, sin = bf16(np.cos(ang)), bf16(np.sin(ang))
+    kc, vc = bf16(np.zeros((B, H, T, D))), bf16(np.zeros((B, H, T, D)))
+    q = _nn.rope_kv_put(qkv, cos, sin, dev(np.array([2], np.int32)), kc, vc, Hq)
+    heads = f64(qkv).reshape(B, Hq + 2 * H, D)
+    c, s = np.tile(f64(cos)[0], 2), np.tile(f64(sin)[0], 2)
+    rot = heads * c + np.concatenate([-heads[..., D // 2:], heads[..., :D // 2]], -1) * s
+    np.testing.assert_allclose(f64(q)[:, :, 0], rot[:, :Hq], rtol=2e-2, atol=2e-2)
+    np.testing.assert_allclose(f64(kc)[:, :, 2], rot[:, Hq:Hq + H], rtol=2e-2, atol=2e-2)
+    np.testing.assert_array_equal(f64(vc)[:, :, 2], heads[:, Hq + H:])
+    assert launched == ["ruda_rope_kv"]
+
+
+def test_activation():
+    x = dev(np.linspace(-6, 6, 1001).astype(np.float32))
+    y = _nn.activation(x, "silu", 0.0, 0.0)
+    np.testing.assert_allclose(y, f64(x) / (1 + np.exp(-f64(x))), rtol=1e-6, atol=1e-6)
+    assert launched == ["ruda_activation"]
+
+
+@pytest.mark.parametrize("S,kernels", [(90, ["ruda_decode_vec"]), (700, ["ruda_decode_vec", "ruda_decode_merge"])])
+def test_decode_attention(S, kernels):
+    """One query per head: few keys in one launch, more split over blocks and merged."""
+    rng = np.random.default_rng(S)
+    B, Hq, H, D = 1, 6, 2, 64
+    q, k, v = (bf16(rng.standard_normal(s)) for s in ((B, Hq, 1, D), (B, H, S, D), (B, H, S, D)))
+    mask = dev(rng.random((B, 1, 1, S)) < 0.7)
+    o = _nn_attention.sdpa(q, k, v, mask, False, None, None)
+    G = Hq // H
+    kk, vv = np.repeat(f64(k), G, 1), np.repeat(f64(v), G, 1)
+    sc = np.where(np.asarray(mask), f64(q) @ np.swapaxes(kk, -1, -2) / math.sqrt(D), -np.inf)
+    p = np.exp(sc - sc.max(-1, keepdims=True))
+    np.testing.assert_allclose(f64(o), (p @ vv) / p.sum(-1, keepdims=True), rtol=2e-2, atol=2e-2)
+    assert launched == kernels
