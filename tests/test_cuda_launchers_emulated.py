@@ -4,15 +4,18 @@ allocation calls) and every compiled kernel run by tests/_cuda_emu.py.  Checks w
 tests cannot: argument order, strides, grids, the choice of path, views and reshapes."""
 import contextlib
 import ctypes
+import importlib
 import math
 import re
 import subprocess
+import sys
 import types
 
 import numpy as np
 import pytest
 
 import _cuda_emu as emu
+import _fake_cupy
 from ruda.backends.cuda import _gemv, _nn, _nn_attention, _nn_launch
 
 pytestmark = pytest.mark.skipif(not emu.available(), reason="no g++ to run CUDA C on the host")
@@ -146,3 +149,42 @@ def test_decode_attention(S, kernels):
     p = np.exp(sc - sc.max(-1, keepdims=True))
     np.testing.assert_allclose(f64(o), (p @ vv) / p.sum(-1, keepdims=True), rtol=2e-2, atol=2e-2)
     assert launched == kernels
+
+
+@pytest.fixture
+def fast(monkeypatch):
+    """ruda.backends.cuda._fast imported over the fake CuPy, its modules compiled by the
+    emulator; the modules it imports are forgotten afterwards."""
+    _fake_cupy.install(monkeypatch)
+    before = set(sys.modules)
+    try:
+        mod = importlib.import_module("ruda.backends.cuda._fast")
+        kernels = importlib.import_module("ruda.backends.cuda._kernels")
+
+        def module(kind, name, dtype, config=None):
+            src = kernels.source(kind, name, dtype, config)
+            return types.SimpleNamespace(get_function=lambda entry: _function(None, lambda: src, entry))
+        monkeypatch.setattr(kernels, "module", module)
+        yield mod
+    finally:
+        for name in set(sys.modules) - before:
+            parent, _, child = name.rpartition(".")
+            if parent in sys.modules and getattr(sys.modules[parent], child, None) is sys.modules[name]:
+                delattr(sys.modules[parent], child)
+            del sys.modules[name]
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_arg_reduce(fast, name):
+    """The argmax/argmin launcher: one launch a call, the axis and keepdims shapes."""
+    impl = lambda *a, **k: pytest.fail("the fallback ran")       # noqa: E731
+    op = fast.arg_reduce(name, impl)
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((3, 4, 1500)).astype(np.float32)
+    x[1, 2, 700] = np.nan
+    for axis, keep in [(None, False), (None, True), (2, False), (2, True)]:
+        got = op(dev(x), axis=axis, keepdims=keep)
+        want = getattr(np, name)(x, axis=axis, keepdims=keep)
+        assert np.shape(got) == np.shape(want)
+        np.testing.assert_array_equal(got, want)
+    assert launched == [f"ruda_{name}_rows"] * 4
