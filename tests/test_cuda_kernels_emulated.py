@@ -48,8 +48,8 @@ def test_arg_rows(name, dtype):
 @pytest.mark.parametrize("n,k", [(1, 8), (13, 40), (9, 1032)])
 def test_gemv(m, n, k):
     """bfloat16 y = x @ W.T: tails of rows (n odd) and of the unrolled k loop, strided x."""
-    fn = emu.build(gemv_cuda.gemv(m), "ruda_gemv", "const bf16* x, long long ldx, const bf16* w, "
-                   "long long ldw, bf16* y, long long ldy, int N, int K")
+    fn = emu.build(gemv_cuda.gemv(m), "ruda_gemv", "const T* x, long long ldx, const T* w, "
+                   "long long ldw, T* y, long long ldy, int N, int K")
     rng = np.random.default_rng(n + k + m)
     xb = bf16_bits(rng.standard_normal((m, k + 8)))
     wb = bf16_bits(rng.standard_normal((n, k)))
@@ -67,7 +67,7 @@ def test_gemv(m, n, k):
 def test_gemv_swiglu(m):
     """W = [gate; up]: silu(g) * u with g and u rounded to bfloat16 first, exactly as the plain
     GEMV followed by the swiglu kernel rounds them."""
-    params = ("const bf16* x, long long ldx, const bf16* w, long long ldw, bf16* y, long long ldy, "
+    params = ("const T* x, long long ldx, const T* w, long long ldw, T* y, long long ldy, "
               "int N, int K")
     fused = emu.build(gemv_cuda.gemv(m, swiglu=True), "ruda_gemv", params)
     plain = emu.build(gemv_cuda.gemv(m), "ruda_gemv", params)

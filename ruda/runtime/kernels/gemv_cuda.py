@@ -3,8 +3,8 @@ few rows of ``x``, the shape of decoding, where cuBLAS's GEMM kernels leave band
 and add a split-K reduction launch.
 
 ``gemv(m)``: entry ``ruda_gemv(x, ldx, w, ldw, y, ldy, N, K)`` for ``m`` rows of x (M, K), W
-(N, K) row-major, y (M, N); bfloat16 bits in and out, float32 accumulation, rounded to nearest
-even once.  Needs K % 8 == 0, row strides multiples of 8 elements and 16-byte aligned pointers.
+(N, K) row-major, y (M, N); bfloat16 bits in and out (``T`` and the conversions of
+:func:`ruda.runtime.kernels.nn_cuda.head`), float32 accumulation, rounded to nearest even once.  Needs K % 8 == 0, row strides multiples of 8 elements and 16-byte aligned pointers.
 A warp takes ``ROWS`` rows of W: each lane reads 16-byte vectors (8 values) of them,
 ``UNROLL`` vectors per row in flight (weights read once, evict-first), and the same columns of
 the x rows through the read-only cache; shuffles reduce, one lane per output writes it.
@@ -14,6 +14,8 @@ Launch: grid ceil(N / (ROWS * WARPS)), block 32 * WARPS.
 ``silu(g) * u`` of the two halves, each rounded to bfloat16 first as the unfused GEMV and swiglu
 kernels round (same values): a warp takes gate row j and up row j + I.  Grid ceil(I / WARPS).
 """
+from ruda.runtime.kernels.nn_cuda import head
+
 ROWS = 2       # rows of W per warp (the swiglu variant's gate and up rows: must be 2)
 WARPS = 4      # warps per block
 UNROLL = 4     # 16-byte vectors per row of W in flight per lane
@@ -24,14 +26,6 @@ _GEMV = r"""
 #define WARPS {warps}
 #define UNROLL {unroll}
 #define SWIGLU {swiglu}
-typedef unsigned short bf16;
-__device__ __forceinline__ float bf2f(unsigned short h) {{ return __uint_as_float(((unsigned)h) << 16); }}
-__device__ __forceinline__ unsigned short f2bf(float f) {{
-    unsigned u = __float_as_uint(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (unsigned short)(u >> 16);
-}}
 // dot of 8 bfloat16 pairs packed in two uint4, added to acc
 __device__ __forceinline__ float dot8(uint4 a, uint4 b, float acc) {{
     const unsigned* pa = reinterpret_cast<const unsigned*>(&a);
@@ -45,10 +39,10 @@ __device__ __forceinline__ float dot8(uint4 a, uint4 b, float acc) {{
 }}
 
 extern "C" __global__ void __launch_bounds__(32 * WARPS)
-ruda_gemv(const bf16* __restrict__ x, long long ldx, const bf16* __restrict__ w, long long ldw,
-          bf16* __restrict__ y, long long ldy, int N, int K) {{
+ruda_gemv(const T* __restrict__ x, long long ldx, const T* __restrict__ w, long long ldw,
+          T* __restrict__ y, long long ldy, int N, int K) {{
     const int lane = threadIdx.x & 31;
-    const bf16* wr[ROWS];
+    const T* wr[ROWS];
 #if SWIGLU
     const int n0 = blockIdx.x * WARPS + (threadIdx.x >> 5);     // gate row n0, up row n0 + N / 2
     if (n0 >= N / 2) return;
@@ -121,4 +115,5 @@ def gemv(m, swiglu=False):
     """The GEMV module for ``m`` rows of x (1 <= m <= 8); ``swiglu``: the gate/up variant."""
     if not 1 <= m <= 8:
         raise ValueError(f"ruda.runtime.kernels.gemv_cuda.gemv: m: expected 1 to 8 rows, got {m}")
-    return _GEMV.format(m=m, rows=ROWS, warps=WARPS, unroll=UNROLL, swiglu=int(bool(swiglu)))
+    return head("bfloat16") + _GEMV.format(m=m, rows=ROWS, warps=WARPS, unroll=UNROLL,
+                                           swiglu=int(bool(swiglu)))
