@@ -74,6 +74,9 @@ def test_add_rms_norm(device, affine):
         nn.add_rms_norm(x, put(np.ones((2, 4)), device, xp.int32), 4)
     with pytest.raises(TypeError, match=r"ruda.nn.add_rms_norm: residual: expected a ruda array"):
         nn.add_rms_norm(x, np.ones((2, 4)), 4)
+    xi = put(np.ones((2, 4)), device, xp.int32)
+    with pytest.raises(TypeError, match=r"ruda.nn.add_rms_norm: x: expected a real floating"):
+        nn.add_rms_norm(xi, xi, 4)
 
 
 def test_group_norm(device):

@@ -74,16 +74,14 @@ def add_rms_norm(x, residual, normalized_shape, weight=None, eps=None):
     dtype: a pre-norm block's residual add and the norm after it, one kernel where the device
     has it, the two calls elsewhere; the same values either way."""
     fn = "add_rms_norm"
-    A = xp.Array
-    if not (x.__class__ is A and residual.__class__ is A and residual.dtype == x.dtype and
+    c.floating(fn, "x", x)
+    if not (residual.__class__ is xp.Array and residual.dtype == x.dtype and
             residual.shape == x.shape and residual.device == x.device):
-        c.floating(fn, "x", x)
         c.same(fn, "residual", residual, x)
         if residual.shape != x.shape:
             raise c.err(ValueError, fn, "residual", f"x's shape {x.shape}", residual.shape)
     k = c.kernel(x, fn) if x.size else None
     if k is not None:
-        c.floating(fn, "x", x)
         shape = c.normalized_shape(fn, x, normalized_shape)
         c.param(fn, "weight", weight, x, shape)
         if len(shape) == 1:
