@@ -25,7 +25,7 @@ except ImportError:          # optional: depthwise then goes through im2col + BL
     _nb = None
 
 if _nb is not None:
-    @_nb.njit(parallel=True, fastmath=False, cache=True)
+    @_nb.njit(parallel=True, nogil=True, fastmath=False, cache=True)
     def _depthwise(x, w, b, out, sh, sw, dh, dw, ph, pw):
         """out[n, o] = b[o] + sum over taps of w[o, a, t] * x[n, o // m] shifted; x unpadded.
 
@@ -40,59 +40,78 @@ if _nb is not None:
         Wp = (OW - 1) * sw + (KW - 1) * dw + 1
         PH = (Hp + sh - 1) // sh
         PW = (Wp + sw - 1) // sw
-        PL = PH * PW + PW                   # a phase plane and a row of slack for the taps
+        PL = PH * PW + PW + 8               # a phase plane, a row and a vector of slack
         M = OH * PW
+        M8 = (M + 7) // 8 * 8               # whole vectors, no scalar tail (the rest is scratch)
         s0, s1 = max(0, pw), min(Wp, W + pw)
+        # the geometry once per call (integer divisions cost tens of cycles; a small plane has
+        # few outputs to spread them over): rows to copy, each column phase's run, tap offsets
+        rows_src = np.empty(Hp, np.int64)
+        rows_dst = np.empty(Hp, np.int64)
+        nr = 0
+        for r in range(Hp):
+            xr = r - ph
+            if 0 <= xr < H:
+                rows_src[nr] = xr
+                rows_dst[nr] = (r % sh) * sw * PL + (r // sh) * PW
+                nr += 1
+        run_dst = np.empty(sw, np.int64)
+        run_src = np.empty(sw, np.int64)
+        run_len = np.empty(sw, np.int64)
+        for pc in range(sw):
+            k0 = (s0 - pc + sw - 1) // sw if s0 > pc else 0
+            k1 = (s1 - pc + sw - 1) // sw if s1 > pc else 0
+            run_dst[pc] = pc * PL + k0
+            run_src[pc] = pc + k0 * sw - pw
+            run_len[pc] = max(0, k1 - k0)
+        offs = np.empty(KH * KW, np.int64)
+        for a in range(KH):
+            for t in range(KW):
+                offs[a * KW + t] = (((a * dh) % sh) * sw + (t * dw) % sw) * PL \
+                    + (a * dh) // sh * PW + (t * dw) // sw
         tasks = N * Co
         chunks = min(tasks, 256)
         for ch in _nb.prange(chunks):
             buf = np.zeros(sh * sw * PL, x.dtype)
-            acc = np.empty(M, x.dtype)
+            acc = np.empty(M8, x.dtype)
             for u in range(ch * tasks // chunks, (ch + 1) * tasks // chunks):
-                n, o = u // Co, u % Co
+                n = u // Co
+                o = u - n * Co
                 src = x[n, o // m]
-                for r in range(Hp):
-                    xr = r - ph
-                    if xr < 0 or xr >= H:
-                        continue
-                    rb = (r % sh) * sw * PL + (r // sh) * PW
-                    srow = src[xr]
-                    for pc in range(sw):
-                        k0 = (s0 - pc + sw - 1) // sw if s0 > pc else 0
-                        k1 = (s1 - pc + sw - 1) // sw if s1 > pc else 0
-                        if k1 > k0:
-                            d = buf[rb + pc * PL + k0:]
-                            if sw == 1:
-                                sr = srow[k0 - pw:]
-                                for k in range(k1 - k0):
-                                    d[k] = sr[k]
-                            elif sw == 2:
-                                # constant stride: LLVM vectorizes the even/odd split
-                                sr = srow[pc + 2 * k0 - pw:]
-                                for k in range(k1 - k0):
-                                    d[k] = sr[2 * k]
-                            else:
-                                for k in range(k1 - k0):
-                                    d[k] = srow[pc + (k0 + k) * sw - pw]
-                # slices, not offset indices (here and above): Numba's negative-index check on
+                # slices, not offset indices (here and below): Numba's negative-index check on
                 # b + q would keep LLVM from vectorizing the loops over q; slice assignment is
                 # a slow generic copy
+                for ri in range(nr):
+                    srow = src[rows_src[ri]]
+                    rb = rows_dst[ri]
+                    for pc in range(sw):
+                        d = buf[rb + run_dst[pc]:]
+                        sr = srow[run_src[pc]:]
+                        L = run_len[pc]
+                        if sw == 1:
+                            for k in range(L):
+                                d[k] = sr[k]
+                        elif sw == 2:       # constant stride: LLVM vectorizes the split
+                            for k in range(L):
+                                d[k] = sr[2 * k]
+                        else:
+                            for k in range(L):
+                                d[k] = sr[k * sw]
                 bo = b[o]
                 if KH == 3 and KW == 3:
-                    # all nine taps in one pass: one store per output
-                    p0 = buf[_off(0, 0, dh, dw, sh, sw, PL, PW):][:M]
-                    p1 = buf[_off(0, 1, dh, dw, sh, sw, PL, PW):][:M]
-                    p2 = buf[_off(0, 2, dh, dw, sh, sw, PL, PW):][:M]
-                    p3 = buf[_off(1, 0, dh, dw, sh, sw, PL, PW):][:M]
-                    p4 = buf[_off(1, 1, dh, dw, sh, sw, PL, PW):][:M]
-                    p5 = buf[_off(1, 2, dh, dw, sh, sw, PL, PW):][:M]
-                    p6 = buf[_off(2, 0, dh, dw, sh, sw, PL, PW):][:M]
-                    p7 = buf[_off(2, 1, dh, dw, sh, sw, PL, PW):][:M]
-                    p8 = buf[_off(2, 2, dh, dw, sh, sw, PL, PW):][:M]
+                    p0 = buf[offs[0]:][:M8]
+                    p1 = buf[offs[1]:][:M8]
+                    p2 = buf[offs[2]:][:M8]
+                    p3 = buf[offs[3]:][:M8]
+                    p4 = buf[offs[4]:][:M8]
+                    p5 = buf[offs[5]:][:M8]
+                    p6 = buf[offs[6]:][:M8]
+                    p7 = buf[offs[7]:][:M8]
+                    p8 = buf[offs[8]:][:M8]
                     w0, w1, w2 = w[o, 0, 0], w[o, 0, 1], w[o, 0, 2]
                     w3, w4, w5 = w[o, 1, 0], w[o, 1, 1], w[o, 1, 2]
                     w6, w7, w8 = w[o, 2, 0], w[o, 2, 1], w[o, 2, 2]
-                    for q in range(M):
+                    for q in range(M8):
                         acc[q] = (bo + w0 * p0[q] + w1 * p1[q] + w2 * p2[q] + w3 * p3[q]
                                   + w4 * p4[q] + w5 * p5[q] + w6 * p6[q] + w7 * p7[q]
                                   + w8 * p8[q])
@@ -100,9 +119,9 @@ if _nb is not None:
                     acc[:] = bo
                     for a in range(KH):
                         for t in range(KW):
-                            pt = buf[_off(a, t, dh, dw, sh, sw, PL, PW):][:M]
+                            pt = buf[offs[a * KW + t]:][:M8]
                             wv = w[o, a, t]
-                            for q in range(M):
+                            for q in range(M8):
                                 acc[q] += wv * pt[q]
                 dst = out[n, o]
                 for i in range(OH):
@@ -110,10 +129,6 @@ if _nb is not None:
                     for j in range(OW):
                         di[j] = ai[j]
 
-    @_nb.njit(inline="always")
-    def _off(a, t, dh, dw, sh, sw, PL, PW):
-        """Where tap (a, t) starts in the phase buffer."""
-        return (((a * dh) % sh) * sw + (t * dw) % sw) * PL + (a * dh) // sh * PW + (t * dw) // sw
 else:
     _depthwise = None
 
