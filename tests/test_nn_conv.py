@@ -140,6 +140,9 @@ def test_host_kernel_matches_composed(monkeypatch, numba):
                                                            groups=8)),
                        ((2, 160, 7, 6), (160, 1, 3, 3), dict(stride=2, padding=1, groups=160)),
                        ((5, 3, 20, 20), (3, 1, 3, 3), dict(padding=1, groups=3)),
+                       ((3, 12, 6, 7), (12, 1, 3, 3), dict(padding=1, groups=12)),  # rows
+                       ((2, 6, 5, 3), (12, 1, 3, 2), dict(padding=(0, 2), dilation=(1, 2),
+                                                         groups=6)),    # of at most 8
                        ((1, 4, 7, 6), (6, 2, 1, 1), dict(stride=2, groups=2)),
                        ((1, 16, 48, 48), (8, 16, 3, 3), dict(padding=1)),   # threaded copy
                        ((2, 32, 48, 48), (8, 32, 3, 3), dict(padding=1))]:  # images on threads

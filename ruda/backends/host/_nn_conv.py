@@ -69,6 +69,8 @@ if _nb is not None:
             for t in range(KW):
                 offs[a * KW + t] = (((a * dh) % sh) * sw + (t * dw) % sw) * PL \
                     + (a * dh) // sh * PW + (t * dw) // sw
+        narrow = sw == 1 and W <= 8
+        xflat = x.reshape(N * C * H * W)
         tasks = N * Co
         chunks = min(tasks, 256)
         for ch in _nb.prange(chunks):
@@ -78,10 +80,24 @@ if _nb is not None:
                 n = u // Co
                 o = u - n * Co
                 src = x[n, o // m]
+                if narrow and (n * C + o // m + 1) * H * W + 8 <= xflat.size:
+                    # rows of at most 8: one 8-wide copy each (reading on into the next row,
+                    # still inside x), then the columns past the row zeroed again
+                    p0 = (n * C + o // m) * H * W + run_src[0]
+                    for ri in range(nr):
+                        d = buf[rows_dst[ri] + run_dst[0]:][:8]
+                        sr = xflat[p0 + rows_src[ri] * W:][:8]
+                        for k in range(8):
+                            d[k] = sr[k]
+                        for k in range(run_len[0], 8):
+                            d[k] = 0
+                    nrows = 0
+                else:
+                    nrows = nr
                 # slices, not offset indices (here and below): Numba's negative-index check on
                 # b + q would keep LLVM from vectorizing the loops over q; slice assignment is
                 # a slow generic copy
-                for ri in range(nr):
+                for ri in range(nrows):
                     srow = src[rows_src[ri]]
                     rb = rows_dst[ri]
                     for pc in range(sw):
