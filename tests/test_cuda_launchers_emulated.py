@@ -16,7 +16,7 @@ import pytest
 
 import _cuda_emu as emu
 import _fake_cupy
-from ruda.backends.cuda import _gemv, _nn, _nn_attention, _nn_launch
+from ruda.backends.cuda import _gemv, _nn, _nn_attention, _nn_conv, _nn_launch
 
 pytestmark = pytest.mark.skipif(not emu.available(), reason="no g++ to run CUDA C on the host")
 ml_dtypes = pytest.importorskip("ml_dtypes")
@@ -38,6 +38,7 @@ _CP = types.SimpleNamespace(
     empty=lambda shape, dtype: np.zeros(shape, dtype).view(Dev),
     ascontiguousarray=lambda a: np.ascontiguousarray(a).view(Dev),
     broadcast_to=lambda a, shape: np.broadcast_to(a, shape).view(Dev),
+    copyto=np.copyto,
     cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0)))
 
 
@@ -68,12 +69,15 @@ def _function(key, make_source, name):
 
 @pytest.fixture(autouse=True)
 def _emulated(monkeypatch):
-    for mod in (_nn, _nn_attention, _gemv):
+    for mod in (_nn, _nn_attention, _gemv, _nn_conv):
         monkeypatch.setattr(mod, "function", _function)
         monkeypatch.setattr(mod, "_cp", lambda: _CP)
     monkeypatch.setattr(_nn_launch, "_cp", lambda: _CP)
     monkeypatch.setattr(_nn_attention, "sms", lambda: 2)
     monkeypatch.setattr(_nn, "sms", lambda: 2)
+    monkeypatch.setattr(_nn_conv, "sms", lambda: 1)
+    # cuBLAS's product: NumPy in float64, rounded to the operands' dtype
+    monkeypatch.setattr(_nn_conv, "_matmul", lambda a, b: dev((f64(a) @ f64(b)).astype(a.dtype)))
     launched.clear()
 
 
@@ -188,3 +192,30 @@ def test_arg_reduce(fast, name):
         assert np.shape(got) == np.shape(want)
         np.testing.assert_array_equal(got, want)
     assert launched == [f"ruda_{name}_rows"] * 4
+
+
+@pytest.mark.parametrize("make,tol", [(bf16, 2e-2), (lambda a: dev(a.astype(np.float32)), 1e-5)])
+def test_conv(monkeypatch, make, tol):
+    """Depthwise in one launch (bias fused); dense and grouped as im2col + product + bias, in
+    blocks of images when the columns exceed COLS_BYTES; 1-d through 3-d."""
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    rng = np.random.default_rng(7)
+    cases = [((2, 4, 9, 7), (8, 1, 3, 3), (2, 1), ((1, 1), (1, 1)), (1, 2), 4, ["ruda_conv_dw"]),
+             ((3, 4, 6, 5), (6, 2, 3, 2), (1, 1), ((1, 1), (0, 0)), (1, 1), 2,
+              ["ruda_im2col"] * 3 + ["ruda_bias"]),
+             ((2, 3, 40), (5, 3, 3), (2,), ((2, 2),), (2,), 1, ["ruda_im2col"] * 2 + ["ruda_bias"]),
+             ((1, 2, 4, 3, 5), (3, 2, 2, 2, 3), (1, 1, 2), ((1, 1), (0, 0), (1, 1)), (1, 1, 1), 1,
+              ["ruda_im2col", "ruda_bias"])]
+    for xs, ws, stride, pads, dil, groups, kernels in cases:
+        launched.clear()
+        x, w, b = make(rng.standard_normal(xs)), make(rng.standard_normal(ws)), make(rng.standard_normal(ws[0]))
+        per = int(np.prod(ws[1:])) * groups * x.itemsize      # column bytes of one output position
+        monkeypatch.setattr(_nn_conv, "COLS_BYTES", per * 30)    # blocks of images: see kernels
+        y = _nn_conv.conv(x, w, b, stride, pads, dil, groups)
+        want = getattr(F, f"conv{len(xs) - 2}d")(
+            torch.from_numpy(f64(x)), torch.from_numpy(f64(w)), torch.from_numpy(f64(b)), stride=stride,
+            padding=tuple(lo for lo, _ in pads), dilation=dil, groups=groups).numpy()
+        assert y.shape == want.shape and y.dtype == x.dtype
+        np.testing.assert_allclose(f64(y), want, rtol=tol, atol=tol * np.abs(want).max())
+        assert launched == kernels

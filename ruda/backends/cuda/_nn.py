@@ -10,7 +10,8 @@ current stream, on the device of the input array.  float32, float64 and bfloat16
 import numpy as np
 
 from ruda.backends.cuda._nn_attention import sdpa  # noqa: F401 - the attention kernel
-from ruda.backends.cuda._nn_launch import BF16, U16, _cp, aligned, arg, contiguous, dname, empty, function, sms
+from ruda.backends.cuda._nn_conv import conv  # noqa: F401 - the convolution kernel
+from ruda.backends.cuda._nn_launch import BF16, U16, _cp, aligned, arg, contiguous, dname, empty, function, shaped, sms
 from ruda.runtime.kernels import nn_cuda as gen
 
 REG_UNITS = 4          # 16-byte vectors per thread kept in registers (scalar rows: 16 elements)
@@ -78,18 +79,11 @@ def rms_norm(x, weight, eps):
     return _rows("rms_norm", x, weight, None, eps)
 
 
-def _shaped(a, shape):
-    """``a.reshape(shape)``; bfloat16 through its uint16 bits (as every bfloat16 array here)."""
-    if BF16 is not None and a.dtype == BF16:
-        return a.view(U16).reshape(shape).view(BF16)
-    return a.reshape(shape)
-
-
 def add_rms_norm(x, residual, weight, eps):
     """x, residual (..., n): (x + residual, rms_norm of it over the last axis), one kernel."""
     n = x.shape[-1] if x.ndim else 1
-    r = _rows("rms_norm", _shaped(x, (-1, n)), weight, None, eps, _shaped(residual, (-1, n)))
-    return r if r is NotImplemented else tuple(_shaped(a, x.shape) for a in r)
+    r = _rows("rms_norm", shaped(x, (-1, n)), weight, None, eps, shaped(residual, (-1, n)))
+    return r if r is NotImplemented else tuple(shaped(a, x.shape) for a in r)
 
 
 def linear_swiglu(x, weight):

@@ -54,6 +54,13 @@ def empty(shape, dtype):
     return cp.empty(shape, dtype)
 
 
+def shaped(a, shape):
+    """``a.reshape(shape)``; bfloat16 through its uint16 bits (as every bfloat16 array here)."""
+    if BF16 is not None and a.dtype == BF16:
+        return a.view(U16).reshape(shape).view(BF16)
+    return a.reshape(shape)
+
+
 def aligned(*arrays):
     return all(a is None or not a.data.ptr & 15 for a in arrays)
 

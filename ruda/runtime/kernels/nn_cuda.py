@@ -53,7 +53,7 @@ __device__ __forceinline__ A neg_inf() {{ return -(A)INFINITY; }}
 
 def head(dtype):
     t, a, lda, sta = TYPES[dtype]
-    return _HEAD.format(t=t, a=a, lda=lda.replace("v", "v"), sta=sta)
+    return _HEAD.format(t=t, a=a, lda=lda, sta=sta)
 
 
 # Warp / row reductions.  SH holds one slot per warp of every row of the block.

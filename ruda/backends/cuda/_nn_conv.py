@@ -1,0 +1,80 @@
+"""``conv`` on cuda (contract: ruda/nn/README.md): float32, float64 and bfloat16, 1 to 3 spatial
+axes (sources from :mod:`ruda.runtime.kernels.conv_cuda`).
+
+Depthwise convolutions (``groups == C_in``, one input channel per group, any multiplier) run
+a direct kernel, bias included.  Everything else: an im2col kernel writes the columns of a
+block of images (at most ``COLS_BYTES``), one cuBLAS product per block multiplies them by the
+weight straight into NCHW order (groups as a batch axis), then a bias kernel.  float32 products
+follow the process-wide TF32 setting (``ruda.backends.cuda.allow_tf32``); bfloat16 ones
+accumulate in float32 (``_bf16.matmul``).
+"""
+import numpy as np
+
+from ruda.backends.cuda._nn_launch import _cp, arg, contiguous, dname, empty, function, shaped, sms
+from ruda.runtime.kernels import conv_cuda as gen
+
+COLS_BYTES = 1 << 28             # columns of one block of images: 256 MiB
+
+
+def _grid(n):
+    return (max(1, min(-(-n // 256), sms() * 16)),)
+
+
+def _three(v, fill):
+    """A 3-d (depth, height, width) tuple of a 1- to 3-d one, ``fill`` in front."""
+    return (fill,) * (3 - len(v)) + tuple(v)
+
+
+def _matmul(a, b):
+    """cuBLAS ``a @ b`` (batched, broadcast) as the cuda backend's matmul computes it."""
+    from ruda.backends.cuda import _bf16, _tf32
+    if _bf16.BF16 is not None and a.dtype == _bf16.BF16:
+        return _bf16.matmul(a, b)
+    if a.dtype in _tf32.TF32_DTYPES:
+        return _tf32.call(_tf32.tf32_allowed(), _cp().matmul, a, b)
+    return _cp().matmul(a, b)
+
+
+def conv(x, w, bias, stride, padding, dilation, groups):
+    dt = dname(x)
+    nd = x.ndim - 2
+    if dt is None or w.dtype != x.dtype or (bias is not None and bias.dtype != x.dtype) or not 1 <= nd <= 3:
+        return NotImplemented
+    N, C = x.shape[:2]
+    Co, ks = w.shape[0], tuple(w.shape[2:])
+    out = tuple((n + lo + hi - d * (k - 1) - 1) // s + 1
+                for n, (lo, hi), k, d, s in zip(x.shape[2:], padding, ks, dilation, stride))
+    K, L = int(np.prod(ks)), int(np.prod(out))
+    geo = tuple(np.int32(v) for v in (_three(x.shape[2:], 1) + _three(out, 1) + _three(stride, 1)
+                                      + _three(dilation, 1) + _three([lo for lo, _ in padding], 0)))
+    k3 = _three(ks, 1)
+    with x.device:
+        x, w, bias = contiguous(x), contiguous(w), contiguous(bias)
+        y = empty((N, Co) + out, x.dtype)
+        if y.size == 0:
+            return y
+        if groups == C and w.shape[1] == 1:
+            fn = function(("conv_dw", dt, k3), lambda: gen.depthwise(dt, k3), "ruda_conv_dw")
+            fn(_grid(y.size), (256,), (arg(x), arg(w), arg(bias), arg(y), np.int64(y.size),
+                                       np.int32(C), np.int32(Co // C)) + geo)
+            return y
+        im2col = function(("im2col", dt, k3), lambda: gen.im2col(dt, k3), "ruda_im2col")
+        wg = shaped(w, (groups, Co // groups, C // groups * K))
+        per = C * K * L * x.dtype.itemsize                  # column bytes of one image
+        step = max(1, COLS_BYTES // per)
+        yv = shaped(y, (N, groups, Co // groups, L))
+        for n0 in range(0, N, step):
+            n1 = min(N, n0 + step)
+            cols = empty((n1 - n0, groups, C // groups * K, L), x.dtype)
+            im2col(_grid(cols.size), (256,), (arg(x)[n0:n1], arg(cols), np.int64(cols.size),
+                                              np.int32(C)) + geo)
+            r = _matmul(wg, cols)
+            if n1 - n0 == N:
+                yv = r
+            else:
+                _cp().copyto(arg(yv)[n0:n1], arg(r))
+        y = shaped(yv, (N, Co) + out)
+        if bias is not None:
+            fn = function(("conv_bias", dt), lambda: gen.bias(dt), "ruda_bias")
+            fn(_grid(y.size), (256,), (arg(y), arg(bias), np.int64(y.size), np.int32(Co), np.int64(L)))
+        return y

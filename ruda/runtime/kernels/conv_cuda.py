@@ -1,0 +1,120 @@
+"""CUDA C sources of ``ruda.nn``'s convolution on cuda (pure code generation; no device access).
+
+Every convolution is seen as 3-d: x ``(N, C, D, H, W)``, output ``(N, C_out, OD, OH, OW)``, a
+kernel of ``ks = (KD, KH, KW)`` taps (compile-time; 1-d and 2-d convolutions have leading
+axes of 1).  Types and conversions come from :func:`nn_cuda.head` (``T`` storage, ``A``
+accumulation; bfloat16 as its uint16 bits).  Each thread of a grid-stride loop makes one
+output element; consecutive threads take consecutive output columns, so loads coalesce.
+
+``depthwise(dtype, ks)``
+    ``ruda_conv_dw``: groups == C, ``m = C_out / C`` outputs per input channel, direct: every
+    tap read from x (out of range: zero padding), bias added, one rounding.
+``im2col(dtype, ks)``
+    ``ruda_im2col``: columns ``(N, C * K, L)`` (K taps, L output positions) for a cuBLAS
+    product with the weight seen as ``(groups, C_out / groups, C / groups * K)``.
+``bias(dtype)``
+    ``ruda_bias``: ``y[n, o, l] += b[o]`` in place (A, one rounding).
+"""
+from ruda.runtime.kernels import nn_cuda
+
+# runtime geometry shared by the kernels: input sizes, output sizes, stride, dilation, padding
+_GEO = ("int D, int H, int W, int OD, int OH, int OW, int sd, int sh, int sw, "
+        "int dd, int dh, int dw, int pd, int ph, int pw")
+
+_TAPS = r"""
+#define KD {kd}
+#define KH {kh}
+#define KW {kw}
+#define KT (KD * KH * KW)
+"""
+
+_DW = r"""
+extern "C" __global__ void __launch_bounds__(256)
+ruda_conv_dw(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
+             T* __restrict__ y, long long total, int C, int m, {geo}) {{
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    const long long plane = (long long)D * H * W;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {{
+        const int ow = (int)(i % OW);
+        long long r = i / OW;
+        const int oh = (int)(r % OH); r /= OH;
+        const int od = (int)(r % OD); r /= OD;
+        const int o = (int)(r % ((long long)C * m));
+        const long long n = r / ((long long)C * m);
+        const T* xc = x + (n * C + o / m) * plane;
+        const T* wo = w + (long long)o * KT;
+        A acc = (A)0;
+#pragma unroll
+        for (int a = 0; a < KD; ++a) {{
+            const int id = od * sd - pd + a * dd;
+            if ((unsigned)id >= (unsigned)D) continue;
+#pragma unroll
+            for (int e = 0; e < KH; ++e) {{
+                const int ih = oh * sh - ph + e * dh;
+                if ((unsigned)ih >= (unsigned)H) continue;
+                const T* row = xc + ((long long)id * H + ih) * W;
+#pragma unroll
+                for (int t = 0; t < KW; ++t) {{
+                    const int iw = ow * sw - pw + t * dw;
+                    if ((unsigned)iw < (unsigned)W) acc += ld(row[iw]) * ld(wo[(a * KH + e) * KW + t]);
+                }}
+            }}
+        }}
+        if (b) acc += ld(b[o]);
+        y[i] = st(acc);
+    }}
+}}
+"""
+
+_IM2COL = r"""
+extern "C" __global__ void __launch_bounds__(256)
+ruda_im2col(const T* __restrict__ x, T* __restrict__ cols, long long total, int C, {geo}) {{
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    const long long L = (long long)OD * OH * OW;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {{
+        const long long l = i % L;
+        long long r = i / L;
+        const int tap = (int)(r % KT); r /= KT;          // r = n * C + c
+        const int ow = (int)(l % OW), oh = (int)((l / OW) % OH), od = (int)(l / ((long long)OW * OH));
+        const int t = tap % KW, e = (tap / KW) % KH, a = tap / (KW * KH);
+        const int id = od * sd - pd + a * dd, ih = oh * sh - ph + e * dh, iw = ow * sw - pw + t * dw;
+        T v = (T)0;
+        if ((unsigned)id < (unsigned)D && (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W)
+            v = x[((r * D + id) * H + ih) * W + iw];
+        cols[i] = v;
+    }}
+}}
+"""
+
+_BIAS = r"""
+extern "C" __global__ void __launch_bounds__(256)
+ruda_bias(T* __restrict__ y, const T* __restrict__ b, long long total, int co, long long L) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride)
+        y[i] = st(ld(y[i]) + ld(b[(i / L) % co]));
+}
+"""
+
+
+def _taps(ks):
+    kd, kh, kw = (int(k) for k in ks)
+    if min(kd, kh, kw) < 1:
+        raise ValueError(f"conv_cuda: ks: expected three positive kernel sizes, got {ks!r}")
+    return _TAPS.format(kd=kd, kh=kh, kw=kw)
+
+
+def depthwise(dtype, ks):
+    """Direct depthwise convolution, entry ``ruda_conv_dw(x, w, b, y, total, C, m, geometry)``
+    (``b`` may be null; ``w`` is ``(C * m, KD * KH * KW)``)."""
+    return nn_cuda.head(dtype) + _taps(ks) + _DW.format(geo=_GEO)
+
+
+def im2col(dtype, ks):
+    """Columns ``(N, C, K, L)`` of x, zero where a tap falls in the padding, entry
+    ``ruda_im2col(x, cols, total, C, geometry)``."""
+    return nn_cuda.head(dtype) + _taps(ks) + _IM2COL.format(geo=_GEO)
+
+
+def bias(dtype):
+    """``y (N, co, L) += b (co,)`` in place, entry ``ruda_bias(y, b, total, co, L)``."""
+    return nn_cuda.head(dtype) + _BIAS

@@ -1,0 +1,118 @@
+"""The cuda convolution kernels (ruda/runtime/kernels/conv_cuda.py) run on the host by
+tests/_cuda_emu.py against torch.nn.functional in float64: direct depthwise, im2col (checked
+through the product with the weight that the launcher makes) and the bias kernel; then the
+launcher (ruda/backends/cuda/_nn_conv.py) end to end over NumPy posing as CuPy."""
+import ctypes
+
+import numpy as np
+import pytest
+
+import _cuda_emu as emu
+from ruda.runtime.kernels import conv_cuda
+
+pytestmark = pytest.mark.skipif(not emu.available(), reason="no g++ to run CUDA C on the host")
+torch = pytest.importorskip("torch")
+ml_dtypes = pytest.importorskip("ml_dtypes")
+BF16 = np.dtype(ml_dtypes.bfloat16)
+F = torch.nn.functional
+i64, i32 = ctypes.c_longlong, ctypes.c_int
+GEO = ("int D, int H, int W, int OD, int OH, int OW, int sd, int sh, int sw, int dd, int dh, int dw, "
+       "int pd, int ph, int pw")
+
+# (x shape, weight shape, stride, padding (lo per axis; hi from the sizes), dilation, groups)
+CASES = [
+    ((2, 3, 11), (6, 1, 3), (2,), (1,), (1,), 3),                          # 1-d, multiplier 2
+    ((2, 4, 7, 9), (4, 1, 3, 3), (1, 1), (1, 1), (1, 1), 4),               # depthwise
+    ((1, 5, 9, 8), (5, 1, 3, 2), (2, 1), (2, 0), (2, 3), 5),               # stride, dilation
+    ((1, 2, 4, 5, 6), (4, 1, 2, 3, 3), (1, 2, 1), (1, 1, 0), (1, 1, 2), 2),  # 3-d
+    ((2, 3, 7, 6), (5, 3, 3, 3), (1, 1), (1, 1), (1, 1), 1),               # dense
+    ((1, 4, 8, 7), (6, 2, 2, 3), (2, 1), (0, 2), (1, 2), 2),               # groups
+    ((2, 2, 5, 4, 6), (3, 2, 3, 2, 2), (1, 1, 2), (1, 0, 1), (1, 1, 1), 1),  # 3-d dense
+]
+
+
+def _torch(x, w, b, stride, pad, dil, groups):
+    """torch's convolution in float64 (padding ``pad`` on both sides) and its output sizes."""
+    def T(a):
+        return None if a is None else torch.from_numpy(np.asarray(a, np.float64))
+    y = getattr(F, f"conv{x.ndim - 2}d")(T(x), T(w), T(b), stride=stride, padding=pad, dilation=dil,
+                                         groups=groups).numpy()
+    return y, y.shape[2:]
+
+
+def _three(v, fill):
+    return (fill,) * (3 - len(v)) + tuple(v)
+
+
+def _geo(x, out, stride, dil, pad):
+    return [i32(v) for v in _three(x.shape[2:], 1) + _three(out, 1) + _three(stride, 1)
+            + _three(dil, 1) + _three(pad, 0)]
+
+
+def _data(case, dtype):
+    xs, ws, stride, pad, dil, groups = CASES[case]
+    rng = np.random.default_rng(case)
+    x, w, b = rng.standard_normal(xs), rng.standard_normal(ws), rng.standard_normal(ws[0])
+    if dtype == "bfloat16":
+        x, w, b = (a.astype(BF16).astype(np.float64) for a in (x, w, b))
+    return x, w, b, stride, pad, dil, groups
+
+
+def _dev(a, dtype):
+    if dtype == "bfloat16":
+        return np.ascontiguousarray(a.astype(BF16)).view(np.uint16)
+    return np.ascontiguousarray(a, dtype)
+
+
+def _host(a, dtype):
+    return a.view(BF16).astype(np.float64) if dtype == "bfloat16" else a.astype(np.float64)
+
+
+TOL = {"float32": 1e-5, "float64": 1e-12, "bfloat16": 1e-2}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+@pytest.mark.parametrize("case", [0, 1, 2, 3])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_depthwise(case, dtype, with_bias):
+    x, w, b, stride, pad, dil, groups = _data(case, dtype)
+    if not with_bias:
+        b = None
+    want, out = _torch(x, w, b, stride, pad, dil, groups)
+    k3 = _three(w.shape[2:], 1)
+    fn = emu.build(conv_cuda.depthwise(dtype, k3), "ruda_conv_dw",
+                   "const T* x, const T* w, const T* b, T* y, long long total, int C, int m, " + GEO)
+    y = _dev(np.full(want.shape, np.nan), dtype)
+    emu.launch(fn, (2,), 256, _dev(x, dtype), _dev(w, dtype), None if b is None else _dev(b, dtype), y,
+               i64(y.size), i32(x.shape[1]), i32(w.shape[0] // x.shape[1]), *_geo(x, out, stride, dil, pad))
+    tol = TOL[dtype]
+    np.testing.assert_allclose(_host(y, dtype), want, rtol=tol, atol=tol * np.abs(want).max())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("case", [1, 3, 4, 5, 6])
+def test_im2col_then_product(case, dtype):
+    """Columns (N, C*K, L) with zeros in the padding; the weight as (groups, Co/g, C/g*K) times
+    them gives the convolution; then the bias kernel adds b in place."""
+    x, w, b, stride, pad, dil, groups = _data(case, dtype)
+    want, out = _torch(x, w, b, stride, pad, dil, groups)
+    N, C = x.shape[:2]
+    Co, K, L = w.shape[0], int(np.prod(w.shape[2:])), int(np.prod(out))
+    k3 = _three(w.shape[2:], 1)
+    fn = emu.build(conv_cuda.im2col(dtype, k3), "ruda_im2col",
+                   "const T* x, T* cols, long long total, int C, " + GEO)
+    cols = _dev(np.full((N, C * K, L), np.nan), dtype)
+    emu.launch(fn, (3,), 256, _dev(x, dtype), cols, i64(cols.size), i32(C), *_geo(x, out, stride, dil, pad))
+    c = _host(cols, dtype).reshape(N, groups, C // groups * K, L)
+    y = w.reshape(groups, Co // groups, -1) @ c
+    yd = _dev(y.reshape(N, Co, L), dtype)
+    fb = emu.build(conv_cuda.bias(dtype), "ruda_bias", "T* y, const T* b, long long total, int co, long long L")
+    emu.launch(fb, (2,), 256, yd, _dev(b, dtype), i64(yd.size), i32(Co), i64(L))
+    tol = TOL[dtype]
+    np.testing.assert_allclose(_host(yd, dtype).reshape(want.shape), want, rtol=tol,
+                               atol=tol * np.abs(want).max())
+
+
+def test_kernel_sizes_checked():
+    with pytest.raises(ValueError, match="conv_cuda: ks"):
+        conv_cuda.depthwise("float32", (1, 0, 3))
