@@ -197,7 +197,8 @@ def test_arg_reduce(fast, name):
 @pytest.mark.parametrize("make,tol", [(bf16, 2e-2), (lambda a: dev(a.astype(np.float32)), 1e-5)])
 def test_conv(monkeypatch, make, tol):
     """Depthwise in one launch (bias fused); dense and grouped as im2col + product + bias, in
-    blocks of images when the columns exceed COLS_BYTES; 1-d through 3-d."""
+    blocks of images when the columns exceed COLS_BYTES; a pointwise conv without im2col (a
+    strided one with it); 1-d through 3-d."""
     torch = pytest.importorskip("torch")
     F = torch.nn.functional
     rng = np.random.default_rng(7)
@@ -206,7 +207,9 @@ def test_conv(monkeypatch, make, tol):
               ["ruda_im2col"] * 3 + ["ruda_bias"]),
              ((2, 3, 40), (5, 3, 3), (2,), ((2, 2),), (2,), 1, ["ruda_im2col"] * 2 + ["ruda_bias"]),
              ((1, 2, 4, 3, 5), (3, 2, 2, 2, 3), (1, 1, 2), ((1, 1), (0, 0), (1, 1)), (1, 1, 1), 1,
-              ["ruda_im2col", "ruda_bias"])]
+              ["ruda_im2col", "ruda_bias"]),
+             ((3, 6, 5, 4), (4, 3, 1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 2, ["ruda_bias"]),  # pointwise
+             ((2, 4, 5, 4), (6, 4, 1, 1), (2, 1), ((0, 0), (0, 0)), (1, 1), 1, ["ruda_im2col"] + ["ruda_bias"])]
     for xs, ws, stride, pads, dil, groups, kernels in cases:
         launched.clear()
         x, w, b = make(rng.standard_normal(xs)), make(rng.standard_normal(ws)), make(rng.standard_normal(ws[0]))

@@ -3,8 +3,9 @@ axes (sources from :mod:`ruda.runtime.kernels.conv_cuda`).
 
 Depthwise convolutions (``groups == C_in``, one input channel per group, any multiplier) run
 a direct kernel, bias included.  Everything else: an im2col kernel writes the columns of a
-block of images (at most ``COLS_BYTES``), one cuBLAS product per block multiplies them by the
-weight straight into NCHW order (groups as a batch axis), then a bias kernel.  float32 products
+block of images (at most ``COLS_BYTES``; a pointwise conv reads x itself), one cuBLAS product
+per block multiplies them by the weight straight into NCHW order (groups as a batch axis), then
+a bias kernel.  float32 products
 follow the process-wide TF32 setting (``ruda.backends.cuda.allow_tf32``); bfloat16 ones
 accumulate in float32 (``_bf16.matmul``).
 """
@@ -58,8 +59,12 @@ def conv(x, w, bias, stride, padding, dilation, groups):
             fn(_grid(y.size), (256,), (arg(x), arg(w), arg(bias), arg(y), np.int64(y.size),
                                        np.int32(C), np.int32(Co // C)) + geo)
             return y
-        im2col = function(("im2col", dt, k3), lambda: gen.im2col(dt, k3), "ruda_im2col")
         wg = shaped(w, (groups, Co // groups, C // groups * K))
+        if K == 1 and all(s == 1 for s in stride) and not any(lo or hi for lo, hi in padding):
+            # a pointwise conv: x is its own columns
+            y = shaped(_matmul(wg, shaped(x, (N, groups, C // groups, L))), (N, Co) + out)
+            return _add_bias(y, bias, dt, Co, L)
+        im2col = function(("im2col", dt, k3), lambda: gen.im2col(dt, k3), "ruda_im2col")
         per = C * K * L * x.dtype.itemsize                  # column bytes of one image
         step = max(1, COLS_BYTES // per)
         yv = shaped(y, (N, groups, Co // groups, L))
@@ -73,8 +78,12 @@ def conv(x, w, bias, stride, padding, dilation, groups):
                 yv = r
             else:
                 _cp().copyto(arg(yv)[n0:n1], arg(r))
-        y = shaped(yv, (N, Co) + out)
-        if bias is not None:
-            fn = function(("conv_bias", dt), lambda: gen.bias(dt), "ruda_bias")
-            fn(_grid(y.size), (256,), (arg(y), arg(bias), np.int64(y.size), np.int32(Co), np.int64(L)))
-        return y
+        return _add_bias(shaped(yv, (N, Co) + out), bias, dt, Co, L)
+
+
+def _add_bias(y, bias, dt, co, L):
+    """y (N, co, *out) with bias (co,) added in place (None: y as it is)."""
+    if bias is not None:
+        fn = function(("conv_bias", dt), lambda: gen.bias(dt), "ruda_bias")
+        fn(_grid(y.size), (256,), (arg(y), arg(bias), np.int64(y.size), np.int32(co), np.int64(L)))
+    return y
