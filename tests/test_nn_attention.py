@@ -302,3 +302,31 @@ def test_bad_input(device):
             sdpa(q2, k2.to_device(other[0]), v2, enable_gqa=True)
     with pytest.raises(ValueError, match=r"ruda\.nn\.KVCache: max_len: expected an int >= 1"):
         nn.KVCache(1, 2, 0, 8)
+
+
+@pytest.mark.parametrize("layout", ["cache view", "owned", "strided rows"])
+@pytest.mark.parametrize("window", [None, 3])
+def test_host_decode_row_layouts(monkeypatch, layout, window):
+    """One query row per head on the host (the fused Numba loop finds k and v inside the array
+    that owns them; rows that are not contiguous take the NumPy path): every layout agrees
+    with torch, GQA and a sliding window included."""
+    rng = np.random.default_rng(12)
+    B, Hq, Hkv, S, D, T = 2, 6, 2, 7, 16, 11
+    q, k, v = _qkv(rng, B, Hq, Hkv, 1, S, D, dt=np.float32)
+    if layout == "cache view":
+        kb, vb = np.zeros((B, Hkv, T, D), np.float32), np.zeros((B, Hkv, T, D), np.float32)
+        kb[:, :, :S], vb[:, :, :S] = k, v
+        k, v = kb[:, :, :S], vb[:, :, :S]
+    elif layout == "strided rows":
+        k = np.repeat(k, 2, axis=-1)[..., ::2]
+        v = np.repeat(v, 2, axis=-1)[..., ::2]
+    from ruda.backends.host import _nn_attention
+    fused = []
+    real = _nn_attention._decode_fused
+    monkeypatch.setattr(_nn_attention, "_decode_fused", lambda *a: fused.append(1) or real(*a))
+    keep = _band(1, S, causal=True, window=window)
+    want = _torch(q, k, v, mask=keep, gqa=True)
+    got = nn.scaled_dot_product_attention(ruda.asarray(q), ruda.asarray(k), ruda.asarray(v),
+                                          is_causal=True, enable_gqa=True, sliding_window=window)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=2e-5, atol=2e-5)
+    assert bool(fused) == (layout in ("cache view", "owned"))

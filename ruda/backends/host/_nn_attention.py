@@ -67,10 +67,13 @@ def _decode_row(q, k, v, wdt, scale, window, U, G):
     lo = max(0, S - window) if window is not None else 0
     if _nb is not None and q.dtype == wdt and k.dtype == wdt and v.dtype == wdt \
             and U * G * (S - lo) * (D + Dv) <= _FUSED_DECODE:
-        out = np.empty((U, G, Dv), dtype=wdt)
-        _decode_fused(q.reshape(U, G, D), k.reshape(U, S, D), v.reshape(U, S, Dv),
-                      float(scale), lo, out)
-        return out.reshape(B, Hq, 1, Dv)
+        k3, v3 = k.reshape(U, S, D), v.reshape(U, S, Dv)
+        kf, vf = _flat(k3), _flat(v3)
+        if kf is not None and vf is not None:
+            out = np.empty((U, G, Dv), dtype=wdt)
+            _decode_fused(np.ascontiguousarray(q).reshape(U, G, D), k3, kf, v3, vf,
+                          float(scale), lo, out)
+            return out.reshape(B, Hq, 1, Dv)
     qs = np.asarray(q, dtype=wdt).reshape(U, G, D) * wdt.type(scale)
     kk = np.asarray(k, dtype=wdt).reshape(U, S, D)[:, lo:]
     s = np.matmul(qs, np.swapaxes(kk, 1, 2))             # (U, G, S - lo)
@@ -83,6 +86,21 @@ def _decode_row(q, k, v, wdt, scale, window, U, G):
 
 _FUSED_DECODE = 1 << 20    # multiply-adds up to which one decode row runs as a Numba loop
 
+
+def _flat(a):
+    """The flat view of the C-contiguous array that owns a's memory, where a (U, S, D) has
+    contiguous rows (a cache's first S positions are such a view), else None.  Numba compiles
+    strided ('A') arrays without vector loops; rows sliced from the owner's flat view are
+    contiguous (``_decode_fused`` finds a in it by address)."""
+    it = a.itemsize
+    if a.strides[2] != it or a.strides[0] % it or a.strides[1] % it or min(a.strides) < 0:
+        return None
+    r = a
+    while isinstance(r.base, np.ndarray):
+        r = r.base
+    return r.reshape(-1) if r.flags.c_contiguous and r.dtype == a.dtype else None
+
+
 try:
     import numba as _nb
 except ImportError:          # optional: decode rows and apply_rope then go through NumPy
@@ -90,20 +108,24 @@ except ImportError:          # optional: decode rows and apply_rope then go thro
 
 if _nb is not None:
     @_nb.njit(cache=True, fastmath={"reassoc", "contract", "nsz", "arcp"})
-    def _decode_fused(q, k, v, scale, lo, out):
-        """out (U, G, Dv) = softmax(q k[lo:]^T * scale) v[lo:] per (unit, query head)."""
+    def _decode_fused(q, k, kf, v, vf, scale, lo, out):
+        """out (U, G, Dv) = softmax(q k[:, lo:]^T * scale) v[:, lo:] per (unit, query head);
+        k's rows are read from kf, the flat view of the array holding k (v's from vf)."""
         U, G, D = q.shape
         S, Dv = k.shape[1], v.shape[2]
+        it = k.itemsize
+        k0, ku, kr = (k.ctypes.data - kf.ctypes.data) // it, k.strides[0] // it, k.strides[1] // it
+        v0, vu, vr = (v.ctypes.data - vf.ctypes.data) // it, v.strides[0] // it, v.strides[1] // it
         s = np.empty(S - lo, q.dtype)
         for u in range(U):
             for g in range(G):
                 qr = q[u, g]
                 m = -np.inf
                 for j in range(lo, S):
-                    kr = k[u, j]
+                    kj = kf[k0 + u * ku + j * kr:][:D]
                     acc = q.dtype.type(0.0)
                     for d in range(D):
-                        acc += qr[d] * kr[d]
+                        acc += qr[d] * kj[d]
                     acc *= scale
                     s[j - lo] = acc
                     m = max(m, acc)
@@ -113,12 +135,13 @@ if _nb is not None:
                     s[j] = e
                     tot += e
                 o = out[u, g]
-                o[:] = 0
+                for d in range(Dv):
+                    o[d] = 0
                 for j in range(S - lo):
                     w = s[j]
-                    vr = v[u, lo + j]
+                    vj = vf[v0 + u * vu + (lo + j) * vr:][:Dv]
                     for d in range(Dv):
-                        o[d] += w * vr[d]
+                        o[d] += w * vj[d]
                 inv = 1.0 / tot
                 for d in range(Dv):
                     o[d] *= inv
