@@ -170,6 +170,8 @@ def in_category(dtype, category):
 
 def is_dtype(obj):
     """True for a dtype ruda knows (standard or extension)."""
+    if obj.__class__ is DType:      # its NumPy dtype: a DType key compares through np.dtype()
+        obj = obj.dtype
     try:
         return obj in _names
     except TypeError:
