@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import _cuda_emu as emu
-from ruda.runtime.kernels import conv_cuda
+from ruda.runtime.kernels import as_3d, conv_cuda
 
 pytestmark = pytest.mark.skipif(not emu.available(), reason="no g++ to run CUDA C on the host")
 torch = pytest.importorskip("torch")
@@ -40,13 +40,9 @@ def _torch(x, w, b, stride, pad, dil, groups):
     return y, y.shape[2:]
 
 
-def _three(v, fill):
-    return (fill,) * (3 - len(v)) + tuple(v)
-
-
 def _geo(x, out, stride, dil, pad):
-    return [i32(v) for v in _three(x.shape[2:], 1) + _three(out, 1) + _three(stride, 1)
-            + _three(dil, 1) + _three(pad, 0)]
+    return [i32(v) for v in as_3d(x.shape[2:], 1) + as_3d(out, 1) + as_3d(stride, 1)
+            + as_3d(dil, 1) + as_3d(pad, 0)]
 
 
 def _data(case, dtype):
@@ -79,7 +75,7 @@ def test_depthwise(case, dtype, with_bias):
     if not with_bias:
         b = None
     want, out = _torch(x, w, b, stride, pad, dil, groups)
-    k3 = _three(w.shape[2:], 1)
+    k3 = as_3d(w.shape[2:], 1)
     fn = emu.build(conv_cuda.depthwise(dtype, k3), "ruda_conv_dw",
                    "const T* x, const T* w, const T* b, T* y, long long total, int C, int m, " + GEO)
     y = _dev(np.full(want.shape, np.nan), dtype)
@@ -98,7 +94,7 @@ def test_im2col_then_product(case, dtype):
     want, out = _torch(x, w, b, stride, pad, dil, groups)
     N, C = x.shape[:2]
     Co, K, L = w.shape[0], int(np.prod(w.shape[2:])), int(np.prod(out))
-    k3 = _three(w.shape[2:], 1)
+    k3 = as_3d(w.shape[2:], 1)
     fn = emu.build(conv_cuda.im2col(dtype, k3), "ruda_im2col",
                    "const T* x, T* cols, long long total, int C, " + GEO)
     cols = _dev(np.full((N, C * K, L), np.nan), dtype)

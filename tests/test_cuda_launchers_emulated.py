@@ -1,5 +1,5 @@
-"""The cuda backend's kernel launchers (ruda/backends/cuda/_nn.py, _nn_attention.py, _gemv.py)
-end to end without a GPU: NumPy arrays posing as CuPy's (a pointer, a device context, CuPy's
+"""The cuda backend's kernel launchers (ruda/backends/cuda/_nn.py, _nn_attention.py, _nn_conv.py,
+_gemv.py, _fast.py) end to end without a GPU: NumPy arrays posing as CuPy's (a pointer, a device context, CuPy's
 allocation calls) and every compiled kernel run by tests/_cuda_emu.py.  Checks what the kernel
 tests cannot: argument order, strides, grids, the choice of path, views and reshapes."""
 import contextlib
@@ -74,8 +74,7 @@ def _emulated(monkeypatch):
         monkeypatch.setattr(mod, "_cp", lambda: _CP)
     monkeypatch.setattr(_nn_launch, "_cp", lambda: _CP)
     monkeypatch.setattr(_nn_attention, "sms", lambda: 2)
-    monkeypatch.setattr(_nn, "sms", lambda: 2)
-    monkeypatch.setattr(_nn_conv, "sms", lambda: 1)
+    monkeypatch.setattr(_nn_launch, "sms", lambda: 2)
     # cuBLAS's product: NumPy in float64, rounded to the operands' dtype
     monkeypatch.setattr(_nn_conv, "_matmul", lambda a, b: dev((f64(a) @ f64(b)).astype(a.dtype)))
     launched.clear()

@@ -11,7 +11,7 @@ import numpy as np
 
 from ruda.backends.cuda._nn_attention import sdpa  # noqa: F401 - the attention kernel
 from ruda.backends.cuda._nn_conv import conv  # noqa: F401 - the convolution kernel
-from ruda.backends.cuda._nn_launch import BF16, U16, _cp, aligned, arg, contiguous, dname, empty, function, shaped, sms
+from ruda.backends.cuda._nn_launch import BF16, U16, _cp, aligned, arg, contiguous, dname, empty, function, grid, shaped
 from ruda.runtime.kernels import nn_cuda as gen
 
 REG_UNITS = 4          # 16-byte vectors per thread kept in registers (scalar rows: 16 elements)
@@ -98,10 +98,6 @@ def linear_swiglu(x, weight):
     return NotImplemented if y is None else y.view(BF16)
 
 
-def _grid(n, block=256):
-    return max(1, min(-(-n // block), sms() * 8))
-
-
 def swiglu(gate, up):
     dt = dname(gate)
     if dt is None or up.dtype != gate.dtype or up.shape != gate.shape:
@@ -115,7 +111,7 @@ def swiglu(gate, up):
         vec = aligned(g, u, y)
         fn = function(("swiglu", dt, vec), lambda: gen.swiglu(dt, vec), "ruda_swiglu")
         per = 16 // g.dtype.itemsize if vec else 1
-        fn((_grid(-(-n // per)),), (256,), (arg(g), arg(u), arg(y), np.int64(n)))
+        fn((grid(-(-n // per)),), (256,), (arg(g), arg(u), arg(y), np.int64(n)))
         return y
 
 
@@ -135,7 +131,7 @@ def apply_rope(x, cos, sin, interleaved, rotary_dim):
             return y
         inter = bool(interleaved)
         fn = function(("rope", dt, ct, inter), lambda: gen.rope(dt, ct, inter), "ruda_rope")
-        fn((_grid(total),), (256,), (arg(x), arg(cos), arg(sin), arg(y), np.int64(total),
+        fn((grid(total),), (256,), (arg(x), arg(cos), arg(sin), arg(y), np.int64(total),
                                       np.int32(tlen), np.int32(d), np.int32(r)))
         return y
 
@@ -156,7 +152,7 @@ def rope_kv_put(qkv, cos, sin, pos, kc, vc, q_heads):
         cos, sin = contiguous(cos), contiguous(sin)
         q = empty((B, q_heads, 1, D), qkv.dtype)
         fn = function(("rope_kv", dt, ct), lambda: gen.rope_kv(dt, ct), "ruda_rope_kv")
-        fn((_grid(qkv.size),), (256,), (arg(qkv), np.int64(qkv.strides[0] // qkv.itemsize), arg(cos), arg(sin),
+        fn((grid(qkv.size),), (256,), (arg(qkv), np.int64(qkv.strides[0] // qkv.itemsize), arg(cos), arg(sin),
                                          pos, arg(q), arg(kc), arg(vc), np.int32(B), np.int32(q_heads),
                                          np.int32(H), np.int32(D), np.int32(T)))
         return q
@@ -197,5 +193,5 @@ def activation(x, name, p1, p2):
         vec = aligned(x, y)
         fn = function(("activation", name, dt, vec), lambda: gen.activation(dt, name, vec), "ruda_activation")
         per = 16 // x.dtype.itemsize if vec else 1
-        fn((_grid(-(-n // per)),), (256,), (arg(x), arg(y), np.int64(n), np.float64(num(p1)), np.float64(num(p2))))
+        fn((grid(-(-n // per)),), (256,), (arg(x), arg(y), np.int64(n), np.float64(num(p1)), np.float64(num(p2))))
         return y

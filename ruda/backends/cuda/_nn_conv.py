@@ -5,25 +5,16 @@ Depthwise convolutions (``groups == C_in``, one input channel per group, any mul
 a direct kernel, bias included.  Everything else: an im2col kernel writes the columns of a
 block of images (at most ``COLS_BYTES``; a pointwise conv reads x itself), one cuBLAS product
 per block multiplies them by the weight straight into NCHW order (groups as a batch axis), then
-a bias kernel.  float32 products
-follow the process-wide TF32 setting (``ruda.backends.cuda.allow_tf32``); bfloat16 ones
-accumulate in float32 (``_bf16.matmul``).
+a bias kernel.  float32 products follow the process-wide TF32 setting
+(``ruda.backends.cuda.allow_tf32``); bfloat16 ones accumulate in float32 (``_bf16.matmul``).
 """
 import numpy as np
 
-from ruda.backends.cuda._nn_launch import _cp, arg, contiguous, dname, empty, function, shaped, sms
+from ruda.backends.cuda._nn_launch import _cp, arg, contiguous, dname, empty, function, grid, shaped
+from ruda.runtime.kernels import as_3d
 from ruda.runtime.kernels import conv_cuda as gen
 
 COLS_BYTES = 1 << 28             # columns of one block of images: 256 MiB
-
-
-def _grid(n):
-    return (max(1, min(-(-n // 256), sms() * 16)),)
-
-
-def _three(v, fill):
-    """A 3-d (depth, height, width) tuple of a 1- to 3-d one, ``fill`` in front."""
-    return (fill,) * (3 - len(v)) + tuple(v)
 
 
 def _matmul(a, b):
@@ -46,9 +37,9 @@ def conv(x, w, bias, stride, padding, dilation, groups):
     out = tuple((n + lo + hi - d * (k - 1) - 1) // s + 1
                 for n, (lo, hi), k, d, s in zip(x.shape[2:], padding, ks, dilation, stride))
     K, L = int(np.prod(ks)), int(np.prod(out))
-    geo = tuple(np.int32(v) for v in (_three(x.shape[2:], 1) + _three(out, 1) + _three(stride, 1)
-                                      + _three(dilation, 1) + _three([lo for lo, _ in padding], 0)))
-    k3 = _three(ks, 1)
+    geo = tuple(np.int32(v) for v in (as_3d(x.shape[2:], 1) + as_3d(out, 1) + as_3d(stride, 1)
+                                      + as_3d(dilation, 1) + as_3d([lo for lo, _ in padding], 0)))
+    k3 = as_3d(ks, 1)
     with x.device:
         x, w, bias = contiguous(x), contiguous(w), contiguous(bias)
         y = empty((N, Co) + out, x.dtype)
@@ -56,7 +47,7 @@ def conv(x, w, bias, stride, padding, dilation, groups):
             return y
         if groups == C and w.shape[1] == 1:
             fn = function(("conv_dw", dt, k3), lambda: gen.depthwise(dt, k3), "ruda_conv_dw")
-            fn(_grid(y.size), (256,), (arg(x), arg(w), arg(bias), arg(y), np.int64(y.size),
+            fn((grid(y.size),), (256,), (arg(x), arg(w), arg(bias), arg(y), np.int64(y.size),
                                        np.int32(C), np.int32(Co // C)) + geo)
             return y
         wg = shaped(w, (groups, Co // groups, C // groups * K))
@@ -71,7 +62,7 @@ def conv(x, w, bias, stride, padding, dilation, groups):
         for n0 in range(0, N, step):
             n1 = min(N, n0 + step)
             cols = empty((n1 - n0, groups, C // groups * K, L), x.dtype)
-            im2col(_grid(cols.size), (256,), (arg(x)[n0:n1], arg(cols), np.int64(cols.size),
+            im2col((grid(cols.size),), (256,), (arg(x)[n0:n1], arg(cols), np.int64(cols.size),
                                               np.int32(C)) + geo)
             r = _matmul(wg, cols)
             if n1 - n0 == N:
@@ -85,5 +76,5 @@ def _add_bias(y, bias, dt, co, L):
     """y (N, co, *out) with bias (co,) added in place (None: y as it is)."""
     if bias is not None:
         fn = function(("conv_bias", dt), lambda: gen.bias(dt), "ruda_bias")
-        fn(_grid(y.size), (256,), (arg(y), arg(bias), np.int64(y.size), np.int32(co), np.int64(L)))
+        fn((grid(y.size),), (256,), (arg(y), arg(bias), np.int64(y.size), np.int32(co), np.int64(L)))
     return y

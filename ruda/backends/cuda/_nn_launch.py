@@ -65,6 +65,12 @@ def aligned(*arrays):
     return all(a is None or not a.data.ptr & 15 for a in arrays)
 
 
+def grid(n, block=256):
+    """Blocks of ``block`` threads for a grid-stride loop over ``n`` items: enough to cover
+    them, at most 8 per multiprocessor."""
+    return max(1, min(-(-n // block), sms() * 8))
+
+
 def sms():
     """Multiprocessor count of the current device (memoized: CuPy's attributes query them all)."""
     cp = _cp()

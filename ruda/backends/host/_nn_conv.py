@@ -79,40 +79,39 @@ if _nb is not None:
             for u in range(ch * tasks // chunks, (ch + 1) * tasks // chunks):
                 n = u // Co
                 o = u - n * Co
-                src = x[n, o // m]
-                if narrow and (n * C + o // m + 1) * H * W + 8 <= xflat.size:
+                c = n * C + o // m                  # the input plane
+                if narrow and (c + 1) * H * W + 8 <= xflat.size:
                     # rows of at most 8: one 8-wide copy each (reading on into the next row,
                     # still inside x), then the columns past the row zeroed again
-                    p0 = (n * C + o // m) * H * W + run_src[0]
+                    base = c * H * W + run_src[0]
                     for ri in range(nr):
                         d = buf[rows_dst[ri] + run_dst[0]:][:8]
-                        sr = xflat[p0 + rows_src[ri] * W:][:8]
+                        sr = xflat[base + rows_src[ri] * W:][:8]
                         for k in range(8):
                             d[k] = sr[k]
                         for k in range(run_len[0], 8):
                             d[k] = 0
-                    nrows = 0
                 else:
-                    nrows = nr
-                # slices, not offset indices (here and below): Numba's negative-index check on
-                # b + q would keep LLVM from vectorizing the loops over q; slice assignment is
-                # a slow generic copy
-                for ri in range(nrows):
-                    srow = src[rows_src[ri]]
-                    rb = rows_dst[ri]
-                    for pc in range(sw):
-                        d = buf[rb + run_dst[pc]:]
-                        sr = srow[run_src[pc]:]
-                        L = run_len[pc]
-                        if sw == 1:
-                            for k in range(L):
-                                d[k] = sr[k]
-                        elif sw == 2:       # constant stride: LLVM vectorizes the split
-                            for k in range(L):
-                                d[k] = sr[2 * k]
-                        else:
-                            for k in range(L):
-                                d[k] = sr[k * sw]
+                    # slices, not offset indices (here and below): Numba's negative-index
+                    # check on b + q would keep LLVM from vectorizing the loops over q; slice
+                    # assignment is a slow generic copy
+                    src = x[n, o // m]
+                    for ri in range(nr):
+                        srow = src[rows_src[ri]]
+                        rb = rows_dst[ri]
+                        for pc in range(sw):
+                            d = buf[rb + run_dst[pc]:]
+                            sr = srow[run_src[pc]:]
+                            L = run_len[pc]
+                            if sw == 1:
+                                for k in range(L):
+                                    d[k] = sr[k]
+                            elif sw == 2:   # constant stride: LLVM vectorizes the split
+                                for k in range(L):
+                                    d[k] = sr[2 * k]
+                            else:
+                                for k in range(L):
+                                    d[k] = sr[k * sw]
                 bo = b[o]
                 if KH == 3 and KW == 3:
                     p0 = buf[offs[0]:][:M8]

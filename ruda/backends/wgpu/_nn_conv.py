@@ -9,15 +9,11 @@ past 31-bit indexing, grids past the adapter's limit), and ruda.nn then composes
 """
 import numpy as np
 
+from ruda.runtime.kernels import as_3d
 from ruda.runtime.kernels import conv_wgsl as gen
 
 _F32 = np.dtype(np.float32)
 _I31 = 2 ** 31
-
-
-def _three(v, fill):
-    """A 1- to 3-tuple as 3 values, leading axes ``fill``."""
-    return (fill,) * (3 - len(v)) + tuple(int(a) for a in v)
 
 
 def conv(self, x, w, bias, stride, padding, dilation, groups):
@@ -31,11 +27,11 @@ def conv(self, x, w, bias, stride, padding, dilation, groups):
     be = self.be
     n, cin = x.shape[:2]
     cout = w.shape[0]
-    ks = _three(w.shape[2:], 1)
-    sp = _three(x.shape[2:], 1)
-    st, dil = _three(stride, 1), _three(dilation, 1)
-    lo = _three([p[0] for p in padding], 0)
-    hi = _three([p[1] for p in padding], 0)
+    ks = as_3d(w.shape[2:], 1)
+    sp = as_3d(x.shape[2:], 1)
+    st, dil = as_3d(stride, 1), as_3d(dilation, 1)
+    lo = as_3d([p[0] for p in padding], 0)
+    hi = as_3d([p[1] for p in padding], 0)
     out = tuple((s + a + b - d * (k - 1) - 1) // t + 1
                 for s, a, b, d, k, t in zip(sp, lo, hi, dil, ks, st))
     yshape = (n, cout) + out[3 - nd:]

@@ -4,7 +4,8 @@ and add a split-K reduction launch.
 
 ``gemv(m)``: entry ``ruda_gemv(x, ldx, w, ldw, y, ldy, N, K)`` for ``m`` rows of x (M, K), W
 (N, K) row-major, y (M, N); bfloat16 bits in and out (``T`` and the conversions of
-:func:`ruda.runtime.kernels.nn_cuda.head`), float32 accumulation, rounded to nearest even once.  Needs K % 8 == 0, row strides multiples of 8 elements and 16-byte aligned pointers.
+:func:`ruda.runtime.kernels.nn_cuda.head`), float32 accumulation, rounded to nearest even once.
+Needs K % 8 == 0, row strides multiples of 8 elements and 16-byte aligned pointers.
 A warp takes ``ROWS`` rows of W: each lane reads 16-byte vectors (8 values) of them,
 ``UNROLL`` vectors per row in flight (weights read once, evict-first), and the same columns of
 the x rows through the read-only cache; shuffles reduce, one lane per output writes it.

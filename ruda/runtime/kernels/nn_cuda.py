@@ -14,9 +14,10 @@ nearest even; NaN stays a quiet NaN of its sign), so no CUDA header is needed.
 ``rows_long(op, dtype, vec, has_w, has_b)``
     the same for rows too long for registers: 1024 threads per row, two passes over global
     memory (three for layer_norm: mean, then the centred sum of squares, exact).
-``swiglu(dtype, vec)``, ``rope(dtype, cdtype, interleaved)``, ``rope_kv(dtype, cdtype)``, ``top_k(dtype, kb)``:
-``activation(dtype, name, vec)``: the elementwise kernel of one of ``ACTIVATIONS``' bodies;
-see each function; attention is in :mod:`ruda.runtime.kernels.nn_cuda_attention`.
+``swiglu(dtype, vec)``, ``rope(dtype, cdtype, interleaved)``, ``rope_kv(dtype, cdtype)``,
+``top_k(dtype, kb)``, ``activation(dtype, name, vec)`` (the elementwise kernel of one of
+``ACTIVATIONS``' bodies): see each function; attention is in
+:mod:`ruda.runtime.kernels.nn_cuda_attention`.
 """
 import numpy as np
 
