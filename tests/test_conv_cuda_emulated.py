@@ -1,7 +1,7 @@
 """The cuda convolution kernels (ruda/runtime/kernels/conv_cuda.py) run on the host by
 tests/_cuda_emu.py against torch.nn.functional in float64: direct depthwise, im2col (checked
-through the product with the weight that the launcher makes) and the bias kernel; then the
-launcher (ruda/backends/cuda/_nn_conv.py) end to end over NumPy posing as CuPy."""
+through the product with the weight that the launcher makes) and the bias kernel. The launcher
+(ruda/backends/cuda/_nn_conv.py) runs end to end in test_cuda_launchers_emulated.py."""
 import ctypes
 
 import numpy as np
@@ -9,6 +9,7 @@ import pytest
 
 import _cuda_emu as emu
 from ruda.runtime.kernels import as_3d, conv_cuda
+from test_cuda_kernels_emulated import bf16_bits, from_bits
 
 pytestmark = pytest.mark.skipif(not emu.available(), reason="no g++ to run CUDA C on the host")
 torch = pytest.importorskip("torch")
@@ -55,13 +56,11 @@ def _data(case, dtype):
 
 
 def _dev(a, dtype):
-    if dtype == "bfloat16":
-        return np.ascontiguousarray(a.astype(BF16)).view(np.uint16)
-    return np.ascontiguousarray(a, dtype)
+    return bf16_bits(a) if dtype == "bfloat16" else np.ascontiguousarray(a, dtype)
 
 
 def _host(a, dtype):
-    return a.view(BF16).astype(np.float64) if dtype == "bfloat16" else a.astype(np.float64)
+    return from_bits(a) if dtype == "bfloat16" else a.astype(np.float64)
 
 
 TOL = {"float32": 1e-5, "float64": 1e-12, "bfloat16": 1e-2}
