@@ -147,9 +147,10 @@ def test_composite_tiles(device, kw, monkeypatch):
 
 def test_host_kernel_blocks_and_threads(monkeypatch):
     """The cpu kernel with many row blocks and its units split over threads."""
+    from ruda.backends import _workers
     from ruda.backends.host import _nn_attention as K
     monkeypatch.setattr(K, "_TILE", 40)
-    monkeypatch.setattr(K, "_THREADS", 2)
+    monkeypatch.setattr(_workers, "THREADS", 2)
     monkeypatch.setattr(K, "_THREAD_WORK", 0)
     rng = np.random.default_rng(8)
     q, k, v = _qkv(rng, 2, 4, 2, 19, 23, 8)

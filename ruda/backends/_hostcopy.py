@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 
-THREADS = max(1, min(8, os.cpu_count() or 1))
+from ruda.backends._workers import THREADS
 SPLIT = 4 << 20        # bytes each thread takes at least
 _pool = None
 
@@ -23,6 +23,14 @@ def start(dst, src):
         _pool = ThreadPoolExecutor(THREADS, thread_name_prefix="ruda-host-copy")
     step = -(-n // parts)
     return [_pool.submit(np.copyto, dst[a:a + step], src[a:a + step]) for a in range(0, n, step)]
+
+
+def _after_fork():
+    global _pool
+    _pool = None          # its threads do not exist in a forked child
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def join(jobs):

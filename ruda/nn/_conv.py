@@ -21,6 +21,10 @@ from ruda.nn import _check as c
 
 def _ints(fn, arg, v, nd, lo=1):
     """An int or a tuple of ``nd`` ints, each >= lo, as a tuple."""
+    if type(v) is int and v >= lo:          # the common cases first, without ABC checks
+        return (v,) * nd
+    if type(v) is tuple and len(v) == nd and all(type(a) is int and a >= lo for a in v):
+        return v
     vals = (v,) * nd if isinstance(v, numbers.Integral) and not isinstance(v, bool) else v
     try:
         vals = tuple(vals)
@@ -37,6 +41,8 @@ def _ints(fn, arg, v, nd, lo=1):
 
 
 def _groups(fn, g):
+    if type(g) is int and g >= 1:
+        return g
     if isinstance(g, bool) or not isinstance(g, numbers.Integral) or g < 1:
         raise c.err(ValueError if isinstance(g, numbers.Integral) and not isinstance(g, bool)
                     else TypeError, fn, "groups", "a positive int", repr(g))

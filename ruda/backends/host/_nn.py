@@ -3,7 +3,7 @@
 Contract: ruda/nn/README.md. ``softmax`` and ``swiglu`` run NumPy's SIMD ufuncs in place over
 blocks of rows that stay in the caches, a block per thread (ufuncs release the GIL): one
 read of x and one write of the result, where composed NumPy makes five passes. ``layer_norm``
-and ``rms_norm`` are Numba row loops (``parallel=True``, compiled once and cached on disk),
+and ``rms_norm`` are Numba row loops (a parallel and a serial build, ``_jit.py``; cached on disk),
 accumulating in float64 (``add_rms_norm``: the residual add in the same loop, decoding-sized
 rows); where Numba is missing they run blocked NumPy. float32 erf, gelu, elu,
 silu, sigmoid, softplus, hardsigmoid, hardswish and glu are single Numba loops without libm calls (exp by Cephes' expf
@@ -14,7 +14,8 @@ in the same pass (``_philox.py``). bfloat16 computes in float32 and rounds once.
 import numpy as np
 
 from ruda import _dtypes
-from ruda.backends.host._nn_attention import _THREADS, _pool
+from ruda.backends import _workers
+from ruda.backends.host._jit import parallel_kernel
 
 _BF16 = _dtypes.bfloat16
 _BLOCK = 1 << 16            # elements of one block of rows (256 KiB of float32)
@@ -35,13 +36,13 @@ def _blocks(rows, n, fn, block=_BLOCK):
     """Calls fn(r0, r1) over blocks of rows, spread over threads when the work is large."""
     step = max(1, block // max(1, n))
     spans = [(r, min(rows, r + step)) for r in range(0, rows, step)]
-    if len(spans) < 2 * _THREADS or _THREADS == 1:
+    T = _workers.THREADS
+    if len(spans) < 2 * T or T == 1:
         for s in spans:
             fn(*s)
         return
-    per = -(-len(spans) // _THREADS)
-    groups = [spans[i:i + per] for i in range(0, len(spans), per)]
-    list(_pool().map(lambda g: [fn(*s) for s in g], groups))
+    per = -(-len(spans) // T)
+    _workers.run(lambda i: [fn(*s) for s in spans[i * per:(i + 1) * per]], -(-len(spans) // per))
 
 
 def softmax(x, log):
@@ -126,26 +127,16 @@ if _nb is not None:
         for j in range(n):
             out[i, j] = x[i, j] * r * w[j]
 
-    # the same row loops parallel (many rows) and serial (decoding: waking the thread pool
-    # for one row costs far more than the row, and fights BLAS's threads for the cores)
-    @_nb.njit(parallel=True, fastmath=False, cache=True)
+    # (.serial for decoding: waking the thread team for one row costs far more than the row,
+    # and fights BLAS's threads for the cores)
+    @parallel_kernel(fastmath=False, cache=True)
     def _ln_rows(x, w, b, eps, out):
         for i in _nb.prange(x.shape[0]):
             _ln_row(x, w, b, eps, out, i)
 
-    @_nb.njit(fastmath=False, cache=True)
-    def _ln_rows_serial(x, w, b, eps, out):
-        for i in range(x.shape[0]):
-            _ln_row(x, w, b, eps, out, i)
-
-    @_nb.njit(parallel=True, fastmath=False, cache=True)
+    @parallel_kernel(fastmath=False, cache=True)
     def _rms_rows(x, w, eps, out):
         for i in _nb.prange(x.shape[0]):
-            _rms_row(x, w, eps, out, i)
-
-    @_nb.njit(fastmath=False, cache=True)
-    def _rms_rows_serial(x, w, eps, out):
-        for i in range(x.shape[0]):
             _rms_row(x, w, eps, out, i)
 
     @_nb.njit(fastmath=False, cache=True)
@@ -155,7 +146,7 @@ if _nb is not None:
                 s[i, j] = x[i, j] + r[i, j]
             _rms_row(s, w, eps, out, i)
 
-    @_nb.njit(parallel=True, fastmath=False, cache=True)
+    @parallel_kernel(fastmath=False, cache=True)
     def _gn_rows(x, groups, w, b, eps, out):
         N, C, sp = x.shape
         cg = C // groups
@@ -179,7 +170,7 @@ if _nb is not None:
                 for j in range(sp):
                     out[n, ch, j] = x[n, ch, j] * sc + sh
 
-    @_nb.njit(parallel=True, fastmath=False, cache=True)
+    @parallel_kernel(fastmath=False, cache=True)
     def _erf32_flat(x, out, gelu):
         # Eigen's float32 rational (below): no libm call, so LLVM vectorizes the loop
         f = np.float32
@@ -257,7 +248,7 @@ if _nb is not None:
         w = w * z + f(1.0)
         return f(2.0) * u * w
 
-    @_nb.njit(parallel=True, fastmath=False, cache=True)
+    @parallel_kernel(fastmath=False, cache=True)
     def _act32_flat(x, out, kind, p1, p2):
         """float32 elu (kind 0, alpha p1), silu (1), sigmoid (2), softplus (3, beta p1,
         threshold p2), hardsigmoid (4), hardswish (5), one loop each (so each vectorizes); NaN
@@ -294,7 +285,7 @@ if _nb is not None:
                 r = v if bx > t else r
                 out[i] = r if v == v else v
 
-    @_nb.njit(parallel=True, fastmath=False, cache=True)
+    @parallel_kernel(fastmath=False, cache=True)
     def _glu32_rows(x, out):
         rows, h = out.shape
         for i in _nb.prange(rows):
@@ -310,7 +301,7 @@ if _nb is not None:
                 v = g[i, j]
                 out[i, j] = v * _sigmoid32(v) * u[i, j]
 
-    @_nb.njit(parallel=True, fastmath=False, cache=True)
+    @parallel_kernel(fastmath=False, cache=True)
     def _lse32_rows(x, m, out):
         """float32 logsumexp of each row given its maximum m (NumPy's SIMD max: NaN where the
         row holds one): m + log(sum(exp(x - m))), summed in 16 float64 lanes (so the loop
@@ -337,7 +328,7 @@ if _nb is not None:
 
 else:
     _ln_rows = _rms_rows = _gn_rows = _erf32_flat = _act32_flat = _glu32_rows = None
-    _ln_rows_serial = _rms_rows_serial = _swiglu32_rows = _add_rms_rows_serial = None
+    _swiglu32_rows = _add_rms_rows_serial = None
     _lse32_rows = None
 
 _ACT32 = {"elu": 0, "silu": 1, "sigmoid": 2, "softplus": 3, "hardsigmoid": 4,
@@ -356,7 +347,7 @@ def layer_norm(x, weight, bias, eps):
     w, b = _param(weight, n, 1, xw.dtype), _param(bias, n, 0, xw.dtype)
     out = np.empty_like(xw)
     if _ln_rows is not None:
-        (_ln_rows if xw.size >= _PARALLEL else _ln_rows_serial)(xw, w, b, float(eps), out)
+        (_ln_rows if xw.size >= _PARALLEL else _ln_rows.serial)(xw, w, b, float(eps), out)
     else:
         def run(r0, r1):
             xs = xw[r0:r1].astype(np.float64)
@@ -375,7 +366,7 @@ def rms_norm(x, weight, eps):
     w = _param(weight, n, 1, xw.dtype)
     out = np.empty_like(xw)
     if _rms_rows is not None:
-        (_rms_rows if xw.size >= _PARALLEL else _rms_rows_serial)(xw, w, float(eps), out)
+        (_rms_rows if xw.size >= _PARALLEL else _rms_rows.serial)(xw, w, float(eps), out)
     else:
         def run(r0, r1):
             xs = xw[r0:r1].astype(np.float64)

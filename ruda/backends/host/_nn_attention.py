@@ -6,15 +6,14 @@ through one BLAS matmul, an in-place exp and a second matmul; K and V are never 
 grouped-query attention (the query heads of one kv head are stacked as rows of one matmul).
 """
 import functools
-import os
 
 import numpy as np
 
 from ruda import _dtypes
+from ruda.backends import _workers
 
 _BF16 = _dtypes.bfloat16
 _TILE = 1 << 17            # score elements per block: stays in the caches
-_THREADS = max(1, min(8, os.cpu_count() or 1))
 _THREAD_WORK = 1 << 22     # multiply-adds from which the units go to threads
 
 
@@ -53,7 +52,7 @@ def sdpa(q, k, v, mask, is_causal, scale, sliding_window):
         _attend(*args, 0, U)
     else:                                  # NumPy's ufuncs and BLAS calls release the GIL
         with one_blas:
-            list(_pool().map(lambda p: _attend(*args, *p), parts))
+            _workers.run(lambda i: _attend(*args, *parts[i]), len(parts))
     return out.reshape(B, Hq, L, Dv).astype(q.dtype, copy=False)
 
 
@@ -147,16 +146,6 @@ if _nb is not None:
                     o[d] *= inv
 
 
-_POOL = []
-
-
-def _pool():
-    if not _POOL:
-        from concurrent.futures import ThreadPoolExecutor
-        _POOL.append(ThreadPoolExecutor(_THREADS, thread_name_prefix="ruda-nn"))
-    return _POOL[0]
-
-
 def _blas_one_thread():
     """A context limiting BLAS to one thread (threadpoolctl, where installed), else None.
 
@@ -177,7 +166,7 @@ _BLAS = []
 
 def _split(units, work):
     """Unit ranges, one per thread where the work is worth it."""
-    n = min(_THREADS, units) if work >= _THREAD_WORK else 1
+    n = min(_workers.THREADS, units) if work >= _THREAD_WORK else 1
     step = -(-units // n)
     return [(u, min(units, u + step)) for u in range(0, units, step)]
 

@@ -1,9 +1,9 @@
 """Host convolution kernel of ``ruda.nn`` (contract: ruda/nn/README.md, ``conv``).
 
 Depthwise convolution (groups == C_in, one input channel per group) runs a Numba direct loop,
-parallel over (image, output channel) planes: each plane padded into its stride phases in a
-per-thread buffer, then one vectorized axpy per kernel tap. Everything
-else is im2col + BLAS: 2-d one-group convs (on several threads) in cache-sized (image, band of
+parallel over (image, output channel) planes on Numba's thread team (serial in a forked child):
+each plane padded into its stride phases in a per-thread buffer, then one vectorized axpy per
+kernel tap. Everything else is im2col + BLAS: 2-d one-group convs (on several threads) in cache-sized (image, band of
 output rows) tasks, see ``_rows_gemm``; the rest with the zero-padded input viewed through
 NumPy stride tricks as
 ``(N, C, *kernel, *out)``, copied into columns for a block of images (a bounded buffer) and
@@ -14,7 +14,10 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ruda import _dtypes
-from ruda.backends.host._nn_attention import _THREADS, _blas_one_thread, _pool
+from ruda.backends import _workers
+from ruda.backends._workers import THREADS as _THREADS
+from ruda.backends.host._jit import parallel_kernel
+from ruda.backends.host._nn_attention import _blas_one_thread
 
 _COLS = 1 << 23        # column elements per block of images (32 MiB of float32)
 _LOW = tuple(d for d in (_dtypes.bfloat16, _dtypes.float16) if d is not None)
@@ -25,9 +28,10 @@ except ImportError:          # optional: depthwise then goes through im2col + BL
     _nb = None
 
 if _nb is not None:
-    @_nb.njit(parallel=True, nogil=True, fastmath=False, cache=True)
-    def _depthwise(x, w, b, out, sh, sw, dh, dw, ph, pw):
-        """out[n, o] = b[o] + sum over taps of w[o, a, t] * x[n, o // m] shifted; x unpadded.
+    @_nb.njit(nogil=True, fastmath=False, cache=True)
+    def _depthwise(x, w, b, out, sh, sw, dh, dw, ph, pw, u0, u1):
+        """out[n, o] = b[o] + sum over taps of w[o, a, t] * x[n, o // m] shifted, for the planes
+        u = n * C_out + o in [u0, u1); x unpadded.
 
         Per plane: the zero-padded input split into its sh * sw stride phases (so every tap is
         a stride-1 shift of one phase), then one vectorized loop over the output rows at the
@@ -71,81 +75,85 @@ if _nb is not None:
                     + (a * dh) // sh * PW + (t * dw) // sw
         narrow = sw == 1 and W <= 8
         xflat = x.reshape(N * C * H * W)
-        tasks = N * Co
-        chunks = min(tasks, 256)
-        for ch in _nb.prange(chunks):
-            buf = np.zeros(sh * sw * PL, x.dtype)
-            acc = np.empty(M8, x.dtype)
-            for u in range(ch * tasks // chunks, (ch + 1) * tasks // chunks):
-                n = u // Co
-                o = u - n * Co
-                c = n * C + o // m                  # the input plane
-                if narrow and (c + 1) * H * W + 8 <= xflat.size:
-                    # rows of at most 8: one 8-wide copy each (reading on into the next row,
-                    # still inside x), then the columns past the row zeroed again
-                    base = c * H * W + run_src[0]
-                    for ri in range(nr):
-                        d = buf[rows_dst[ri] + run_dst[0]:][:8]
-                        sr = xflat[base + rows_src[ri] * W:][:8]
-                        for k in range(8):
-                            d[k] = sr[k]
-                        for k in range(run_len[0], 8):
-                            d[k] = 0
-                else:
-                    # slices, not offset indices (here and below): Numba's negative-index
-                    # check on b + q would keep LLVM from vectorizing the loops over q; slice
-                    # assignment is a slow generic copy
-                    src = x[n, o // m]
-                    for ri in range(nr):
-                        srow = src[rows_src[ri]]
-                        rb = rows_dst[ri]
-                        for pc in range(sw):
-                            d = buf[rb + run_dst[pc]:]
-                            sr = srow[run_src[pc]:]
-                            L = run_len[pc]
-                            if sw == 1:
-                                for k in range(L):
-                                    d[k] = sr[k]
-                            elif sw == 2:   # constant stride: LLVM vectorizes the split
-                                for k in range(L):
-                                    d[k] = sr[2 * k]
-                            else:
-                                for k in range(L):
-                                    d[k] = sr[k * sw]
-                bo = b[o]
-                if KH == 3 and KW == 3:
-                    p0 = buf[offs[0]:][:M8]
-                    p1 = buf[offs[1]:][:M8]
-                    p2 = buf[offs[2]:][:M8]
-                    p3 = buf[offs[3]:][:M8]
-                    p4 = buf[offs[4]:][:M8]
-                    p5 = buf[offs[5]:][:M8]
-                    p6 = buf[offs[6]:][:M8]
-                    p7 = buf[offs[7]:][:M8]
-                    p8 = buf[offs[8]:][:M8]
-                    w0, w1, w2 = w[o, 0, 0], w[o, 0, 1], w[o, 0, 2]
-                    w3, w4, w5 = w[o, 1, 0], w[o, 1, 1], w[o, 1, 2]
-                    w6, w7, w8 = w[o, 2, 0], w[o, 2, 1], w[o, 2, 2]
-                    for q in range(M8):
-                        acc[q] = (bo + w0 * p0[q] + w1 * p1[q] + w2 * p2[q] + w3 * p3[q]
-                                  + w4 * p4[q] + w5 * p5[q] + w6 * p6[q] + w7 * p7[q]
-                                  + w8 * p8[q])
-                else:
-                    acc[:] = bo
-                    for a in range(KH):
-                        for t in range(KW):
-                            pt = buf[offs[a * KW + t]:][:M8]
-                            wv = w[o, a, t]
-                            for q in range(M8):
-                                acc[q] += wv * pt[q]
-                dst = out[n, o]
-                for i in range(OH):
-                    di, ai = dst[i], acc[i * PW:]
-                    for j in range(OW):
-                        di[j] = ai[j]
+        buf = np.zeros(sh * sw * PL, x.dtype)
+        acc = np.empty(M8, x.dtype)
+        for u in range(u0, u1):
+            n = u // Co
+            o = u - n * Co
+            c = n * C + o // m                  # the input plane
+            if narrow and (c + 1) * H * W + 8 <= xflat.size:
+                # rows of at most 8: one 8-wide copy each (reading on into the next row,
+                # still inside x), then the columns past the row zeroed again
+                base = c * H * W + run_src[0]
+                for ri in range(nr):
+                    d = buf[rows_dst[ri] + run_dst[0]:][:8]
+                    sr = xflat[base + rows_src[ri] * W:][:8]
+                    for k in range(8):
+                        d[k] = sr[k]
+                    for k in range(run_len[0], 8):
+                        d[k] = 0
+            else:
+                # slices, not offset indices (here and below): Numba's negative-index
+                # check on b + q would keep LLVM from vectorizing the loops over q; slice
+                # assignment is a slow generic copy
+                src = x[n, o // m]
+                for ri in range(nr):
+                    srow = src[rows_src[ri]]
+                    rb = rows_dst[ri]
+                    for pc in range(sw):
+                        d = buf[rb + run_dst[pc]:]
+                        sr = srow[run_src[pc]:]
+                        L = run_len[pc]
+                        if sw == 1:
+                            for k in range(L):
+                                d[k] = sr[k]
+                        elif sw == 2:   # constant stride: LLVM vectorizes the split
+                            for k in range(L):
+                                d[k] = sr[2 * k]
+                        else:
+                            for k in range(L):
+                                d[k] = sr[k * sw]
+            bo = b[o]
+            if KH == 3 and KW == 3:
+                p0 = buf[offs[0]:][:M8]
+                p1 = buf[offs[1]:][:M8]
+                p2 = buf[offs[2]:][:M8]
+                p3 = buf[offs[3]:][:M8]
+                p4 = buf[offs[4]:][:M8]
+                p5 = buf[offs[5]:][:M8]
+                p6 = buf[offs[6]:][:M8]
+                p7 = buf[offs[7]:][:M8]
+                p8 = buf[offs[8]:][:M8]
+                w0, w1, w2 = w[o, 0, 0], w[o, 0, 1], w[o, 0, 2]
+                w3, w4, w5 = w[o, 1, 0], w[o, 1, 1], w[o, 1, 2]
+                w6, w7, w8 = w[o, 2, 0], w[o, 2, 1], w[o, 2, 2]
+                for q in range(M8):
+                    acc[q] = (bo + w0 * p0[q] + w1 * p1[q] + w2 * p2[q] + w3 * p3[q]
+                              + w4 * p4[q] + w5 * p5[q] + w6 * p6[q] + w7 * p7[q]
+                              + w8 * p8[q])
+            else:
+                acc[:] = bo
+                for a in range(KH):
+                    for t in range(KW):
+                        pt = buf[offs[a * KW + t]:][:M8]
+                        wv = w[o, a, t]
+                        for q in range(M8):
+                            acc[q] += wv * pt[q]
+            dst = out[n, o]
+            for i in range(OH):
+                di, ai = dst[i], acc[i * PW:]
+                for j in range(OW):
+                    di[j] = ai[j]
+
+    @parallel_kernel(nogil=True, fastmath=False, cache=True)
+    def _depthwise_team(x, w, b, out, sh, sw, dh, dw, ph, pw, chunks):
+        U = x.shape[0] * out.shape[1]
+        for i in _nb.prange(chunks):
+            _depthwise(x, w, b, out, sh, sw, dh, dw, ph, pw, U * i // chunks,
+                       U * (i + 1) // chunks)
 
 else:
-    _depthwise = None
+    _depthwise = _depthwise_team = None
 
 
 def _work(dt):
@@ -173,23 +181,15 @@ def conv(x, w, bias, stride, padding, dilation, groups):
     bw = np.zeros(Co, wdt) if bias is None else np.ascontiguousarray(bias, dtype=wdt)
     if groups == C and w.shape[1] == 1 and nd == 2 and _depthwise is not None:
         y = np.empty((N, Co) + out, dtype=wdt)
-        args = (ww.reshape(Co, ks[0], ks[1]), bw, stride[0], stride[1], dilation[0],
+        args = (xw, ww.reshape(Co, ks[0], ks[1]), bw, y, stride[0], stride[1], dilation[0],
                 dilation[1], padding[0][0], padding[1][0])
-        T = min(_THREADS, N)
-        if T < 2 or y.size < 1 << 15:
-            _depthwise(xw, args[0], args[1], y, *args[2:])
+        # planes split over Numba's thread team: its idle threads spin, so a small layer's
+        # hand-off takes microseconds (the host's sleeping workers: ~70 us a call here)
+        U = N * Co
+        if y.size >= 1 << 15:
+            _depthwise_team(*args, min(U, _nb.get_num_threads()))
         else:
-            # images split over the thread pool, Numba on one thread in each: no OpenMP team
-            # whose idle workers spin on the cores that the BLAS work after this needs
-            def run(i):
-                n0, n1 = N * i // T, N * (i + 1) // T
-                was = _nb.get_num_threads()         # (per thread)
-                _nb.set_num_threads(1)
-                try:
-                    _depthwise(xw[n0:n1], args[0], args[1], y[n0:n1], *args[2:])
-                finally:
-                    _nb.set_num_threads(was)
-            list(_pool().map(run, range(T)))
+            _depthwise(*args, 0, U)
     else:
         y = _im2col_gemm(xw, ww, bw if bias is not None else None, stride, padding, dilation,
                          groups, out)
@@ -207,8 +207,8 @@ def _copy(v):
         np.copyto(out, v)
         return out
     cuts = [C * i // _THREADS for i in range(_THREADS + 1)]
-    list(_pool().map(lambda i: np.copyto(out[:, cuts[i]:cuts[i + 1]], v[:, cuts[i]:cuts[i + 1]]),
-                     range(_THREADS)))
+    _workers.run(lambda i: np.copyto(out[:, cuts[i]:cuts[i + 1]], v[:, cuts[i]:cuts[i + 1]]),
+                 _THREADS)
     return out
 
 
@@ -253,7 +253,7 @@ def _im2col_gemm(x, w, bias, stride, padding, dilation, groups, out):
                 cols = np.ascontiguousarray(view[n0:n1]).reshape(n1 - n0, groups, ck, L)
                 np.matmul(wg, cols, out=y[n0:n1])
         with lim:
-            list(_pool().map(run, range(_THREADS)))
+            _workers.run(run, _THREADS)
     y = y.reshape((N, Co) + out)
     if bias is not None:
         y += bias.reshape((Co,) + (1,) * len(out))
@@ -319,5 +319,5 @@ def _rows_gemm(x, w, bias, stride, padding, dilation, out):
             else:
                 np.add(tm, b3, out=y[n, :, i0:i1])
     with _blas_one_thread():
-        list(_pool().map(run, range(T)))
+        _workers.run(run, T)
     return y

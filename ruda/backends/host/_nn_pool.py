@@ -11,6 +11,7 @@ NumPy's ufuncs over strided views already run within torch CPU's time.
 import numpy as np
 
 from ruda import _dtypes
+from ruda.backends.host._jit import parallel_kernel
 
 _LOW = tuple(d for d in (_dtypes.bfloat16, _dtypes.float16) if d is not None)
 
@@ -20,7 +21,7 @@ except ImportError:          # optional: interpolate then composes NumPy ops
     _nb = None
 
 if _nb is not None:
-    @_nb.njit(parallel=True, fastmath=False, cache=True)
+    @parallel_kernel(fastmath=False, cache=True)
     def _interp2d(x, ih, wh, iw, ww, out):
         """out[p, i, j] = sum_a wh[a, i] * (sum_b ww[b, j] * x[p, ih[a, i], iw[b, j]]).
 

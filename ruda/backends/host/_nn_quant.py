@@ -14,6 +14,8 @@ namespace ops.
 """
 import numpy as np
 
+from ruda.backends.host._jit import parallel_kernel
+
 try:
     import numba as _nb
 except ImportError:          # optional: ruda.nn composes the dequantize + matmul instead
@@ -111,7 +113,7 @@ if _nb is not None:
                     xs[r, b] += x[r, b * 32 + j] + x[r, b * 32 + 16 + j]
         return xl, xh, xs
 
-    @_nb.njit(parallel=True, fastmath=_FAST, cache=True)
+    @parallel_kernel(fastmath=_FAST, cache=True)
     def _gemv_q4_par(x, q, d, m, kind, out, chunks):
         nout = q.shape[0]
         per = -(-nout // chunks)
@@ -131,7 +133,7 @@ if _nb is not None:
         xl, xh, xs = _split_x(x)
         _rows_q4(xl, xh, xs, q, d, m, kind, out, 0, q.shape[0])
 
-    @_nb.njit(parallel=True, fastmath=_FAST, cache=True)
+    @parallel_kernel(fastmath=_FAST, cache=True)
     def _gemv_q8_par(x, q, d, out, chunks):
         nout = q.shape[0]
         per = -(-nout // chunks)

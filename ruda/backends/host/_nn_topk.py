@@ -9,6 +9,7 @@ at or above it collected, and a sort of those few.  Otherwise argpartition, then
 import numpy as np
 
 from ruda import _dtypes
+from ruda.backends.host._jit import parallel_kernel
 
 try:
     import numba as _nb
@@ -46,7 +47,7 @@ if _nb is not None:
             hi[p], hi[c] = hi[c], hi[p]
             p = c
 
-    @_nb.njit(parallel=True, cache=True)
+    @parallel_kernel(cache=True)
     def _heap_top_k(key, k, out):
         """Per row, one pass keeping the k best entries seen in a heap whose root is the worst
         of them: an entry replaces the root only if it ranks above it (most entries of a long

@@ -3,6 +3,8 @@ key and word order, bit for bit), and dropout drawing its keep mask from them in
 without materializing the words. None where Numba is missing (callers then use ruda.random)."""
 import numpy as np
 
+from ruda.backends.host._jit import parallel_kernel
+
 try:
     import numba as _nb
 except ImportError:          # optional
@@ -27,7 +29,7 @@ if _nb is not None:
             k1 = (k1 + np.uint64(_W1)) & m
         return x0, x1, x2, x3
 
-    @_nb.njit(parallel=True, cache=True)
+    @parallel_kernel(cache=True)
     def _words(n, c2, c3, k0, k1, out):
         for b in _nb.prange((n + 3) // 4):
             w = _block(np.uint64(b), c2, c3, k0, k1)
@@ -38,7 +40,7 @@ if _nb is not None:
 
     _CHUNK = 1024        # blocks of words per chunk: 16 KiB of words, then the elements
 
-    @_nb.njit(parallel=True, cache=True)
+    @parallel_kernel(cache=True)
     def _dropout(x, thresh, scale, c2, c3, k0, k1, out):
         """Per chunk: its words into a small buffer (a loop that vectorizes), then the keep
         rule over its elements."""
