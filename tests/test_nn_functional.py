@@ -74,6 +74,23 @@ def test_activations_float32_host():
         np.testing.assert_allclose(np.asarray(got), want, rtol=2e-6, atol=1e-6, err_msg=name)
 
 
+def test_activations_split_over_threads_host():
+    """float32 inputs past the host's thread split (every worker's slice), NaN kept; relu6 of
+    infinities."""
+    rng = np.random.default_rng(10)
+    a = (rng.standard_normal(700_001) * 8).astype(np.float32)
+    a[::9973] = np.nan
+    t = torch.from_numpy(a.astype(np.float64))
+    for name in ("relu6", "silu", "gelu", "hardswish"):
+        got = getattr(nn, name)(xp.asarray(a))
+        assert got.dtype == xp.float32
+        atol = 2e-6 if name == "gelu" else 1e-6         # gelu: 1 + erf cancels below x = -4
+        np.testing.assert_allclose(np.asarray(got), getattr(F, name)(t).numpy(), rtol=2e-6,
+                                   atol=atol, equal_nan=True, err_msg=name)
+    inf = np.array([np.inf, -np.inf, np.nan, 7.0, -0.5], np.float32)
+    np.testing.assert_array_equal(np.asarray(nn.relu6(xp.asarray(inf))), [6, 0, np.nan, 6, 0])
+
+
 def test_activations_bfloat16_and_int():
     rng = np.random.default_rng(2)
     a = rng.standard_normal((4, 33)).astype(np.float32) * 3

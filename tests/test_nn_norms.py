@@ -115,6 +115,25 @@ def test_batch_norm(device):
         nn.batch_norm(put(a, device, dt), None, None)
 
 
+def test_batch_norm_large_and_2d(device):
+    """Inference past the host's thread split (every worker's share of planes) and on (N, C)
+    input, with and without weight and bias."""
+    dt, tol = fdt(device)
+    rng = np.random.default_rng(14)
+    for shape in ((8, 24, 40, 40), (64, 7)):
+        a = rng.standard_normal(shape) * 3 + 1
+        C = shape[1]
+        rm, rv = rng.standard_normal(C), rng.random(C) + 0.5
+        w, b = rng.standard_normal(C), rng.standard_normal(C)
+        want = F.batch_norm(T(a), T(rm), T(rv), T(w), T(b)).numpy()
+        got = nn.batch_norm(put(a, device, dt), put(rm, device, dt), put(rv, device, dt),
+                            put(w, device, dt), put(b, device, dt))
+        close(got, want, dt, tol * 100)
+        want = F.batch_norm(T(a), T(rm), T(rv)).numpy()
+        close(nn.batch_norm(put(a, device, dt), put(rm, device, dt), put(rv, device, dt)), want,
+              dt, tol * 100)
+
+
 def test_norm_errors(device):
     dt, _ = fdt(device)
     x = put(np.ones((2, 3, 4)), device, dt)

@@ -31,7 +31,7 @@ class _Worker:
             self.go.acquire()
             fn, ids = self.task
             try:
-                for i in ids:
+                for i in ids:           # shared with the other threads: each takes the next
                     fn(i)
             except BaseException as e:  # noqa: BLE001 - raised again on the caller
                 self.error = e
@@ -45,8 +45,9 @@ forked = False          # True in a process forked after this import
 
 
 def run(fn, n):
-    """``fn(i)`` for i in range(n), task i on thread i % THREADS (the caller is thread 0);
-    returns once all are done, raising the first error."""
+    """``fn(i)`` for i in range(n), each task taken by the next thread free (the caller is one
+    of them, so splitting work into a few tasks per thread evens out the workers' later
+    start); returns once all are done, raising the first error."""
     if n <= 1 or THREADS == 1 or not _busy.acquire(blocking=False):
         for i in range(n):
             fn(i)
@@ -56,12 +57,13 @@ def run(fn, n):
         while len(_workers) < k - 1:
             _workers.append(_Worker())
         used = _workers[:k - 1]
-        for j, w in enumerate(used, 1):
-            w.task = (fn, range(j, n, k))
+        ids = iter(range(n))            # next() on it is atomic under the GIL
+        for w in used:
+            w.task = (fn, ids)
             w.go.release()
         error = None
         try:
-            for i in range(0, n, k):
+            for i in ids:
                 fn(i)
         except BaseException as e:  # noqa: BLE001 - the workers still finish first
             error = e

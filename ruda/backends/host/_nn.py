@@ -20,7 +20,8 @@ from ruda.backends.host._jit import parallel_kernel
 _BF16 = _dtypes.bfloat16
 _BLOCK = 1 << 16            # elements of one block of rows (256 KiB of float32)
 _SMALL_BLOCK = 1 << 14      # elementwise chains with temporaries: a block and its temporaries in L2
-_PARALLEL = 1 << 16         # elements from which the Numba row loops run on the thread pool
+_PARALLEL = 1 << 16         # elements from which the Numba row loops run on the thread team
+_SPREAD = 1 << 18           # elements from which the elementwise loops go to the host's workers
 
 
 def _work(x):
@@ -30,6 +31,13 @@ def _work(x):
     if _BF16 is not None and x.dtype == _BF16:
         return x.astype(np.float32), x.dtype
     return None, None
+
+
+def _spread(n, fn, per=1):
+    """fn(a, b) over [0, n) in one call, or split over the host's workers when n * per (the
+    elements) reaches _SPREAD."""
+    T = min(_workers.THREADS, n) if n * per >= _SPREAD else 1
+    _workers.run(lambda i: fn(n * i // T, n * (i + 1) // T), T)
 
 
 def _blocks(rows, n, fn, block=_BLOCK):
@@ -170,11 +178,27 @@ if _nb is not None:
                 for j in range(sp):
                     out[n, ch, j] = x[n, ch, j] * sc + sh
 
-    @parallel_kernel(fastmath=False, cache=True)
+    # the elementwise loops below run serially, on slices spread over the host's workers
+    # (``_spread``): they sit between BLAS calls in networks, where the spinning threads of a
+    # Numba team would slow the BLAS work that follows
+
+    @_nb.njit(nogil=True, fastmath=False, cache=True)
+    def _affine_planes(x, scale, shift, out, u0, u1):
+        """out[n, c] = x[n, c] * scale[c] + shift[c] over planes u = n * C + c in [u0, u1) of
+        x (N, C, L)."""
+        C, L = x.shape[1], x.shape[2]
+        for u in range(u0, u1):
+            n, c = u // C, u % C
+            s, t = scale[c], shift[c]
+            xr, orow = x[n, c], out[n, c]
+            for j in range(L):
+                orow[j] = xr[j] * s + t
+
+    @_nb.njit(nogil=True, fastmath=False, cache=True)
     def _erf32_flat(x, out, gelu):
         # Eigen's float32 rational (below): no libm call, so LLVM vectorizes the loop
         f = np.float32
-        for i in _nb.prange(x.size):
+        for i in range(x.size):
             v = x[i]
             u = v * f(0.7071067811865476) if gelu else v
             u = min(max(u, f(-4.0)), f(4.0))
@@ -248,36 +272,41 @@ if _nb is not None:
         w = w * z + f(1.0)
         return f(2.0) * u * w
 
-    @parallel_kernel(fastmath=False, cache=True)
+    @_nb.njit(nogil=True, fastmath=False, cache=True)
     def _act32_flat(x, out, kind, p1, p2):
         """float32 elu (kind 0, alpha p1), silu (1), sigmoid (2), softplus (3, beta p1,
-        threshold p2), hardsigmoid (4), hardswish (5), one loop each (so each vectorizes); NaN
-        stays NaN."""
+        threshold p2), hardsigmoid (4), hardswish (5), relu6 (6), one loop each (so each
+        vectorizes); NaN stays NaN."""
         f = np.float32
         a, t, zero, one = f(p1), f(p2), f(0.0), f(1.0)
         if kind == 0:
-            for i in _nb.prange(x.size):
+            for i in range(x.size):
                 v = x[i]
                 s, q = _exp32_parts(min(v, zero))
                 r = v if v > zero else a * (s * q + (s - one))
                 out[i] = r if v == v else v
         elif kind == 1:
-            for i in _nb.prange(x.size):
+            for i in range(x.size):
                 v = x[i]
                 out[i] = v * _sigmoid32(v)
         elif kind == 2:
-            for i in _nb.prange(x.size):
+            for i in range(x.size):
                 v = x[i]
                 r = _sigmoid32(v)
                 out[i] = r if v == v else v
+        elif kind == 6:
+            for i in range(x.size):
+                v = x[i]
+                r = min(max(v, zero), f(6.0))
+                out[i] = r if v == v else v
         elif kind == 4 or kind == 5:
-            for i in _nb.prange(x.size):
+            for i in range(x.size):
                 v = x[i]
                 h = min(max(v + f(3.0), zero), f(6.0)) / f(6.0)
                 r = h * v if kind == 5 else h
                 out[i] = r if v == v else v
         else:
-            for i in _nb.prange(x.size):
+            for i in range(x.size):
                 v = x[i]
                 bx = v * a
                 s, q = _exp32_parts(-abs(bx))
@@ -327,12 +356,12 @@ if _nb is not None:
             out[i] = np.log(s) + np.float64(mf)
 
 else:
-    _ln_rows = _rms_rows = _gn_rows = _erf32_flat = _act32_flat = _glu32_rows = None
+    _ln_rows = _rms_rows = _gn_rows = _affine_planes = _erf32_flat = _act32_flat = _glu32_rows = None
     _swiglu32_rows = _add_rms_rows_serial = None
     _lse32_rows = None
 
 _ACT32 = {"elu": 0, "silu": 1, "sigmoid": 2, "softplus": 3, "hardsigmoid": 4,
-          "hardswish": 5}                                           # _act32_flat's kinds
+          "hardswish": 5, "relu6": 6}                                           # _act32_flat's kinds
 
 
 def _param(p, n, fill, dt):
@@ -512,9 +541,12 @@ def _act(name, p1, p2):
         hardsigmoid(x, o)
         o *= x
 
+    def relu6(x, o):
+        np.clip(x, 0, 6, out=o)
+
     return {"leaky_relu": leaky_relu, "elu": elu, "gelu": gelu, "gelu_tanh": gelu_tanh,
             "silu": silu, "sigmoid": _sigmoid, "softplus": softplus, "hardswish": hardswish,
-            "hardsigmoid": hardsigmoid, "erf": erf}.get(name)
+            "hardsigmoid": hardsigmoid, "erf": erf, "relu6": relu6}.get(name)
 
 
 def _by_blocks(xw, out, fn):
@@ -526,7 +558,7 @@ def _by_blocks(xw, out, fn):
 
 def activation(x, name, p1, p2):
     """Elementwise activation ``name`` ("leaky_relu", "elu", "gelu", "gelu_tanh", "silu",
-    "sigmoid", "softplus", "hardswish", "hardsigmoid", "erf") of any shape; p1, p2 its
+    "sigmoid", "softplus", "hardswish", "hardsigmoid", "relu6", "erf") of any shape; p1, p2 its
     parameters: leaky_relu's slope, elu's alpha, softplus' beta and threshold, and for erf and
     gelu (p2) the erf coefficient tables (T, U, P, Q) of ruda.nn (a backend cannot import them)."""
     xw, odt = _work(x)
@@ -535,9 +567,11 @@ def activation(x, name, p1, p2):
         return NotImplemented
     out = np.empty_like(xw)
     if name in ("erf", "gelu") and xw.dtype == np.float32 and _erf32_flat is not None:
-        _erf32_flat(xw.reshape(-1), out.reshape(-1), name == "gelu")
+        xf, of = xw.reshape(-1), out.reshape(-1)
+        _spread(xf.size, lambda a, b: _erf32_flat(xf[a:b], of[a:b], name == "gelu"))
     elif name in _ACT32 and xw.dtype == np.float32 and _act32_flat is not None:
-        _act32_flat(xw.reshape(-1), out.reshape(-1), _ACT32[name], float(p1), float(p2))
+        xf, of, kind, p1, p2 = xw.reshape(-1), out.reshape(-1), _ACT32[name], float(p1), float(p2)
+        _spread(xf.size, lambda a, b: _act32_flat(xf[a:b], of[a:b], kind, p1, p2))
     elif xw.size:
         _by_blocks(xw, out, fn)
     return out if odt == out.dtype else out.astype(odt)
@@ -585,6 +619,20 @@ def group_norm(x, groups, weight, bias, eps):
     out = np.empty_like(xw)
     _gn_rows(xw, int(groups), _param(weight, C, 1, xw.dtype), _param(bias, C, 0, xw.dtype),
              float(eps), out)
+    return out if odt == out.dtype else out.astype(odt)
+
+
+def channel_affine(x, scale, shift):
+    """x (N, C, L) -> ``x * scale[c] + shift[c]`` per channel c (batch_norm's last step); scale,
+    shift (C,) in x's compute dtype."""
+    xw, odt = _work(x)
+    if xw is None or _affine_planes is None or xw.size == 0:
+        return NotImplemented
+    out = np.empty_like(xw)
+    scale = np.ascontiguousarray(scale, dtype=xw.dtype)
+    shift = np.ascontiguousarray(shift, dtype=xw.dtype)
+    N, C, L = xw.shape
+    _spread(N * C, lambda a, b: _affine_planes(xw, scale, shift, out, a, b), L)
     return out if odt == out.dtype else out.astype(odt)
 
 

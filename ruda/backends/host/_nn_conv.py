@@ -1,14 +1,14 @@
 """Host convolution kernel of ``ruda.nn`` (contract: ruda/nn/README.md, ``conv``).
 
 Depthwise convolution (groups == C_in, one input channel per group) runs a Numba direct loop,
-parallel over (image, output channel) planes on Numba's thread team (serial in a forked child):
-each plane padded into its stride phases in a per-thread buffer, then one vectorized axpy per
-kernel tap. Everything else is im2col + BLAS: 2-d one-group convs (on several threads) in cache-sized (image, band of
-output rows) tasks, see ``_rows_gemm``; the rest with the zero-padded input viewed through
-NumPy stride tricks as
-``(N, C, *kernel, *out)``, copied into columns for a block of images (a bounded buffer) and
-multiplied by the weight as one batched sgemm/dgemm per group, straight into the NCHW output.
-float32/float64 compute in themselves; bfloat16 and float16 in float32, rounded once.
+parallel over (image, output channel) planes on the host's workers: each plane padded into its
+stride phases in a per-thread buffer, then one vectorized axpy per kernel tap. Everything else
+is im2col + BLAS: 2-d one-group convs (on several threads) in cache-sized (image, band of output
+rows) tasks, see ``_rows_gemm``; the rest with the zero-padded input viewed through NumPy stride
+tricks as ``(N, C, *kernel, *out)``, copied into columns for a block of images (a bounded
+buffer) and multiplied by the weight as one batched sgemm/dgemm per group, straight into the
+NCHW output. float32/float64 compute in themselves; bfloat16 and float16 in float32, rounded
+once.
 """
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -16,7 +16,6 @@ from numpy.lib.stride_tricks import as_strided
 from ruda import _dtypes
 from ruda.backends import _workers
 from ruda.backends._workers import THREADS as _THREADS
-from ruda.backends.host._jit import parallel_kernel
 from ruda.backends.host._nn_attention import _blas_one_thread
 
 _COLS = 1 << 23        # column elements per block of images (32 MiB of float32)
@@ -145,15 +144,8 @@ if _nb is not None:
                 for j in range(OW):
                     di[j] = ai[j]
 
-    @parallel_kernel(nogil=True, fastmath=False, cache=True)
-    def _depthwise_team(x, w, b, out, sh, sw, dh, dw, ph, pw, chunks):
-        U = x.shape[0] * out.shape[1]
-        for i in _nb.prange(chunks):
-            _depthwise(x, w, b, out, sh, sw, dh, dw, ph, pw, U * i // chunks,
-                       U * (i + 1) // chunks)
-
 else:
-    _depthwise = _depthwise_team = None
+    _depthwise = None
 
 
 def _work(dt):
@@ -183,13 +175,12 @@ def conv(x, w, bias, stride, padding, dilation, groups):
         y = np.empty((N, Co) + out, dtype=wdt)
         args = (xw, ww.reshape(Co, ks[0], ks[1]), bw, y, stride[0], stride[1], dilation[0],
                 dilation[1], padding[0][0], padding[1][0])
-        # planes split over Numba's thread team: its idle threads spin, so a small layer's
-        # hand-off takes microseconds (the host's sleeping workers: ~70 us a call here)
+        # planes split over the host's workers: Numba's thread team would hand off faster
+        # (~80 us less a call on 2 cores), but its spinning idle threads slow the BLAS and
+        # elementwise work after it by more (a MobileNetV2 forward: ~160 ms -> ~200)
         U = N * Co
-        if y.size >= 1 << 15:
-            _depthwise_team(*args, min(U, _nb.get_num_threads()))
-        else:
-            _depthwise(*args, 0, U)
+        T = min(_THREADS, U) if y.size >= 1 << 15 else 1
+        _workers.run(lambda i: _depthwise(*args, U * i // T, U * (i + 1) // T), T)
     else:
         y = _im2col_gemm(xw, ww, bw if bias is not None else None, stride, padding, dilation,
                          groups, out)
