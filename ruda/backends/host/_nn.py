@@ -178,27 +178,35 @@ if _nb is not None:
                 for j in range(sp):
                     out[n, ch, j] = x[n, ch, j] * sc + sh
 
-    # the elementwise loops below run serially, on slices spread over the host's workers
-    # (``_spread``): they sit between BLAS calls in networks, where the spinning threads of a
-    # Numba team would slow the BLAS work that follows
+    # the elementwise loops below run on slices spread over the host's workers (``_spread``,
+    # each slice ``one_thread``): they sit between BLAS calls in networks, where the spinning
+    # threads of a Numba team would slow the BLAS work that follows
 
-    @_nb.njit(nogil=True, fastmath=False, cache=True)
-    def _affine_planes(x, scale, shift, out, u0, u1):
-        """out[n, c] = x[n, c] * scale[c] + shift[c] over planes u = n * C + c in [u0, u1) of
-        x (N, C, L)."""
-        C, L = x.shape[1], x.shape[2]
-        for u in range(u0, u1):
-            n, c = u // C, u % C
+    @parallel_kernel(nogil=True, fastmath=False, cache=True)
+    def _affine_planes(x, scale, shift, out, c0):
+        """out[p] = x[p] * scale[c] + shift[c] over planes p of x (P, L), plane p of channel
+        c = (c0 + p) % C."""
+        C = scale.shape[0]
+        for p in _nb.prange(x.shape[0]):
+            c = (c0 + p) % C
             s, t = scale[c], shift[c]
-            xr, orow = x[n, c], out[n, c]
-            for j in range(L):
+            xr, orow = x[p], out[p]
+            for j in range(x.shape[1]):
                 orow[j] = xr[j] * s + t
 
-    @_nb.njit(nogil=True, fastmath=False, cache=True)
+    @parallel_kernel(nogil=True, fastmath=False, cache=True)
+    def _affine_rows(x, scale, shift, out):
+        """out[n] = x[n] * scale + shift over the rows of x (N, C): channel_affine of L = 1."""
+        for n in _nb.prange(x.shape[0]):
+            xr, orow = x[n], out[n]
+            for c in range(x.shape[1]):
+                orow[c] = xr[c] * scale[c] + shift[c]
+
+    @parallel_kernel(nogil=True, fastmath=False, cache=True)
     def _erf32_flat(x, out, gelu):
         # Eigen's float32 rational (below): no libm call, so LLVM vectorizes the loop
         f = np.float32
-        for i in range(x.size):
+        for i in _nb.prange(x.size):
             v = x[i]
             u = v * f(0.7071067811865476) if gelu else v
             u = min(max(u, f(-4.0)), f(4.0))
@@ -272,7 +280,7 @@ if _nb is not None:
         w = w * z + f(1.0)
         return f(2.0) * u * w
 
-    @_nb.njit(nogil=True, fastmath=False, cache=True)
+    @parallel_kernel(nogil=True, fastmath=False, cache=True)
     def _act32_flat(x, out, kind, p1, p2):
         """float32 elu (kind 0, alpha p1), silu (1), sigmoid (2), softplus (3, beta p1,
         threshold p2), hardsigmoid (4), hardswish (5), relu6 (6), one loop each (so each
@@ -280,33 +288,33 @@ if _nb is not None:
         f = np.float32
         a, t, zero, one = f(p1), f(p2), f(0.0), f(1.0)
         if kind == 0:
-            for i in range(x.size):
+            for i in _nb.prange(x.size):
                 v = x[i]
                 s, q = _exp32_parts(min(v, zero))
                 r = v if v > zero else a * (s * q + (s - one))
                 out[i] = r if v == v else v
         elif kind == 1:
-            for i in range(x.size):
+            for i in _nb.prange(x.size):
                 v = x[i]
                 out[i] = v * _sigmoid32(v)
         elif kind == 2:
-            for i in range(x.size):
+            for i in _nb.prange(x.size):
                 v = x[i]
                 r = _sigmoid32(v)
                 out[i] = r if v == v else v
         elif kind == 6:
-            for i in range(x.size):
+            for i in _nb.prange(x.size):
                 v = x[i]
                 r = min(max(v, zero), f(6.0))
                 out[i] = r if v == v else v
         elif kind == 4 or kind == 5:
-            for i in range(x.size):
+            for i in _nb.prange(x.size):
                 v = x[i]
                 h = min(max(v + f(3.0), zero), f(6.0)) / f(6.0)
                 r = h * v if kind == 5 else h
                 out[i] = r if v == v else v
         else:
-            for i in range(x.size):
+            for i in _nb.prange(x.size):
                 v = x[i]
                 bx = v * a
                 s, q = _exp32_parts(-abs(bx))
@@ -356,7 +364,7 @@ if _nb is not None:
             out[i] = np.log(s) + np.float64(mf)
 
 else:
-    _ln_rows = _rms_rows = _gn_rows = _affine_planes = _erf32_flat = _act32_flat = _glu32_rows = None
+    _ln_rows = _rms_rows = _gn_rows = _affine_planes = _affine_rows = _erf32_flat = _act32_flat = _glu32_rows = None
     _swiglu32_rows = _add_rms_rows_serial = None
     _lse32_rows = None
 
@@ -568,10 +576,10 @@ def activation(x, name, p1, p2):
     out = np.empty_like(xw)
     if name in ("erf", "gelu") and xw.dtype == np.float32 and _erf32_flat is not None:
         xf, of = xw.reshape(-1), out.reshape(-1)
-        _spread(xf.size, lambda a, b: _erf32_flat(xf[a:b], of[a:b], name == "gelu"))
+        _spread(xf.size, lambda a, b: _erf32_flat.one_thread(xf[a:b], of[a:b], name == "gelu"))
     elif name in _ACT32 and xw.dtype == np.float32 and _act32_flat is not None:
         xf, of, kind, p1, p2 = xw.reshape(-1), out.reshape(-1), _ACT32[name], float(p1), float(p2)
-        _spread(xf.size, lambda a, b: _act32_flat(xf[a:b], of[a:b], kind, p1, p2))
+        _spread(xf.size, lambda a, b: _act32_flat.one_thread(xf[a:b], of[a:b], kind, p1, p2))
     elif xw.size:
         _by_blocks(xw, out, fn)
     return out if odt == out.dtype else out.astype(odt)
@@ -632,7 +640,13 @@ def channel_affine(x, scale, shift):
     scale = np.ascontiguousarray(scale, dtype=xw.dtype)
     shift = np.ascontiguousarray(shift, dtype=xw.dtype)
     N, C, L = xw.shape
-    _spread(N * C, lambda a, b: _affine_planes(xw, scale, shift, out, a, b), L)
+    if L == 1:                          # (N, C) input: rows, vectorized over the channels
+        x2, o2 = xw.reshape(N, C), out.reshape(N, C)
+        _spread(N, lambda a, b: _affine_rows.one_thread(x2[a:b], scale, shift, o2[a:b]), C)
+    else:
+        x2, o2 = xw.reshape(N * C, L), out.reshape(N * C, L)
+        _spread(N * C, lambda a, b: _affine_planes.one_thread(x2[a:b], scale, shift, o2[a:b], a),
+                L)
     return out if odt == out.dtype else out.astype(odt)
 
 
