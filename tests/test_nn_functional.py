@@ -344,6 +344,21 @@ def test_normalize(device):
     for p, axis in ((2.0, 1), (1.0, -1), (3.0, 0)):
         close(nn.normalize(put(a, device, dt), p=p, axis=axis),
               F.normalize(torch.from_numpy(a), p=p, dim=axis).numpy(), dt, tol * 10)
+    # the last axis with p = 2 (a fused kernel where the device has one): zero rows, rows of
+    # one element, large rows past the host's thread split, a non-default eps
+    for shape in ((6, 1), (5, 300), (300, 1000)):
+        a = rng.standard_normal(shape) * 3
+        a[1] = 0
+        for eps in (1e-12, 0.5):
+            close(nn.normalize(put(a, device, dt), axis=-1, eps=eps),
+                  F.normalize(torch.from_numpy(a), dim=-1, eps=eps).numpy(), dt, tol * 10)
+    a = rng.standard_normal((2, 3, 7))
+    close(nn.normalize(put(a, device, dt), axis=2), F.normalize(torch.from_numpy(a), dim=2).numpy(),
+          dt, tol * 10)
+    a = rng.standard_normal((300, 1000)) * 3
+    close(nn.normalize(put(a, device, xp.float32), axis=1),
+          F.normalize(torch.from_numpy(a.astype(np.float32).astype(np.float64)), dim=1).numpy(),
+          xp.float32, 2e-6)
 
 
 @pytest.mark.parametrize("mode", ["constant", "reflect", "replicate", "circular"])

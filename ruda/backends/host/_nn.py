@@ -155,6 +155,17 @@ if _nb is not None:
             _rms_row(s, w, eps, out, i)
 
     @parallel_kernel(fastmath=False, cache=True)
+    def _l2_rows(x, eps, out):
+        """out[i] = x[i] / max(||x[i]||_2, eps), the norm accumulated in float64."""
+        for i in _nb.prange(x.shape[0]):
+            s = 0.0
+            for j in range(x.shape[1]):
+                s += np.float64(x[i, j]) * x[i, j]
+            r = 1.0 / max(np.sqrt(s), eps)
+            for j in range(x.shape[1]):
+                out[i, j] = x[i, j] * r
+
+    @parallel_kernel(fastmath=False, cache=True)
     def _gn_rows(x, groups, w, b, eps, out):
         N, C, sp = x.shape
         cg = C // groups
@@ -364,7 +375,7 @@ if _nb is not None:
             out[i] = np.log(s) + np.float64(mf)
 
 else:
-    _ln_rows = _rms_rows = _gn_rows = _affine_planes = _affine_rows = _erf32_flat = _act32_flat = _glu32_rows = None
+    _ln_rows = _rms_rows = _l2_rows = _gn_rows = _affine_planes = _affine_rows = _erf32_flat = _act32_flat = _glu32_rows = None
     _swiglu32_rows = _add_rms_rows_serial = None
     _lse32_rows = None
 
@@ -410,6 +421,15 @@ def rms_norm(x, weight, eps):
             xs /= np.sqrt((xs * xs).mean(axis=1, keepdims=True) + eps)
             out[r0:r1] = xs * w
         _blocks(rows, n, run)
+    return out if odt == out.dtype else out.astype(odt)
+
+
+def l2_normalize(x, eps):
+    xw, odt = _work(x)
+    if xw is None or _l2_rows is None:
+        return NotImplemented
+    out = np.empty_like(xw)
+    (_l2_rows if xw.size >= _PARALLEL else _l2_rows.serial)(xw, float(eps), out)
     return out if odt == out.dtype else out.astype(odt)
 
 
