@@ -372,6 +372,14 @@ def test_pad(device, mode):
               F.pad(torch.from_numpy(arr), p, mode=mode, **kw).numpy(), dt, 0)
     if mode == "constant":
         close(nn.pad(put(a, device, dt), (-1, 2)), F.pad(t, (-1, 2)).numpy(), dt, 0)
+        for p in ((-1, -2, 2, -1), (0, 0, 3, 0, -1, 1), (-2, -2, -1, -1)):   # crops with pads
+            close(nn.pad(put(a, device, dt), p, value=-3.0), F.pad(t, p, value=-3.0).numpy(),
+                  dt, 0)
+        i = np.arange(12, dtype=np.int32).reshape(3, 4)
+        got = nn.pad(xp.asarray(i, device=device), (1, 0, 0, 2), value=9)
+        assert got.dtype == xp.int32
+        np.testing.assert_array_equal(to_numpy(got), F.pad(torch.from_numpy(i), (1, 0, 0, 2),
+                                                           value=9).numpy())
     if mode == "reflect":
         with pytest.raises(ValueError, match=r"ruda.nn.pad: pad: expected values < the axis"):
             nn.pad(put(a, device, dt), (5, 0), mode=mode)

@@ -201,27 +201,34 @@ def pad(x, pad, mode="constant", value=0.0):
               if pads[2 * k] or pads[2 * k + 1]}
     if mode != "constant":
         return _pad_borders(x, widths, mode)
-    out = x
+    return _pad_constant(x, widths, value) if widths else x
+
+
+def _pad_constant(x, widths, value):
+    """One output: x (cropped where a width is negative) copied into its interior, then each
+    padded axis' two border slabs filled with ``value``."""
+    crop = [slice(None)] * x.ndim
     for ax, (lo, hi) in widths.items():
-        out = _pad_constant(out, ax, lo, hi, value)
-    return out
-
-
-def _pad_constant(x, ax, lo, hi, value):
-    n = x.shape[ax]
-    sl = [slice(None)] * x.ndim
-    sl[ax] = slice(max(0, -lo), n - max(0, -hi))
-    x = x[tuple(sl)]
+        crop[ax] = slice(max(0, -lo), x.shape[ax] - max(0, -hi))
+    x = x[tuple(crop)]
     if x.dtype == xp.bool:
         value = bool(value)
     elif xp.isdtype(x.dtype, "integral"):
         value = int(value)
-    parts = []
-    for w in (lo, hi):
-        shp = list(x.shape)
-        shp[ax] = max(0, w)
-        parts.append(xp.full(tuple(shp), value, dtype=x.dtype, device=x.device))
-    return xp.concat([parts[0], x, parts[1]], axis=ax)
+    shape, inner = list(x.shape), [slice(None)] * x.ndim
+    for ax, (lo, hi) in widths.items():
+        lo, hi = max(0, lo), max(0, hi)
+        shape[ax] += lo + hi
+        inner[ax] = slice(lo, lo + x.shape[ax])
+    out = xp.empty(tuple(shape), dtype=x.dtype, device=x.device)
+    out[tuple(inner)] = x
+    for ax in widths:
+        for border in (slice(0, inner[ax].start), slice(inner[ax].stop, shape[ax])):
+            if border.stop > border.start:
+                sl = [slice(None)] * x.ndim
+                sl[ax] = border
+                out[tuple(sl)] = value
+    return out
 
 
 def _pad_borders(x, widths, mode):
