@@ -75,7 +75,7 @@ def test_depthwise(case, dtype, with_bias):
         b = None
     want, out = _torch(x, w, b, stride, pad, dil, groups)
     k3 = as_3d(w.shape[2:], 1)
-    fn = emu.build(conv_cuda.depthwise(dtype, k3), "ruda_conv_dw",
+    fn = emu.build(conv_cuda.depthwise(dtype, k3, wide=case % 2 == 1), "ruda_conv_dw",
                    "const T* x, const T* w, const T* b, T* y, long long total, int C, int m, " + GEO)
     y = _dev(np.full(want.shape, np.nan), dtype)
     emu.launch(fn, (2,), 256, _dev(x, dtype), _dev(w, dtype), None if b is None else _dev(b, dtype), y,
@@ -94,15 +94,15 @@ def test_im2col_then_product(case, dtype):
     N, C = x.shape[:2]
     Co, K, L = w.shape[0], int(np.prod(w.shape[2:])), int(np.prod(out))
     k3 = as_3d(w.shape[2:], 1)
-    fn = emu.build(conv_cuda.im2col(dtype, k3), "ruda_im2col",
-                   "const T* x, T* cols, long long total, int C, " + GEO)
+    fn = emu.build(conv_cuda.im2col(dtype, k3), "ruda_im2col", "const T* x, T* cols, int rows, " + GEO)
     cols = _dev(np.full((N, C * K, L), np.nan), dtype)
-    emu.launch(fn, (3,), 256, _dev(x, dtype), cols, i64(cols.size), i32(C), *_geo(x, out, stride, dil, pad))
+    # a grid smaller than the rows and the positions: both loops wrap
+    emu.launch(fn, (2, 3), 8, _dev(x, dtype), cols, i32(N * C * K), *_geo(x, out, stride, dil, pad))
     c = _host(cols, dtype).reshape(N, groups, C // groups * K, L)
     y = w.reshape(groups, Co // groups, -1) @ c
     yd = _dev(y.reshape(N, Co, L), dtype)
-    fb = emu.build(conv_cuda.bias(dtype), "ruda_bias", "T* y, const T* b, long long total, int co, long long L")
-    emu.launch(fb, (2,), 256, yd, _dev(b, dtype), i64(yd.size), i32(Co), i64(L))
+    fb = emu.build(conv_cuda.bias(dtype), "ruda_bias", "T* y, const T* b, int rows, int co, int L")
+    emu.launch(fb, (2, 5), 8, yd, _dev(b, dtype), i32(N * Co), i32(Co), i32(L))
     tol = TOL[dtype]
     np.testing.assert_allclose(_host(yd, dtype).reshape(want.shape), want, rtol=tol,
                                atol=tol * np.abs(want).max())

@@ -46,7 +46,9 @@ def conv(x, w, bias, stride, padding, dilation, groups):
         if y.size == 0:
             return y
         if groups == C and w.shape[1] == 1:
-            fn = function(("conv_dw", dt, k3), lambda: gen.depthwise(dt, k3), "ruda_conv_dw")
+            wide = y.size >= 1 << 30               # 32-bit indices with room for the stride
+            fn = function(("conv_dw", dt, k3, wide), lambda: gen.depthwise(dt, k3, wide),
+                          "ruda_conv_dw")
             fn((grid(y.size),), (256,), (arg(x), arg(w), arg(bias), arg(y), np.int64(y.size),
                                        np.int32(C), np.int32(Co // C)) + geo)
             return y
@@ -62,8 +64,8 @@ def conv(x, w, bias, stride, padding, dilation, groups):
         for n0 in range(0, N, step):
             n1 = min(N, n0 + step)
             cols = empty((n1 - n0, groups, C // groups * K, L), x.dtype)
-            im2col((grid(cols.size),), (256,), (arg(x)[n0:n1], arg(cols), np.int64(cols.size),
-                                              np.int32(C)) + geo)
+            rows = (n1 - n0) * C * K
+            im2col(_rows_grid(rows, L), (256,), (arg(x)[n0:n1], arg(cols), np.int32(rows)) + geo)
             r = _matmul(wg, cols)
             if n1 - n0 == N:
                 yv = r
@@ -76,5 +78,12 @@ def _add_bias(y, bias, dt, co, L):
     """y (N, co, *out) with bias (co,) added in place (None: y as it is)."""
     if bias is not None:
         fn = function(("conv_bias", dt), lambda: gen.bias(dt), "ruda_bias")
-        fn((grid(y.size),), (256,), (arg(y), arg(bias), np.int64(y.size), np.int32(co), np.int64(L)))
+        rows = y.size // L
+        fn(_rows_grid(rows, L), (256,), (arg(y), arg(bias), np.int32(rows), np.int32(co), np.int32(L)))
     return y
+
+
+def _rows_grid(rows, L):
+    """The 2-d grid of the row kernels: x over a row's L positions (256 a block), y over the
+    rows (at most 65535: the kernels loop)."""
+    return (min(-(-L // 256), 1024), min(rows, 65535))

@@ -11,9 +11,10 @@ output element; consecutive threads take consecutive output columns, so loads co
     tap read from x (out of range: zero padding), bias added, one rounding.
 ``im2col(dtype, ks)``
     ``ruda_im2col``: columns ``(N, C * K, L)`` (K taps, L output positions) for a cuBLAS
-    product with the weight seen as ``(groups, C_out / groups, C / groups * K)``.
+    product with the weight seen as ``(groups, C_out / groups, C / groups * K)``; a 2-d grid
+    (rows on y).
 ``bias(dtype)``
-    ``ruda_bias``: ``y[n, o, l] += b[o]`` in place (A, one rounding).
+    ``ruda_bias``: ``y[n, o, l] += b[o]`` in place (A, one rounding); a 2-d grid.
 """
 from ruda.runtime.kernels import nn_cuda
 
@@ -32,15 +33,15 @@ _DW = r"""
 extern "C" __global__ void __launch_bounds__(256)
 ruda_conv_dw(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
              T* __restrict__ y, long long total, int C, int m, {geo}) {{
-    const long long stride = (long long)gridDim.x * blockDim.x;
+    const I stride = (I)gridDim.x * blockDim.x;
     const long long plane = (long long)D * H * W;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {{
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < (I)total; i += stride) {{
         const int ow = (int)(i % OW);
-        long long r = i / OW;
+        I r = i / OW;
         const int oh = (int)(r % OH); r /= OH;
         const int od = (int)(r % OD); r /= OD;
-        const int o = (int)(r % ((long long)C * m));
-        const long long n = r / ((long long)C * m);
+        const int o = (int)(r % (C * m));
+        const long long n = r / (C * m);
         const T* xc = x + (n * C + o / m) * plane;
         const T* wo = w + (long long)o * KT;
         A acc = (A)0;
@@ -66,32 +67,41 @@ ruda_conv_dw(const T* __restrict__ x, const T* __restrict__ w, const T* __restri
 }}
 """
 
+# im2col and bias run on 2-d grids: blockIdx.y walks rows (one row of columns, or one output
+# channel of an image), the threads of x its positions, so each thread divides by runtime
+# sizes in 32 bits only (64-bit divisions per element made im2col compute-bound)
 _IM2COL = r"""
 extern "C" __global__ void __launch_bounds__(256)
-ruda_im2col(const T* __restrict__ x, T* __restrict__ cols, long long total, int C, {geo}) {{
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    const long long L = (long long)OD * OH * OW;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {{
-        const long long l = i % L;
-        long long r = i / L;
-        const int tap = (int)(r % KT); r /= KT;          // r = n * C + c
-        const int ow = (int)(l % OW), oh = (int)((l / OW) % OH), od = (int)(l / ((long long)OW * OH));
+ruda_im2col(const T* __restrict__ x, T* __restrict__ cols, int rows, {geo}) {{
+    const int OHW = OH * OW, L = OD * OHW;
+    for (int r = blockIdx.y; r < rows; r += gridDim.y) {{
+        const int tap = r % KT;                          // r = (n * C + c) * KT + tap
         const int t = tap % KW, e = (tap / KW) % KH, a = tap / (KW * KH);
-        const int id = od * sd - pd + a * dd, ih = oh * sh - ph + e * dh, iw = ow * sw - pw + t * dw;
-        T v = (T)0;
-        if ((unsigned)id < (unsigned)D && (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W)
-            v = x[((r * D + id) * H + ih) * W + iw];
-        cols[i] = v;
+        const T* xc = x + (long long)(r / KT) * D * H * W;
+        T* crow = cols + (long long)r * L;
+        for (int l = blockIdx.x * blockDim.x + threadIdx.x; l < L; l += gridDim.x * blockDim.x) {{
+            const int od = OD == 1 ? 0 : l / OHW;
+            const int q = l - od * OHW;
+            const int oh = q / OW, ow = q - oh * OW;
+            const int id = od * sd - pd + a * dd, ih = oh * sh - ph + e * dh, iw = ow * sw - pw + t * dw;
+            T v = (T)0;
+            if ((unsigned)id < (unsigned)D && (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W)
+                v = xc[((long long)id * H + ih) * W + iw];
+            crow[l] = v;
+        }}
     }}
 }}
 """
 
 _BIAS = r"""
 extern "C" __global__ void __launch_bounds__(256)
-ruda_bias(T* __restrict__ y, const T* __restrict__ b, long long total, int co, long long L) {
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride)
-        y[i] = st(ld(y[i]) + ld(b[(i / L) % co]));
+ruda_bias(T* __restrict__ y, const T* __restrict__ b, int rows, int co, int L) {
+    for (int r = blockIdx.y; r < rows; r += gridDim.y) {       // r = n * co + o
+        const A bo = ld(b[r % co]);
+        T* yr = y + (long long)r * L;
+        for (int l = blockIdx.x * blockDim.x + threadIdx.x; l < L; l += gridDim.x * blockDim.x)
+            yr[l] = st(ld(yr[l]) + bo);
+    }
 }
 """
 
@@ -103,18 +113,21 @@ def _taps(ks):
     return _TAPS.format(kd=kd, kh=kh, kw=kw)
 
 
-def depthwise(dtype, ks):
+def depthwise(dtype, ks, wide=False):
     """Direct depthwise convolution, entry ``ruda_conv_dw(x, w, b, y, total, C, m, geometry)``
-    (``b`` may be null; ``w`` is ``(C * m, KD * KH * KW)``)."""
-    return nn_cuda.head(dtype) + _taps(ks) + _DW.format(geo=_GEO)
+    (``b`` may be null; ``w`` is ``(C * m, KD * KH * KW)``). Output indices in 32 bits (64-bit
+    divisions cost several times more), unless ``wide`` (totals near 2**31 and beyond)."""
+    index = "typedef long long I;\n" if wide else "typedef int I;\n"
+    return nn_cuda.head(dtype) + _taps(ks) + index + _DW.format(geo=_GEO)
 
 
 def im2col(dtype, ks):
     """Columns ``(N, C, K, L)`` of x, zero where a tap falls in the padding, entry
-    ``ruda_im2col(x, cols, total, C, geometry)``."""
+    ``ruda_im2col(x, cols, rows, geometry)`` (rows = N * C * K, a 2-d grid)."""
     return nn_cuda.head(dtype) + _taps(ks) + _IM2COL.format(geo=_GEO)
 
 
 def bias(dtype):
-    """``y (N, co, L) += b (co,)`` in place, entry ``ruda_bias(y, b, total, co, L)``."""
+    """``y (N, co, L) += b (co,)`` in place, entry ``ruda_bias(y, b, rows, co, L)`` (rows =
+    N * co, a 2-d grid)."""
     return nn_cuda.head(dtype) + _BIAS
