@@ -318,10 +318,11 @@ _ACT_REF = {
     "hardsigmoid": lambda x, a, t: np.clip(x / 6 + 0.5, 0, 1),
     "hardswish": lambda x, a, t: x * np.clip(x / 6 + 0.5, 0, 1),
     "erf": lambda x, a, t: np.vectorize(math.erf)(x),
+    "relu6": lambda x, a, t: np.clip(x, 0, 6),
 }
 
 
-@pytest.mark.parametrize("name", sorted(_ACT_REF))
+@pytest.mark.parametrize("name", sorted(nn_cuda.ACTIVATIONS))
 def test_activation(name):
     """Every activation body, float32 with 16-byte vectors and a scalar tail, NaN kept."""
     fn = emu.build(nn_cuda.activation("float32", name, True), "ruda_activation",

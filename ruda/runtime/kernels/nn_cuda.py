@@ -464,6 +464,7 @@ ACTIVATIONS = {
     "softplus": "const T bx = (T)p1 * x; y = bx > (T)p2 ? x : log1p(exp(bx)) / (T)p1",
     "hardsigmoid": "y = x <= (T)-3 ? (T)0 : (x >= (T)3 ? (T)1 : (x + (T)3) / (T)6)",
     "hardswish": "y = x <= (T)-3 ? (T)0 : (x >= (T)3 ? x : x * (x + (T)3) / (T)6)",
+    "relu6": "y = x <= (T)0 ? (T)0 : (x >= (T)6 ? (T)6 : x)",
     "erf": "y = erf(x)",
 }
 
