@@ -395,3 +395,24 @@ def test_attention_tile():
     emu.launch(fn, (-(-L // 32), Hq, B), 32, *_att_args(q, k, v, o, True, 0))
     np.testing.assert_allclose(o, _attention_ref(*(a.astype(np.float64) for a in (q, k, v)), True, 0),
                                rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+@pytest.mark.parametrize("wide", [False, True])
+def test_channel_affine(dtype, wide):
+    """x * scale[c] + shift[c] over (N, C, L), scale and shift in the accumulation type."""
+    fn = emu.build(nn_cuda.channel_affine(dtype, wide), "ruda_channel_affine",
+                   "const T* x, const A* scale, const A* shift, T* y, long long total, int C, int L")
+    rng = np.random.default_rng(7)
+    N, C, L = 3, 5, 37
+    x = rng.standard_normal((N, C, L)) * 3
+    acc = np.float64 if dtype == "float64" else np.float32
+    sc, sh = rng.standard_normal(C).astype(acc), rng.standard_normal(C).astype(acc)
+    if dtype == "bfloat16":
+        xd, back, y, tol = bf16_bits(x), from_bits, np.zeros(x.shape, np.uint16), 1e-2
+    else:
+        xd, back, tol = x.astype(dtype), (lambda a: a), 1e-12 if dtype == "float64" else 1e-6
+        y = np.zeros_like(xd)
+    emu.launch(fn, (2,), 64, xd, sc, sh, y, i64(x.size), i32(C), i32(L))
+    want = back(xd).astype(np.float64) * sc[:, None] + sh[:, None]
+    np.testing.assert_allclose(back(y), want, rtol=tol, atol=tol * np.abs(want).max())

@@ -138,6 +138,28 @@ def test_activation():
     assert launched == ["ruda_activation"]
 
 
+def test_channel_affine():
+    """batch_norm's last step: bfloat16 x with float32 scale and shift, float32 x; a float64
+    scale for float32 x declines."""
+    rng = np.random.default_rng(5)
+    sc, sh = rng.standard_normal(6).astype(np.float32), rng.standard_normal(6).astype(np.float32)
+    for make, tol in ((bf16, 1e-2), (lambda a: dev(a.astype(np.float32)), 1e-6)):
+        x = make(rng.standard_normal((2, 6, 45)))
+        y = _nn.channel_affine(x, dev(sc), dev(sh))
+        assert y.shape == x.shape and y.dtype == x.dtype
+        want = f64(x) * sc[:, None] + sh[:, None]
+        np.testing.assert_allclose(f64(y), want, rtol=tol, atol=tol * np.abs(want).max())
+    assert _nn.channel_affine(x, dev(sc.astype(np.float64)), dev(sh)) is NotImplemented
+    assert launched == ["ruda_channel_affine", "ruda_channel_affine"]
+
+
+def test_relu6_activation():
+    y = _nn.activation(dev(np.array([-1.0, 0.0, 2.5, 6.0, 7.0, np.nan], np.float32)), "relu6",
+                       0.0, 0.0)
+    np.testing.assert_array_equal(y, [0, 0, 2.5, 6, 6, np.nan])
+    assert launched == ["ruda_activation"]
+
+
 @pytest.mark.parametrize("S,kernels", [(90, ["ruda_decode_vec"]), (700, ["ruda_decode_vec", "ruda_decode_merge"])])
 def test_decode_attention(S, kernels):
     """One query per head: few keys in one launch, more split over blocks and merged."""

@@ -176,6 +176,28 @@ def top_k(x, k):
         return vals, idx
 
 
+def channel_affine(x, scale, shift):
+    """x (N, C, L) -> ``x * scale[c] + shift[c]`` in one pass (``nn_cuda.channel_affine``); scale
+    and shift (C,) in the compute dtype (float32 for bfloat16)."""
+    dt = dname(x)
+    if dt is None or x.ndim != 3:
+        return NotImplemented
+    want = np.dtype(np.float32) if dt == "bfloat16" else x.dtype
+    if scale.dtype != want or shift.dtype != want:
+        return NotImplemented
+    with x.device:
+        x, scale, shift = contiguous(x), contiguous(scale), contiguous(shift)
+        y = empty(x.shape, x.dtype)
+        if y.size == 0:
+            return y
+        wide = y.size >= 1 << 30
+        fn = function(("channel_affine", dt, wide), lambda: gen.channel_affine(dt, wide),
+                      "ruda_channel_affine")
+        fn((grid(y.size),), (256,), (arg(x), arg(scale), arg(shift), arg(y), np.int64(y.size),
+                                   np.int32(x.shape[1]), np.int32(x.shape[2])))
+        return y
+
+
 def activation(x, name, p1, p2):
     """float32/float64/bfloat16 activations in one elementwise pass with 16-byte vectors
     (``nn_cuda.activation``); float64 erf stays with ruda.nn's composition (CUDA's double erf is

@@ -497,6 +497,27 @@ ruda_activation(const T* __restrict__ x, T* __restrict__ y, long long n, double 
 """
 
 
+_AFFINE = r"""
+extern "C" __global__ void __launch_bounds__(256)
+ruda_channel_affine(const T* __restrict__ x, const A* __restrict__ scale,
+                    const A* __restrict__ shift, T* __restrict__ y, long long total, int C, int L) {
+    const I stride = (I)gridDim.x * blockDim.x;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < (I)total; i += stride) {
+        const int c = (int)((i / L) % C);
+        y[i] = st(ld(x[i]) * scale[c] + shift[c]);
+    }
+}
+"""
+
+
+def channel_affine(dtype, wide=False):
+    """``y = x * scale[c] + shift[c]`` over x ``(N, C, L)`` (scale, shift in A), grid-stride;
+    entry ``ruda_channel_affine(x, scale, shift, y, total, C, L)``; indices in 32 bits unless
+    ``wide``."""
+    index = "typedef long long I;\n" if wide else "typedef int I;\n"
+    return head(dtype) + index + _AFFINE
+
+
 def activation(dtype, name, vec):
     """``y = f(x)`` elementwise for ``f`` = ``ACTIVATIONS[name]``, grid-stride, 16-byte vectors
     when ``vec`` (scalar tail); entry ``ruda_activation(x, y, n, p1, p2)``."""
