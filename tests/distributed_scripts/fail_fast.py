@@ -30,7 +30,9 @@ def misstep(stage):
 
 misstep("before-init")
 if mode == "no-init":
-    print(f"rank {rank} ran without ruda.distributed", flush=True)
+    # one write of the whole line: with PYTHONUNBUFFERED, print writes the text and its newline
+    # apart, and mpiexec may interleave the two ranks' pieces
+    os.write(1, f"rank {rank} ran without ruda.distributed\n".encode())
     sys.exit(0)
 
 import ruda as xp  # noqa: E402
