@@ -97,3 +97,13 @@ def test_parallel_and_serial_builds_agree():
     np.testing.assert_array_equal(o1, o2)
     want = x / np.sqrt((x.astype(np.float64) ** 2).mean(axis=1, keepdims=True) + 1e-6)
     np.testing.assert_allclose(o1, want, rtol=1e-6)
+
+
+def test_one_thread_falls_back_to_the_serial_build(monkeypatch):
+    """Where Numba's threading layer cannot take launches from several threads (its workqueue),
+    the workers' slices run the serial build: the same values."""
+    from ruda.backends.host import _jit
+    x = xp.asarray(np.random.default_rng(3).standard_normal((700, 1000), dtype=np.float32))
+    want = np.asarray(nn.silu(x))
+    monkeypatch.setattr(_jit, "_LAYER_SAFE", [False])
+    np.testing.assert_array_equal(np.asarray(nn.silu(x)), want)

@@ -6,6 +6,7 @@ where Numba's OpenMP layer would end the process ("fork() called from a process 
 GNU OpenMP", as in a ``multiprocessing`` pool on Linux): there it runs the serial build, as
 ``kernel.serial(*args)`` always does (decode-sized work, where waking the team costs more than
 the loop). ``kernel.one_thread(*args)`` runs the parallel build on the calling thread alone."""
+import threading
 import types
 
 from ruda.backends import _workers
@@ -29,9 +30,20 @@ class Kernel:
     def one_thread(self, *args):
         """The parallel build with Numba's team cut to this thread (for work that the host's
         workers spread): Numba vectorizes a ``prange`` body that it leaves scalar in the serial
-        build (a float32 silu loop: ~7x). Serial in a forked child."""
-        if _workers.forked:
+        build (a float32 silu loop: ~7x). Serial in a forked child, and where Numba's threading
+        layer is its workqueue, which ends the process when two threads launch at once."""
+        if _workers.forked or _LAYER_SAFE[0] is False:
             return self.serial(*args)
+        if _LAYER_SAFE[0] is None:          # the first launch picks the layer: one at a time
+            with _FIRST:
+                if _LAYER_SAFE[0] is None:
+                    r = self._alone(*args)
+                    _LAYER_SAFE[0] = _nb.threading_layer() != "workqueue"
+                    return r
+            return self.one_thread(*args)
+        return self._alone(*args)
+
+    def _alone(self, *args):
         was = _nb.get_num_threads()         # per thread
         if was == 1:
             return self.parallel(*args)
@@ -40,6 +52,10 @@ class Kernel:
             return self.parallel(*args)
         finally:
             _nb.set_num_threads(was)
+
+
+_FIRST = threading.Lock()
+_LAYER_SAFE = [None]        # whether Numba's threading layer takes launches from several threads
 
 
 def parallel_kernel(**options):
