@@ -149,8 +149,8 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
     eps = c.number(fn, "eps", eps, 0.0)
     momentum = c.number(fn, "momentum", momentum, 0.0, 1.0)
     bshape = (1, C) + (1,) * (x.ndim - 2)
-    y = c.up(x)
     if training:
+        y = c.up(x)
         axes = (0,) + tuple(range(2, x.ndim))
         count = x.size // C if C else 0
         if count <= 1:
@@ -180,4 +180,4 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
                    xp.reshape(scale, (C,)), xp.reshape(shift, (C,)))
         if r is not None:
             return xp.reshape(r, x.shape)
-    return c.down(y * scale + shift, x.dtype)
+    return c.down(c.up(x) * scale + shift, x.dtype)
