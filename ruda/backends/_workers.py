@@ -84,6 +84,13 @@ def run(fn, n):
         _busy.release()
 
 
+def run_split(n, fn, parts):
+    """``fn(a, b)`` over [0, n) cut into ``parts`` (at most n) contiguous ranges, on ``run``'s
+    threads."""
+    T = max(1, min(parts, n))
+    run(lambda i: fn(n * i // T, n * (i + 1) // T), T)
+
+
 def _after_fork():
     global _busy, forked
     _busy = threading.Lock()

@@ -190,7 +190,7 @@ def channel_affine(x, scale, shift):
         y = empty(x.shape, x.dtype)
         if y.size == 0:
             return y
-        wide = y.size >= 1 << 30
+        wide = y.size >= gen.WIDE
         fn = function(("channel_affine", dt, wide), lambda: gen.channel_affine(dt, wide),
                       "ruda_channel_affine")
         fn((grid(y.size),), (256,), (arg(x), arg(scale), arg(shift), arg(y), np.int64(y.size),

@@ -13,6 +13,7 @@ import numpy as np
 from ruda.backends.cuda._nn_launch import _cp, arg, contiguous, dname, empty, function, grid, shaped
 from ruda.runtime.kernels import as_3d
 from ruda.runtime.kernels import conv_cuda as gen
+from ruda.runtime.kernels import nn_cuda
 
 COLS_BYTES = 1 << 28             # columns of one block of images: 256 MiB
 
@@ -46,7 +47,7 @@ def conv(x, w, bias, stride, padding, dilation, groups):
         if y.size == 0:
             return y
         if groups == C and w.shape[1] == 1:
-            wide = y.size >= 1 << 30               # 32-bit indices with room for the stride
+            wide = y.size >= nn_cuda.WIDE
             fn = function(("conv_dw", dt, k3, wide), lambda: gen.depthwise(dt, k3, wide),
                           "ruda_conv_dw")
             fn((grid(y.size),), (256,), (arg(x), arg(w), arg(bias), arg(y), np.int64(y.size),

@@ -38,8 +38,7 @@ def _work(x):
 def _spread(n, fn, per=1):
     """fn(a, b) over [0, n) in one call, or split over the host's workers when n * per (the
     elements) reaches _SPREAD."""
-    T = min(_workers.THREADS, n) if n * per >= _SPREAD else 1
-    _workers.run(lambda i: fn(n * i // T, n * (i + 1) // T), T)
+    _workers.run_split(n, fn, _workers.THREADS if n * per >= _SPREAD else 1)
 
 
 def _blocks(rows, n, fn, block=_BLOCK):

@@ -15,7 +15,6 @@ from numpy.lib.stride_tricks import as_strided
 
 from ruda import _dtypes
 from ruda.backends import _workers
-from ruda.backends._workers import THREADS as _THREADS
 from ruda.backends.host._nn_attention import _blas_one_thread
 
 _COLS = 1 << 23        # column elements per block of images (32 MiB of float32)
@@ -178,9 +177,8 @@ def conv(x, w, bias, stride, padding, dilation, groups):
         # planes split over the host's workers: Numba's thread team would hand off faster
         # (~80 us less a call on 2 cores), but its spinning idle threads slow the BLAS and
         # elementwise work after it by more (a MobileNetV2 forward: ~160 ms -> ~200)
-        U = N * Co
-        T = min(_THREADS, U) if y.size >= 1 << 15 else 1
-        _workers.run(lambda i: _depthwise(*args, U * i // T, U * (i + 1) // T), T)
+        _workers.run_split(N * Co, lambda a, b: _depthwise(*args, a, b),
+                           _workers.THREADS if y.size >= 1 << 15 else 1)
     else:
         y = _im2col_gemm(xw, ww, bw if bias is not None else None, stride, padding, dilation,
                          groups, out)
@@ -193,20 +191,18 @@ def _copy(v):
     if v.flags.c_contiguous:
         return v
     out = np.empty(v.shape, v.dtype)
-    C = v.shape[1]
-    if _THREADS == 1 or v.size < 1 << 18 or C < _THREADS:
+    T = _workers.THREADS
+    if T == 1 or v.size < 1 << 18 or v.shape[1] < T:
         np.copyto(out, v)
         return out
-    cuts = [C * i // _THREADS for i in range(_THREADS + 1)]
-    _workers.run(lambda i: np.copyto(out[:, cuts[i]:cuts[i + 1]], v[:, cuts[i]:cuts[i + 1]]),
-                 _THREADS)
+    _workers.run_split(v.shape[1], lambda a, b: np.copyto(out[:, a:b], v[:, a:b]), T)
     return out
 
 
 def _im2col_gemm(x, w, bias, stride, padding, dilation, groups, out):
     N, C = x.shape[:2]
     Co, ks = w.shape[0], tuple(w.shape[2:])
-    if (len(out) == 2 and groups == 1 and _THREADS > 1
+    if (len(out) == 2 and groups == 1 and _workers.THREADS > 1
             and (ks != (1, 1) or stride != (1, 1) or any(lo or hi for lo, hi in padding))):
         return _rows_gemm(x, w, bias, stride, padding, dilation, out)
     if any(lo or hi for lo, hi in padding):
@@ -225,7 +221,8 @@ def _im2col_gemm(x, w, bias, stride, padding, dilation, groups, out):
     wg = w.reshape(groups, Co // groups, ck)
     y = np.empty((N, groups, Co // groups, L), dtype=x.dtype)
     per = C * int(np.prod(ks)) * L                  # column elements of one image
-    lim = _blas_one_thread() if _THREADS > 1 and N >= _THREADS and N * per >= 1 << 20 else None
+    T = _workers.THREADS
+    lim = _blas_one_thread() if T > 1 and N >= T and N * per >= 1 << 20 else None
     if lim is None:
         step = max(1, _COLS // max(1, per))
         for n0 in range(0, N, step):
@@ -235,16 +232,15 @@ def _im2col_gemm(x, w, bias, stride, padding, dilation, groups, out):
     else:
         # images split over the threads, each copying its columns and calling a one-thread
         # BLAS: no barrier inside BLAS, and the copies run in parallel too
-        step = max(1, _COLS // (_THREADS * per))
-        cuts = [N * i // _THREADS for i in range(_THREADS + 1)]
+        step = max(1, _COLS // (T * per))
 
-        def run(i):
-            for n0 in range(cuts[i], cuts[i + 1], step):
-                n1 = min(cuts[i + 1], n0 + step)
+        def run(a, b):
+            for n0 in range(a, b, step):
+                n1 = min(b, n0 + step)
                 cols = np.ascontiguousarray(view[n0:n1]).reshape(n1 - n0, groups, ck, L)
                 np.matmul(wg, cols, out=y[n0:n1])
         with lim:
-            _workers.run(run, _THREADS)
+            _workers.run_split(N, run, T)
     y = y.reshape((N, Co) + out)
     if bias is not None:
         y += bias.reshape((Co,) + (1,) * len(out))
@@ -275,7 +271,7 @@ def _rows_gemm(x, w, bias, stride, padding, dilation, out):
     PL = PH * PW + PW + KW * dw           # a phase plane and slack for the wide rows' taps
     R = max(1, min(OH, _ROWS // (K * PW)))
     tasks = [(n, i0) for n in range(N) for i0 in range(0, OH, R)]
-    T = min(_THREADS, len(tasks))
+    T = min(_workers.THREADS, len(tasks))
     b3 = None if bias is None else bias.reshape(Co, 1, 1)
     taps = [(a, t, (a * dh) % sh, (t * dw) % sw, (a * dh) // sh * PW + (t * dw) // sw)
             for a in range(KH) for t in range(KW)]

@@ -115,10 +115,9 @@ def _taps(ks):
 
 def depthwise(dtype, ks, wide=False):
     """Direct depthwise convolution, entry ``ruda_conv_dw(x, w, b, y, total, C, m, geometry)``
-    (``b`` may be null; ``w`` is ``(C * m, KD * KH * KW)``). Output indices in 32 bits (64-bit
-    divisions cost several times more), unless ``wide`` (totals near 2**31 and beyond)."""
-    index = "typedef long long I;\n" if wide else "typedef int I;\n"
-    return nn_cuda.head(dtype) + _taps(ks) + index + _DW.format(geo=_GEO)
+    (``b`` may be null; ``w`` is ``(C * m, KD * KH * KW)``); output indices of
+    ``nn_cuda.index_type(wide)``."""
+    return nn_cuda.head(dtype) + _taps(ks) + nn_cuda.index_type(wide) + _DW.format(geo=_GEO)
 
 
 def im2col(dtype, ks):

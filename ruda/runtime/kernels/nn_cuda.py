@@ -510,12 +510,19 @@ ruda_channel_affine(const T* __restrict__ x, const A* __restrict__ scale,
 """
 
 
+def index_type(wide):
+    """``I``, a grid-stride kernel's element index: 32 bits (its divisions cost several times
+    less than 64-bit ones) unless ``wide`` (see ``WIDE``)."""
+    return "typedef long long I;\n" if wide else "typedef int I;\n"
+
+
+WIDE = 1 << 30          # elements from which a kernel takes 64-bit indices (room for the stride)
+
+
 def channel_affine(dtype, wide=False):
     """``y = x * scale[c] + shift[c]`` over x ``(N, C, L)`` (scale, shift in A), grid-stride;
-    entry ``ruda_channel_affine(x, scale, shift, y, total, C, L)``; indices in 32 bits unless
-    ``wide``."""
-    index = "typedef long long I;\n" if wide else "typedef int I;\n"
-    return head(dtype) + index + _AFFINE
+    entry ``ruda_channel_affine(x, scale, shift, y, total, C, L)``; ``index_type(wide)``."""
+    return head(dtype) + index_type(wide) + _AFFINE
 
 
 def activation(dtype, name, vec):
