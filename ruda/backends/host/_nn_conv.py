@@ -3,10 +3,11 @@
 Depthwise convolution (groups == C_in, one input channel per group) runs a Numba direct loop,
 parallel over (image, output channel) planes on the host's workers: each plane padded into its
 stride phases in a per-thread buffer, then one vectorized axpy per kernel tap. Everything else
-is im2col + BLAS: 2-d one-group convs (on several threads) in cache-sized (image, band of output
-rows) tasks, see ``_rows_gemm``; the rest with the zero-padded input viewed through NumPy stride
-tricks as ``(N, C, *kernel, *out)``, copied into columns for a block of images (a bounded
-buffer) and multiplied by the weight as one batched sgemm/dgemm per group, straight into the
+is im2col + BLAS: 2-d one-group convs with C_in * KW of at least ``_ROWS_MIN_K`` (on several
+threads) in (image, band of output rows) tasks, one sgemm per kernel row, see ``_rows_gemm``;
+the rest with the zero-padded input viewed through NumPy stride tricks as
+``(N, C, *kernel, *out)``, copied into columns for a block of images (a bounded buffer) and
+multiplied by the weight as one batched sgemm/dgemm per group, straight into the
 NCHW output. float32/float64 compute in themselves; bfloat16 and float16 in float32, rounded
 once.
 """
@@ -143,8 +144,40 @@ if _nb is not None:
                 for j in range(OW):
                     di[j] = ai[j]
 
+    @_nb.njit(nogil=True, fastmath=False, cache=True)
+    def _shift_rows(x, shifted, PW, pt, pl, dw):
+        """shifted[c, t, k] = x zero-padded (pt rows, pl columns) at pitch PW, flattened, at k +
+        t * dw: the interior only (the zeros of the padding stay from the first call)."""
+        C, H, W = x.shape
+        KW, PL = shifted.shape[1], shifted.shape[2]
+        for c in range(C):
+            for t in range(KW):
+                d = shifted[c, t]
+                for i in range(H):
+                    k = (i + pt) * PW + pl - t * dw
+                    j0 = max(0, -k)
+                    j1 = min(W, PL - k)
+                    if j1 > j0:
+                        dr = d[k + j0:]
+                        sr = x[c, i, j0:]
+                        for j in range(j1 - j0):
+                            dr[j] = sr[j]
+
+    @_nb.njit(nogil=True, fastmath=False, cache=True)
+    def _crop_bias(acc, b, y, i0, PW):
+        """y[c, i0 + i, j] = acc[c, i * PW + j] + b[c] for the rows the band holds."""
+        OW = y.shape[2]
+        R = min(y.shape[1] - i0, acc.shape[1] // PW)
+        for c in range(y.shape[0]):
+            bc = b[c]
+            for i in range(R):
+                dr = y[c, i0 + i]
+                sr = acc[c, i * PW:]
+                for j in range(OW):
+                    dr[j] = sr[j] + bc
+
 else:
-    _depthwise = None
+    _depthwise = _shift_rows = _crop_bias = None
 
 
 def _work(dt):
@@ -202,7 +235,7 @@ def _copy(v):
 def _im2col_gemm(x, w, bias, stride, padding, dilation, groups, out):
     N, C = x.shape[:2]
     Co, ks = w.shape[0], tuple(w.shape[2:])
-    if (len(out) == 2 and groups == 1 and _workers.THREADS > 1
+    if (len(out) == 2 and groups == 1 and _workers.THREADS > 1 and C * ks[1] >= _ROWS_MIN_K
             and (ks != (1, 1) or stride != (1, 1) or any(lo or hi for lo, hi in padding))):
         return _rows_gemm(x, w, bias, stride, padding, dilation, out)
     if any(lo or hi for lo, hi in padding):
@@ -248,15 +281,18 @@ def _im2col_gemm(x, w, bias, stride, padding, dilation, groups, out):
 
 
 _ROWS = 1 << 20        # column elements per task of _rows_gemm (4 MiB of float32)
+_ROWS_MIN_K = 32       # C_in * KW below which its sgemms per kernel row are too thin
 
 
 def _rows_gemm(x, w, bias, stride, padding, dilation, out):
-    """2-d conv, one group: tasks of (image, band of output rows), split over the threads; each
-    builds the band's columns in a per-thread cache-sized buffer and multiplies them by the
-    weight with a one-thread BLAS, adding the bias in the output's slice (so columns and bias
-    pass stay in cache). Each image is zero-padded once and split into its stride phases (per
-    thread), and the band computed at the phase width, so that every tap is a stride-1 shift of
-    one phase and each column row one contiguous run (the output columns past OW dropped)."""
+    """2-d conv, one group: tasks of (image, band of output rows), split over the threads, each
+    with a one-thread BLAS. Per image, the zero-padded input split into its stride phases is
+    copied once per kernel column t, shifted by that column's offset (``shifted``); the band is
+    computed at the phase width (columns past OW dropped), so that the columns of kernel row a
+    are a strided slab of ``shifted`` (rows (c, t) at one pitch): one sgemm per kernel row,
+    accumulated, then the bias added where the band is cropped into the output. KW copies of
+    the input instead of the KH * KW of a full im2col. Stride 1 with Numba copies and crops in
+    two small loops (``_shift_rows``, ``_crop_bias``), NumPy's strided copies otherwise."""
     N, C, H, W = x.shape
     Co, _, KH, KW = w.shape
     OH, OW = out
@@ -264,7 +300,6 @@ def _rows_gemm(x, w, bias, stride, padding, dilation, out):
     dh, dw = dilation
     (pt, _), (pl, _) = padding
     K = C * KH * KW
-    wm = w.reshape(Co, K)
     y = np.empty((N, Co, OH, OW), x.dtype)
     PH = -(-max((OH - 1) * sh + (KH - 1) * dh + 1, pt + H) // sh)
     PW = -(-max((OW - 1) * sw + (KW - 1) * dw + 1, pl + W) // sw)
@@ -273,38 +308,60 @@ def _rows_gemm(x, w, bias, stride, padding, dilation, out):
     tasks = [(n, i0) for n in range(N) for i0 in range(0, OH, R)]
     T = min(_workers.THREADS, len(tasks))
     b3 = None if bias is None else bias.reshape(Co, 1, 1)
-    taps = [(a, t, (a * dh) % sh, (t * dw) % sw, (a * dh) // sh * PW + (t * dw) // sw)
-            for a in range(KH) for t in range(KW)]
+    # stride 1 with Numba: the shifted copies straight from x, the bias added in the crop
+    direct = sh == sw == 1 and _shift_rows is not None
+    bz = np.zeros(Co, x.dtype) if bias is None else bias
+    # rows (c, t) of each kernel row a's columns lie at one pitch in ``shifted`` (a copy of
+    # the phases per kernel column t, shifted by its offset), so kernel row a is one sgemm on
+    # a strided slab of it, accumulated over a: KW copies of the input instead of KH * KW
+    cols = [((t * dw) % sw, (t * dw) // sw) for t in range(KW)]
+    row_offsets = [(a * dh) % sh * PL + (a * dh) // sh * PW for a in range(KH)]
+    wk = np.ascontiguousarray(w.transpose(2, 0, 1, 3)).reshape(KH, Co, C * KW)
 
     def run(i):
-        cols = np.empty((C, KH, KW, R * PW), x.dtype)
-        tmp = np.empty((Co, R * PW), x.dtype)
-        phases = np.zeros((C, sh, sw, PL), x.dtype)
-        if sh == sw == 1:
-            pad = phases[:, 0, 0, :PH * PW].reshape(C, PH, PW)
-        else:
-            pad = np.zeros((C, PH * sh, PW * sw), x.dtype)
-            split = phases[..., :PH * PW].reshape(C, sh, sw, PH, PW)
-        inner = pad[:, pt:pt + H, pl:pl + W]
+        acc = np.empty((Co, R * PW), x.dtype)
+        tmp = np.empty((Co, R * PW), x.dtype) if KH > 1 else None
+        shifted = np.zeros((C, KW, sh, PL), x.dtype)
+        rows = shifted.reshape(C * KW, sh * PL)
+        if not direct:
+            phases = np.zeros((C, sh, sw, PL), x.dtype)
+            if sh == sw == 1:
+                pad = phases[:, 0, 0, :PH * PW].reshape(C, PH, PW)
+            else:
+                pad = np.zeros((C, PH * sh, PW * sw), x.dtype)
+                split = phases[..., :PH * PW].reshape(C, sh, sw, PH, PW)
+            inner = pad[:, pt:pt + H, pl:pl + W]
         have = -1
         for n, i0 in tasks[i * len(tasks) // T:(i + 1) * len(tasks) // T]:
             if n != have:
-                np.copyto(inner, x[n])
-                if sh != 1 or sw != 1:
-                    np.copyto(split, pad.reshape(C, PH, sh, PW, sw).transpose(0, 2, 4, 1, 3))
+                if direct:
+                    _shift_rows(x[n], shifted.reshape(C, KW, PL), PW, pt, pl, dw)
+                else:
+                    np.copyto(inner, x[n])
+                    if sh != 1 or sw != 1:
+                        np.copyto(split, pad.reshape(C, PH, sh, PW, sw).transpose(0, 2, 4, 1, 3))
+                    for t, (q, s) in enumerate(cols):
+                        np.copyto(shifted[:, t, :, :PL - s], phases[:, :, q, s:])
                 have = n
             i1 = min(OH, i0 + R)
             L = (i1 - i0) * PW
-            c = cols if L == cols.shape[3] else cols[..., :L]
-            for a, t, p, q, o in taps:
-                np.copyto(c[:, a, t], phases[:, p, q, i0 * PW + o:i0 * PW + o + L])
-            tm = tmp if L == tmp.shape[1] else tmp[:, :L]
-            np.matmul(wm, c.reshape(K, L), out=tm)
-            tm = tm.reshape(Co, i1 - i0, PW)[:, :, :OW]
+            ac = acc if L == acc.shape[1] else acc[:, :L]
+            for a, o in enumerate(row_offsets):
+                o += i0 * PW
+                if a == 0:
+                    np.matmul(wk[0], rows[:, o:o + L], out=ac)
+                else:
+                    tm = tmp if L == tmp.shape[1] else tmp[:, :L]
+                    np.matmul(wk[a], rows[:, o:o + L], out=tm)
+                    np.add(ac, tm, out=ac)
+            if direct:
+                _crop_bias(acc, bz, y[n], i0, PW)
+                continue
+            ac = ac.reshape(Co, i1 - i0, PW)[:, :, :OW]
             if b3 is None:
-                np.copyto(y[n, :, i0:i1], tm)
+                np.copyto(y[n, :, i0:i1], ac)
             else:
-                np.add(tm, b3, out=y[n, :, i0:i1])
+                np.add(ac, b3, out=y[n, :, i0:i1])
     with _blas_one_thread():
         _workers.run(run, T)
     return y
