@@ -238,46 +238,49 @@ def _im2col_gemm(x, w, bias, stride, padding, dilation, groups, out):
     if (len(out) == 2 and groups == 1 and _workers.THREADS > 1 and C * ks[1] >= _ROWS_MIN_K
             and (ks != (1, 1) or stride != (1, 1) or any(lo or hi for lo, hi in padding))):
         return _rows_gemm(x, w, bias, stride, padding, dilation, out)
-    if any(lo or hi for lo, hi in padding):
-        xp = np.zeros((N, C) + tuple(n + lo + hi for n, (lo, hi) in zip(x.shape[2:], padding)),
-                      dtype=x.dtype)
-        xp[(slice(None), slice(None)) + tuple(slice(lo, lo + n) for n, (lo, _)
-                                              in zip(x.shape[2:], padding))] = x
-    else:
-        xp = x
-    st = xp.strides
-    view = as_strided(xp, (N, C) + ks + out,
-                      st[:2] + tuple(s * d for s, d in zip(st[2:], dilation))
-                      + tuple(s * k for s, k in zip(st[2:], stride)), writeable=False)
+    padded = any(lo or hi for lo, hi in padding)
+    inner = (slice(None), slice(None)) + tuple(slice(lo, lo + n) for n, (lo, _)
+                                               in zip(x.shape[2:], padding))
     L = int(np.prod(out))
     ck = C // groups * int(np.prod(ks))
     wg = w.reshape(groups, Co // groups, ck)
     y = np.empty((N, groups, Co // groups, L), dtype=x.dtype)
+    b4 = None if bias is None else bias.reshape(groups, Co // groups, 1)
+
+    def block(n0, n1, copy):
+        """Images [n0, n1): zero-padded, viewed as (n, C, *kernel, *out), copied into columns,
+        multiplied by the weight into y, the bias added while that slice is in cache."""
+        xb = x[n0:n1]
+        if padded:
+            xb = np.zeros((n1 - n0, C) + tuple(n + lo + hi for n, (lo, hi)
+                                               in zip(x.shape[2:], padding)), dtype=x.dtype)
+            xb[inner] = x[n0:n1]
+        st = xb.strides
+        view = as_strided(xb, (n1 - n0, C) + ks + out,
+                          st[:2] + tuple(s * d for s, d in zip(st[2:], dilation))
+                          + tuple(s * k for s, k in zip(st[2:], stride)), writeable=False)
+        np.matmul(wg, copy(view).reshape(n1 - n0, groups, ck, L), out=y[n0:n1])
+        if b4 is not None:
+            y[n0:n1] += b4
+
     per = C * int(np.prod(ks)) * L                  # column elements of one image
     T = _workers.THREADS
     lim = _blas_one_thread() if T > 1 and N >= T and N * per >= 1 << 20 else None
     if lim is None:
         step = max(1, _COLS // max(1, per))
         for n0 in range(0, N, step):
-            n1 = min(N, n0 + step)
-            cols = _copy(view[n0:n1]).reshape(n1 - n0, groups, ck, L)
-            np.matmul(wg, cols, out=y[n0:n1])
+            block(n0, min(N, n0 + step), _copy)
     else:
-        # images split over the threads, each copying its columns and calling a one-thread
-        # BLAS: no barrier inside BLAS, and the copies run in parallel too
+        # images split over the threads, each padding and copying its columns and calling a
+        # one-thread BLAS: no barrier inside BLAS, and the copies run in parallel too
         step = max(1, _COLS // (T * per))
 
         def run(a, b):
             for n0 in range(a, b, step):
-                n1 = min(b, n0 + step)
-                cols = np.ascontiguousarray(view[n0:n1]).reshape(n1 - n0, groups, ck, L)
-                np.matmul(wg, cols, out=y[n0:n1])
+                block(n0, min(b, n0 + step), np.ascontiguousarray)
         with lim:
             _workers.run_split(N, run, T)
-    y = y.reshape((N, Co) + out)
-    if bias is not None:
-        y += bias.reshape((Co,) + (1,) * len(out))
-    return y
+    return y.reshape((N, Co) + out)
 
 
 _ROWS = 1 << 20        # column elements per task of _rows_gemm (4 MiB of float32)
