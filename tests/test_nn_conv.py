@@ -43,6 +43,8 @@ CONV = [
     (2, (2, 3, 6, 6), (4, 3, 6, 6), dict(padding="valid")),
     (3, (2, 2, 5, 6, 4), (3, 2, 3, 2, 2), dict(padding=(1, 0, 1), stride=(1, 2, 1))),
     (3, (1, 4, 5, 5, 5), (4, 2, 2, 3, 3), dict(padding="same", groups=2)),
+    (2, (2, 3, 11, 10), (6, 3, 3, 3), dict(stride=2, padding=1)),                # RGB stem
+    (2, (1, 2, 9, 12), (5, 2, 3, 3), dict(stride=(1, 2), padding=(2, 1), dilation=(2, 1))),
 ]
 
 

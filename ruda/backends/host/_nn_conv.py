@@ -2,12 +2,13 @@
 
 Depthwise convolution (groups == C_in, one input channel per group) runs a Numba direct loop,
 parallel over (image, output channel) planes on the host's workers: each plane padded into its
-stride phases in a per-thread buffer, then one vectorized axpy per kernel tap. Everything else
-is im2col + BLAS: 2-d one-group convs with C_in * KW of at least ``_ROWS_MIN_K`` (on several
-threads) in (image, band of output rows) tasks, one sgemm per kernel row, see ``_rows_gemm``;
-the rest with the zero-padded input viewed through NumPy stride tricks as
-``(N, C, *kernel, *out)``, copied into columns for a block of images (a bounded buffer) and
-multiplied by the weight as one batched sgemm/dgemm per group, straight into the
+stride phases in a per-thread buffer, then one vectorized axpy per kernel tap. A dense 3x3 conv
+of at most ``_THIN`` input channels (an RGB stem) runs a Numba direct loop over images too
+(``_thin``). Everything else is im2col + BLAS: 2-d one-group convs with C_in * KW of at least
+``_ROWS_MIN_K`` (on several threads) in (image, band of output rows) tasks, one sgemm per
+kernel row, see ``_rows_gemm``; the rest with the zero-padded input viewed through NumPy stride
+tricks as ``(N, C, *kernel, *out)``, copied into columns for a block of images (a bounded
+buffer) and multiplied by the weight as one batched sgemm/dgemm per group, straight into the
 NCHW output. float32/float64 compute in themselves; bfloat16 and float16 in float32, rounded
 once.
 """
@@ -19,6 +20,7 @@ from ruda.backends import _workers
 from ruda.backends.host._nn_attention import _blas_one_thread
 
 _COLS = 1 << 23        # column elements per block of images (32 MiB of float32)
+_THIN = 4              # input channels up to which a dense 3x3 conv runs ``_thin``
 _LOW = tuple(d for d in (_dtypes.bfloat16, _dtypes.float16) if d is not None)
 
 try:
@@ -27,28 +29,22 @@ except ImportError:          # optional: depthwise then goes through im2col + BL
     _nb = None
 
 if _nb is not None:
-    @_nb.njit(nogil=True, fastmath=False, cache=True)
-    def _depthwise(x, w, b, out, sh, sw, dh, dw, ph, pw, u0, u1):
-        """out[n, o] = b[o] + sum over taps of w[o, a, t] * x[n, o // m] shifted, for the planes
-        u = n * C_out + o in [u0, u1); x unpadded.
-
-        Per plane: the zero-padded input split into its sh * sw stride phases (so every tap is
-        a stride-1 shift of one phase), then one vectorized loop over the output rows at the
-        phase's pitch (columns past OW are scratch)."""
-        N, C, H, W = x.shape
-        Co, KH, KW = w.shape
-        OH, OW = out.shape[2], out.shape[3]
-        m = Co // C
+    @_nb.njit(inline="always")
+    def _geometry(H, W, OH, OW, KH, KW, sh, sw, dh, dw, ph, pw):
+        """A plane's stride phases: (PW, PL, M8, rows_src, rows_dst, nr, run_dst, run_src,
+        run_len, offs). Phase (p, q) of the zero-padded plane starts at (p * sw + q) * PL, rows
+        of PW; rows_src[:nr] / rows_dst[:nr]: the input rows and where their phase rows start;
+        run_*: per column phase, where its run of input columns goes, comes from and its length;
+        offs: each tap's offset, so that tap (a, t) of output (i, j) reads buf[offs + i * PW + j].
+        M8: OH * PW rounded up to whole vectors (the columns past OW are scratch). Computed once
+        a call: integer divisions cost tens of cycles and a small plane has few outputs."""
         Hp = (OH - 1) * sh + (KH - 1) * dh + 1
         Wp = (OW - 1) * sw + (KW - 1) * dw + 1
         PH = (Hp + sh - 1) // sh
         PW = (Wp + sw - 1) // sw
         PL = PH * PW + PW + 8               # a phase plane, a row and a vector of slack
-        M = OH * PW
-        M8 = (M + 7) // 8 * 8               # whole vectors, no scalar tail (the rest is scratch)
+        M8 = (OH * PW + 7) // 8 * 8
         s0, s1 = max(0, pw), min(Wp, W + pw)
-        # the geometry once per call (integer divisions cost tens of cycles; a small plane has
-        # few outputs to spread them over): rows to copy, each column phase's run, tap offsets
         rows_src = np.empty(Hp, np.int64)
         rows_dst = np.empty(Hp, np.int64)
         nr = 0
@@ -72,6 +68,45 @@ if _nb is not None:
             for t in range(KW):
                 offs[a * KW + t] = (((a * dh) % sh) * sw + (t * dw) % sw) * PL \
                     + (a * dh) // sh * PW + (t * dw) // sw
+        return PW, PL, M8, rows_src, rows_dst, nr, run_dst, run_src, run_len, offs
+
+    @_nb.njit(inline="always")
+    def _fill(src, buf, rows_src, rows_dst, nr, run_dst, run_src, run_len, sw):
+        """Plane src (H, W) into its phases in buf (the padding stays zero)."""
+        # slices, not offset indices (here and in the kernels): Numba's negative-index check
+        # on b + q would keep LLVM from vectorizing the loops over q; slice assignment is a
+        # slow generic copy
+        for ri in range(nr):
+            srow = src[rows_src[ri]]
+            rb = rows_dst[ri]
+            for pc in range(sw):
+                d = buf[rb + run_dst[pc]:]
+                sr = srow[run_src[pc]:]
+                L = run_len[pc]
+                if sw == 1:
+                    for k in range(L):
+                        d[k] = sr[k]
+                elif sw == 2:   # constant stride: LLVM vectorizes the split
+                    for k in range(L):
+                        d[k] = sr[2 * k]
+                else:
+                    for k in range(L):
+                        d[k] = sr[k * sw]
+
+    @_nb.njit(nogil=True, fastmath=False, cache=True)
+    def _depthwise(x, w, b, out, sh, sw, dh, dw, ph, pw, u0, u1):
+        """out[n, o] = b[o] + sum over taps of w[o, a, t] * x[n, o // m] shifted, for the planes
+        u = n * C_out + o in [u0, u1); x unpadded.
+
+        Per plane: the zero-padded input split into its sh * sw stride phases (so every tap is
+        a stride-1 shift of one phase), then one vectorized loop over the output rows at the
+        phase's pitch (columns past OW are scratch)."""
+        N, C, H, W = x.shape
+        Co, KH, KW = w.shape
+        OH, OW = out.shape[2], out.shape[3]
+        m = Co // C
+        PW, PL, M8, rows_src, rows_dst, nr, run_dst, run_src, run_len, offs = _geometry(
+            H, W, OH, OW, KH, KW, sh, sw, dh, dw, ph, pw)
         narrow = sw == 1 and W <= 8
         xflat = x.reshape(N * C * H * W)
         buf = np.zeros(sh * sw * PL, x.dtype)
@@ -92,26 +127,7 @@ if _nb is not None:
                     for k in range(run_len[0], 8):
                         d[k] = 0
             else:
-                # slices, not offset indices (here and below): Numba's negative-index
-                # check on b + q would keep LLVM from vectorizing the loops over q; slice
-                # assignment is a slow generic copy
-                src = x[n, o // m]
-                for ri in range(nr):
-                    srow = src[rows_src[ri]]
-                    rb = rows_dst[ri]
-                    for pc in range(sw):
-                        d = buf[rb + run_dst[pc]:]
-                        sr = srow[run_src[pc]:]
-                        L = run_len[pc]
-                        if sw == 1:
-                            for k in range(L):
-                                d[k] = sr[k]
-                        elif sw == 2:   # constant stride: LLVM vectorizes the split
-                            for k in range(L):
-                                d[k] = sr[2 * k]
-                        else:
-                            for k in range(L):
-                                d[k] = sr[k * sw]
+                _fill(x[n, o // m], buf, rows_src, rows_dst, nr, run_dst, run_src, run_len, sw)
             bo = b[o]
             if KH == 3 and KW == 3:
                 p0 = buf[offs[0]:][:M8]
@@ -176,8 +192,67 @@ if _nb is not None:
                 for j in range(OW):
                     dr[j] = sr[j] + bc
 
+    @_nb.njit(nogil=True, fastmath={"contract", "reassoc"}, cache=True)
+    def _thin(x, w, b, out, sh, sw, dh, dw, ph, pw, n0, n1):
+        """A dense one-group 3x3 conv of few input channels (an RGB stem), images [n0, n1):
+        each image's planes split into their stride phases once, then per band of output rows
+        and 4 output channels, one pass per input channel reading each of its 9 taps once for
+        the 4 (the thin columns of im2col are never built)."""
+        N, C, H, W = x.shape
+        Co = w.shape[0]
+        OH, OW = out.shape[2], out.shape[3]
+        PW, PL, M8, rows_src, rows_dst, nr, run_dst, run_src, run_len, offs = _geometry(
+            H, W, OH, OW, 3, 3, sh, sw, dh, dw, ph, pw)
+        bufs = np.zeros((C, sh * sw * PL), x.dtype)
+        BR = max(1, min(OH, 2048 // PW))    # rows of a band: the 4 accumulators stay in L1
+        acc = np.empty((4, (BR * PW + 7) // 8 * 8), x.dtype)
+        wk = np.zeros((4, 9), x.dtype)
+        a0, a1, a2, a3 = acc[0], acc[1], acc[2], acc[3]
+        for n in range(n0, n1):
+            for c in range(C):
+                _fill(x[n, c], bufs[c], rows_src, rows_dst, nr, run_dst, run_src, run_len, sw)
+            for o0 in range(0, Co, 4):
+                no = min(4, Co - o0)
+                for i0 in range(0, OH, BR):
+                    rows = min(BR, OH - i0)
+                    M = (rows * PW + 7) // 8 * 8
+                    for j in range(no):
+                        aj, bj = acc[j], b[o0 + j]
+                        for q in range(M):
+                            aj[q] = bj
+                    for c in range(C):
+                        for j in range(no):
+                            for t in range(9):
+                                wk[j, t] = w[o0 + j, c, t // 3, t % 3]
+                        (w00, w01, w02, w03, w04, w05, w06, w07, w08) = wk[0]
+                        (w10, w11, w12, w13, w14, w15, w16, w17, w18) = wk[1]
+                        (w20, w21, w22, w23, w24, w25, w26, w27, w28) = wk[2]
+                        (w30, w31, w32, w33, w34, w35, w36, w37, w38) = wk[3]
+                        bc = bufs[c, i0 * PW:]
+                        p0, p1, p2 = bc[offs[0]:][:M], bc[offs[1]:][:M], bc[offs[2]:][:M]
+                        p3, p4, p5 = bc[offs[3]:][:M], bc[offs[4]:][:M], bc[offs[5]:][:M]
+                        p6, p7, p8 = bc[offs[6]:][:M], bc[offs[7]:][:M], bc[offs[8]:][:M]
+                        for q in range(M):
+                            v0, v1, v2 = p0[q], p1[q], p2[q]
+                            v3, v4, v5 = p3[q], p4[q], p5[q]
+                            v6, v7, v8 = p6[q], p7[q], p8[q]
+                            a0[q] += (w00 * v0 + w01 * v1 + w02 * v2 + w03 * v3 + w04 * v4
+                                      + w05 * v5 + w06 * v6 + w07 * v7 + w08 * v8)
+                            a1[q] += (w10 * v0 + w11 * v1 + w12 * v2 + w13 * v3 + w14 * v4
+                                      + w15 * v5 + w16 * v6 + w17 * v7 + w18 * v8)
+                            a2[q] += (w20 * v0 + w21 * v1 + w22 * v2 + w23 * v3 + w24 * v4
+                                      + w25 * v5 + w26 * v6 + w27 * v7 + w28 * v8)
+                            a3[q] += (w30 * v0 + w31 * v1 + w32 * v2 + w33 * v3 + w34 * v4
+                                      + w35 * v5 + w36 * v6 + w37 * v7 + w38 * v8)
+                    for j in range(no):
+                        dst, aj = out[n, o0 + j], acc[j]
+                        for i in range(rows):
+                            di, ai = dst[i0 + i], aj[i * PW:]
+                            for k in range(OW):
+                                di[k] = ai[k]
+
 else:
-    _depthwise = _shift_rows = _crop_bias = None
+    _depthwise = _thin = _shift_rows = _crop_bias = None
 
 
 def _work(dt):
@@ -212,6 +287,11 @@ def conv(x, w, bias, stride, padding, dilation, groups):
         # elementwise work after it by more (a MobileNetV2 forward: ~160 ms -> ~200)
         _workers.run_split(N * Co, lambda a, b: _depthwise(*args, a, b),
                            _workers.THREADS if y.size >= 1 << 15 else 1)
+    elif groups == 1 and C <= _THIN and ks == (3, 3) and _thin is not None:
+        y = np.empty((N, Co) + out, dtype=wdt)
+        args = (xw, ww, bw, y, stride[0], stride[1], dilation[0], dilation[1], padding[0][0],
+                padding[1][0])
+        _workers.run_split(N, lambda a, b: _thin(*args, a, b), _workers.THREADS)
     else:
         y = _im2col_gemm(xw, ww, bw if bias is not None else None, stride, padding, dilation,
                          groups, out)
