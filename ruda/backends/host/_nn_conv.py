@@ -163,21 +163,21 @@ if _nb is not None:
     @_nb.njit(nogil=True, fastmath=False, cache=True)
     def _shift_rows(x, shifted, PW, pt, pl, dw):
         """shifted[c, t, k] = x zero-padded (pt rows, pl columns) at pitch PW, flattened, at k +
-        t * dw: the interior only (the zeros of the padding stay from the first call)."""
+        t * dw: the padded plane written row by row into t = 0 (the interior only: the zeros of
+        the padding stay from the first call), the shifts copied from it in one run each."""
         C, H, W = x.shape
         KW, PL = shifted.shape[1], shifted.shape[2]
         for c in range(C):
-            for t in range(KW):
-                d = shifted[c, t]
-                for i in range(H):
-                    k = (i + pt) * PW + pl - t * dw
-                    j0 = max(0, -k)
-                    j1 = min(W, PL - k)
-                    if j1 > j0:
-                        dr = d[k + j0:]
-                        sr = x[c, i, j0:]
-                        for j in range(j1 - j0):
-                            dr[j] = sr[j]
+            d = shifted[c, 0]
+            for i in range(H):
+                dr = d[(i + pt) * PW + pl:]
+                sr = x[c, i]
+                for j in range(W):
+                    dr[j] = sr[j]
+            for t in range(1, KW):
+                dt, st = shifted[c, t], d[t * dw:]
+                for k in range(PL - t * dw):
+                    dt[k] = st[k]
 
     @_nb.njit(nogil=True, fastmath=False, cache=True)
     def _crop_bias(acc, b, y, i0, PW):
