@@ -555,6 +555,38 @@ def test_first_wgpu_matmul_that_tunes_says_so(wgpu_device, tmp_path, monkeypatch
     assert capsys.readouterr().err == ""
 
 
+
+def test_wgpu_conv_tile_is_tuned(wgpu_device, tmp_path, monkeypatch, capsys, rng):
+    """ruda.nn.conv2d on wgpu chooses its implicit GEMM's tile through the tuner (here for any
+    size: the threshold is 0), each candidate checked against the reference tile's output; the
+    choice is cached per shape bucket and the result matches a float64 reference."""
+    import ruda as xp
+    import ruda.nn as nn
+    from ruda.backends.wgpu import _nn_conv
+    from ruda.runtime.kernels import conv_wgsl
+    from ruda.runtime.tune import _tuner
+    monkeypatch.setattr(_nn_conv, "TUNE_MIN", 0)
+    monkeypatch.setattr(_tuner, "NOTICE_AFTER_S", 0.0)
+    monkeypatch.setenv("RUDA_TUNE_CACHE", str(tmp_path / "tune.json"))
+    monkeypatch.setenv("RUDA_TUNE", "on")
+    monkeypatch.setenv("RUDA_TUNE_BUDGET", "0.05")
+    x = rng.standard_normal((2, 20, 9, 11)).astype(np.float32)
+    w = rng.standard_normal((40, 20, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(40).astype(np.float32)
+    xp_ = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    win = np.lib.stride_tricks.sliding_window_view(xp_, (3, 3), axis=(2, 3))
+    want = np.einsum("nchwij,ocij->nohw", win, w.astype(np.float64)) + b[:, None, None]
+    args = [xp.asarray(a, device=wgpu_device) for a in (x, w, b)]
+    got = np.asarray(nn.conv2d(*args, padding=1).to_device("cpu"))
+    assert got.dtype == np.float32
+    assert tune.compare(got, want, 1e-5, 0) is None
+    assert capsys.readouterr().err.count("ruda: tuning conv for float32 256x64x256 on wgpu ") == 1
+    chosen = [t for k, t in wgpu_device.backend.ctx.ext["conv"].items() if k[2] == "256x64x256"]
+    assert len(chosen) == 1 and chosen[0] in conv_wgsl.TILES
+    assert "256x64x256" in (tmp_path / "tune.json").read_text()
+    got = np.asarray(nn.conv2d(*args, padding=1).to_device("cpu"))     # the cached choice
+    assert tune.compare(got, want, 1e-5, 0) is None and capsys.readouterr().err == ""
+
 def test_tuner_needs_a_timer():
     with pytest.raises(TypeError, match=r"ruda\.runtime\.tune\.Tuner: timer must have a measure"):
         tune.Tuner(FP, object())

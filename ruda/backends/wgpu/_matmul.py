@@ -275,18 +275,7 @@ class MatmulOps:
         def build(c):
             p = mm.MatmulParams.from_dict(c.params)
             pipe, _ = st.pipeline(ctx, p)
-            groups = mm.grid(p, M, N, 1)
-
-            def run(timestamp_writes=None):
-                enc = ctx.device.create_command_encoder()
-                cp = enc.begin_compute_pass(timestamp_writes=timestamp_writes)
-                cp.set_pipeline(pipe)
-                cp.set_bind_group(0, bg, [0])
-                cp.dispatch_workgroups(*groups)
-                cp.end()
-                ctx.queue.submit([enc.finish()])
-                return sc
-            return run
+            return _timer.candidate_run(ctx, pipe, bg, mm.grid(p, M, N, 1), sc)
 
         def fetch(storage):
             host = np.empty((M, N), dt)

@@ -2,18 +2,26 @@
 :mod:`ruda.runtime.kernels.conv_wgsl`).
 
 Depthwise convolutions (``groups == C_in``, one input channel per group, any multiplier) take
-the direct kernel; every other one the implicit GEMM, its tile chosen from the GEMM's shape by
-``conv_wgsl.tiles``. A method of :class:`ruda.backends.wgpu._nn.Kernels` (``self.be`` is the
+the direct kernel; every other one the implicit GEMM, its tile chosen by the runtime tuner
+(``_tile``: ``conv_wgsl.tiles``' choice for the GEMM's shape is the reference; small GEMMs and
+``RUDA_TUNE=off`` take it as it is). A method of :class:`ruda.backends.wgpu._nn.Kernels` (``self.be`` is the
 backend); it returns ``NotImplemented`` for what it does not cover (non-float32 operands, sizes
 past 31-bit indexing, grids past the adapter's limit), and ruda.nn then composes.
 """
+import os
+
 import numpy as np
 
+from ruda.backends.wgpu import _timer
+from ruda.runtime import tune
 from ruda.runtime.kernels import as_3d
 from ruda.runtime.kernels import conv_wgsl as gen
 
 _F32 = np.dtype(np.float32)
 _I31 = 2 ** 31
+TUNE_MIN = 1 << 24      # multiply-adds of the GEMM from which its tile is tuned
+_CANDIDATES = 4         # tiles tried (each one compiled): the reference and the next largest
+_BUDGET = 1.0           # seconds of measuring per shape bucket unless $RUDA_TUNE_BUDGET says
 
 
 def conv(self, x, w, bias, stride, padding, dilation, groups):
@@ -59,15 +67,80 @@ def conv(self, x, w, bias, stride, padding, dilation, groups):
     else:
         gx = 1
         m = n * out[0] * out[1] * out[2]
-        tile = gen.tiles(m, cout // groups)
-        tap = cin // groups >= gen.slice_k(tile)
-        grid = (-(-(cout // groups) // tile[1]), -(-m // tile[0]), groups)
-        if max(grid) > self.max_groups:
+        cin_g, cout_g = cin // groups, cout // groups
+
+        def gemm(tile):
+            """(pipeline, layout, grid) of the implicit GEMM with ``tile``, None past the
+            adapter's grid."""
+            grid = (-(-cout_g // tile[1]), -(-m // tile[0]), groups)
+            if max(grid) > self.max_groups:
+                return None
+            tap = cin_g >= gen.slice_k(tile)
+            return self._pipeline(("conv_gemm", ks, hb, tile, tap),
+                                  lambda: gen.gemm(ks, hb, tile, tap), writable,
+                                  "nn conv implicit gemm") + (grid,)
+
+        def pack(y_offset):
+            return np.frombuffer(gen.pack(n, cin, cout, groups, ks, sp, out, st, dil, lo,
+                                          offs[:3] + (y_offset,), gx), np.uint32)
+        tile = _tile(self, m, cout_g, cin_g * ks[0] * ks[1] * ks[2], gemm, pack, ins, yshape)
+        if tile is None or gemm(tile) is None:
             return NotImplemented
-        pipe, bgl = self._pipeline(("conv_gemm", ks, hb, tile, tap),
-                                   lambda: gen.gemm(ks, hb, tile, tap), writable,
-                                   "nn conv implicit gemm")
+        pipe, bgl, grid = gemm(tile)
     words = np.frombuffer(gen.pack(n, cin, cout, groups, ks, sp, out, st, dil, lo, offs, gx),
                           np.uint32)
     be.ctx.launch_raw(pipe, bgl, words, [a.st for a in ins] + [y.st], grid, (len(ins),))
     return y
+
+
+def _tile(kern, m, cout_g, k, gemm, pack, ins, yshape):
+    """The implicit GEMM's tile for M = m output pixels, N = cout_g, K = k: ``gen.tiles``' choice
+    where RUDA_TUNE=off or M * N * K is under ``TUNE_MIN``; else the runtime tuner's fastest
+    valid candidate of the shape bucket (cached per device), each candidate run on this call's
+    operands into a scratch output and checked against the reference's output."""
+    ref = gen.tiles(m, cout_g)
+    mode = tune.mode()
+    if mode == "off" or m * cout_g * k < TUNE_MIN or gemm(ref) is None:
+        return ref
+    be = kern.be
+    ctx = be.ctx
+    dims = tuple(1 << (d - 1).bit_length() for d in (m, cout_g, k))
+    bucket = "x".join(map(str, dims))
+    key = (mode, tune.default_path(), bucket, ref)
+    choices = ctx.ext.setdefault("conv", {})
+    if key in choices:
+        return choices[key]
+    fits = [t for t in gen.TILES
+            if t != ref and t[0] <= max(16, dims[0]) and t[1] <= max(16, dims[1])]
+    fits.sort(key=lambda t: (-t[0] * t[1], -t[0]))
+    tiles = {"x".join(map(str, t)): t for t in [ref] + fits[:_CANDIDATES - 1]}
+    tc = [tune.Candidate(name, {"tile": list(t)}) for name, t in tiles.items()]
+    tuner = be._mm_state().tuner(ctx)      # the device's tuner, kept with matmul's state
+    hit = tuner.lookup("conv", "float32", bucket, tc) if mode == "on" else None
+    build = fetch = None
+    if hit is None and len(tc) > 1:
+        y2 = be._temp(yshape, _F32)
+        buffers = [a.st.buffer for a in ins] + [y2.st.buffer]
+        ubuf = ctx.device.create_buffer_with_data(data=pack(y2.offset).tobytes(),
+                                                  usage=ctx.wgpu.BufferUsage.UNIFORM)
+        ctx.flush()          # the work recorded so far (the operands, maybe) goes first
+
+        def build(c):
+            made = gemm(tuple(c.params["tile"]))
+            if made is None:
+                raise ValueError("grid past the adapter's limit")
+            pipe, bgl, grid = made
+            bg = ctx.device.create_bind_group(layout=bgl, entries=[
+                {"binding": 0, "resource": {"buffer": ubuf, "offset": 0, "size": ubuf.size}}] + [
+                {"binding": i + 1, "resource": {"buffer": b, "offset": 0, "size": b.size}}
+                for i, b in enumerate(buffers)])
+            return _timer.candidate_run(ctx, pipe, bg, grid, y2)
+
+        def fetch(y):
+            host = np.empty(yshape, _F32)
+            ctx.read(y.st, y.offset * 4, host.nbytes, host.reshape(-1).view(np.uint8))
+            return host
+    budget = tune.default_budget() if os.environ.get("RUDA_TUNE_BUDGET") else _BUDGET
+    choice = tuner.choose("conv", "float32", bucket, tc, build=build, fetch=fetch, budget=budget)
+    choices[key] = tiles[choice.name]
+    return choices[key]

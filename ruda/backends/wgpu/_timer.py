@@ -55,3 +55,18 @@ def tuning_timer(device, sync):
     if WgpuTimestampTimer.supported(device):
         return WgpuTimestampTimer(device)
     return HostTimer(sync=sync)
+
+
+def candidate_run(ctx, pipe, bind_group, groups, result):
+    """A tuning candidate's callable: one dispatch of ``pipe`` in a pass of its own, submitted at
+    once, with the timestamp writes the timer passes (if any); returns ``result``."""
+    def run(timestamp_writes=None):
+        enc = ctx.device.create_command_encoder()
+        cp = enc.begin_compute_pass(timestamp_writes=timestamp_writes)
+        cp.set_pipeline(pipe)
+        cp.set_bind_group(0, bind_group, [0])
+        cp.dispatch_workgroups(*groups)
+        cp.end()
+        ctx.queue.submit([enc.finish()])
+        return result
+    return run
