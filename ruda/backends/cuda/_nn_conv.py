@@ -8,6 +8,9 @@ per block multiplies them by the weight straight into NCHW order (groups as a ba
 a bias kernel.  float32 products follow the process-wide TF32 setting
 (``ruda.backends.cuda.allow_tf32``); bfloat16 ones accumulate in float32 (``_bf16.matmul``).
 """
+import functools
+import math
+
 import numpy as np
 
 from ruda.backends.cuda._nn_launch import _cp, arg, contiguous, dname, empty, function, grid, shaped
@@ -34,13 +37,9 @@ def conv(x, w, bias, stride, padding, dilation, groups):
     if dt is None or w.dtype != x.dtype or (bias is not None and bias.dtype != x.dtype) or not 1 <= nd <= 3:
         return NotImplemented
     N, C = x.shape[:2]
-    Co, ks = w.shape[0], tuple(w.shape[2:])
-    out = tuple((n + lo + hi - d * (k - 1) - 1) // s + 1
-                for n, (lo, hi), k, d, s in zip(x.shape[2:], padding, ks, dilation, stride))
-    K, L = int(np.prod(ks)), int(np.prod(out))
-    geo = tuple(np.int32(v) for v in (as_3d(x.shape[2:], 1) + as_3d(out, 1) + as_3d(stride, 1)
-                                      + as_3d(dilation, 1) + as_3d([lo for lo, _ in padding], 0)))
-    k3 = as_3d(ks, 1)
+    Co = w.shape[0]
+    out, K, L, geo, k3 = _geometry(x.shape[2:], w.shape[2:], tuple(stride), tuple(padding),
+                                   tuple(dilation))
     with x.device:
         x, w, bias = contiguous(x), contiguous(w), contiguous(bias)
         y = empty((N, Co) + out, x.dtype)
@@ -73,6 +72,18 @@ def conv(x, w, bias, stride, padding, dilation, groups):
             else:
                 _cp().copyto(arg(yv)[n0:n1], arg(r))
         return _add_bias(shaped(yv, (N, Co) + out), bias, dt, Co, L)
+
+
+@functools.lru_cache(maxsize=256)
+def _geometry(sp, ks, stride, padding, dilation):
+    """(out, K, L, geo, k3) of a conv: the output's spatial sizes, taps, output positions, the
+    15 int32 geometry arguments and the 3-d kernel extent (computed once per configuration: the
+    host work around a small kernel's launch is what a depthwise layer's call costs)."""
+    out = tuple((n + lo + hi - d * (k - 1) - 1) // s + 1
+                for n, (lo, hi), k, d, s in zip(sp, padding, ks, dilation, stride))
+    geo = tuple(np.int32(v) for v in (as_3d(sp, 1) + as_3d(out, 1) + as_3d(stride, 1)
+                                      + as_3d(dilation, 1) + as_3d([lo for lo, _ in padding], 0)))
+    return out, math.prod(ks), math.prod(out), geo, as_3d(ks, 1)
 
 
 def _add_bias(y, bias, dt, co, L):
