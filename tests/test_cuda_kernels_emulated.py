@@ -398,6 +398,35 @@ def test_attention_tile():
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+@pytest.mark.parametrize("affine", [True, False])
+def test_batch_norm(dtype, affine):
+    """Inference batch_norm over (N, C, L) rows of a 2-d grid smaller than the work (the
+    kernel loops over rows and positions), with and without weight and bias."""
+    fn = emu.build(nn_cuda.batch_norm(dtype), "ruda_batch_norm",
+                   "const T* x, const A* mean, const A* var, const A* w, const A* b, T* y, "
+                   "int rows, int C, int L, A eps")
+    rng = np.random.default_rng(8)
+    N, C, L = 3, 5, 300
+    x = rng.standard_normal((N, C, L)) * 3
+    acc = np.float64 if dtype == "float64" else np.float32
+    mean, w, b = (rng.standard_normal(C).astype(acc) for _ in range(3))
+    var = rng.random(C).astype(acc) + 0.1
+    if dtype == "bfloat16":
+        xd, back, y, tol = bf16_bits(x), from_bits, np.zeros(x.shape, np.uint16), 1e-2
+    else:
+        xd, back, tol = x.astype(dtype), (lambda a: a), 1e-12 if dtype == "float64" else 1e-6
+        y = np.zeros_like(xd)
+    wb = (w, b) if affine else (None, None)
+    eps = acc(1e-3)
+    emu.launch(fn, (1, 4), 64, xd, mean, var, *wb, y, i32(N * C), i32(C), i32(L),
+               ctypes.c_double(eps) if dtype == "float64" else ctypes.c_float(eps))
+    scale = (w if affine else 1.0) / np.sqrt(var.astype(np.float64) + float(eps))
+    shift = (b if affine else 0.0) - mean * scale
+    want = back(xd).astype(np.float64) * scale[:, None] + shift[:, None]
+    np.testing.assert_allclose(back(y), want, rtol=tol, atol=tol * np.abs(want).max())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
 @pytest.mark.parametrize("wide", [False, True])
 def test_channel_affine(dtype, wide):
     """x * scale[c] + shift[c] over (N, C, L), scale and shift in the accumulation type."""

@@ -153,6 +153,26 @@ def test_channel_affine():
     assert launched == ["ruda_channel_affine", "ruda_channel_affine"]
 
 
+def test_batch_norm():
+    """Inference batch_norm in one launch: bfloat16 x with float32 statistics, float32 x without
+    weight and bias; float64 statistics for float32 x decline."""
+    rng = np.random.default_rng(6)
+    mean, w, b = (rng.standard_normal(7).astype(np.float32) for _ in range(3))
+    var = (rng.random(7) + 0.2).astype(np.float32)
+    for make, wb, tol in ((bf16, (w, b), 1e-2), (lambda a: dev(a.astype(np.float32)), None, 1e-6)):
+        x = make(rng.standard_normal((3, 7, 70)))
+        y = _nn.batch_norm(x, dev(mean), dev(var), *((None, None) if wb is None else map(dev, wb)),
+                           1e-5)
+        assert y.shape == x.shape and y.dtype == x.dtype
+        scale = (1.0 if wb is None else f64(w)) / np.sqrt(f64(var) + 1e-5)
+        shift = (0.0 if wb is None else f64(b)) - f64(mean) * scale
+        want = f64(x) * scale[:, None] + shift[:, None]
+        np.testing.assert_allclose(f64(y), want, rtol=tol, atol=tol * np.abs(want).max())
+    assert _nn.batch_norm(x, dev(mean.astype(np.float64)), dev(var), None, None, 1e-5) \
+        is NotImplemented
+    assert launched == ["ruda_batch_norm", "ruda_batch_norm"]
+
+
 def test_relu6_activation():
     y = _nn.activation(dev(np.array([-1.0, 0.0, 2.5, 6.0, 7.0, np.nan], np.float32)), "relu6",
                        0.0, 0.0)

@@ -204,6 +204,32 @@ def test_host_kernels_match_composite(dtype):
         np.testing.assert_allclose(got.astype(np.float64), want.numpy(), rtol=tol, atol=tol * 10)
 
 
+def test_batch_norm_asks_for_a_fused_kernel(monkeypatch):
+    """Inference batch_norm hands a device's ``batch_norm`` kernel x as (N, C, L) and the
+    statistics in the compute dtype (float32 for bfloat16 x), and returns its answer in x's
+    shape; where the kernel declines, the composed path answers."""
+    from ruda.backends.host import _nn as k
+    seen = []
+
+    def kernel(x, mean, var, weight, bias, eps):
+        seen.append((x.shape, mean.dtype, var.dtype, weight, getattr(bias, "dtype", None), eps))
+        return NotImplemented if len(seen) > 1 else np.full(x.shape, 7, x.dtype)
+    monkeypatch.setattr(k, "batch_norm", kernel, raising=False)
+    rng = np.random.default_rng(17)
+    a = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    rm, rv, b = rng.standard_normal(3), rng.random(3) + 0.5, rng.standard_normal(3)
+    args = [xp.astype(xp.asarray(v), xp.bfloat16) for v in (a, rm, rv, b)]
+    got = nn.batch_norm(args[0], args[1], args[2], None, args[3], eps=1e-3)
+    assert got.shape == a.shape and got.dtype == xp.bfloat16
+    np.testing.assert_array_equal(np.asarray(xp.astype(got, xp.float32)), 7)
+    assert seen == [((2, 3, 20), np.float32, np.float32, None, np.float32, 1e-3)]
+    x32 = xp.asarray(a)
+    got = nn.batch_norm(x32, xp.asarray(rm.astype(np.float32)), xp.asarray(rv.astype(np.float32)))
+    want = F.batch_norm(T(a).double(), T(rm), T(rv)).numpy()
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5)
+    assert len(seen) == 2
+
+
 def test_host_kernels_without_numba(monkeypatch):
     """Where Numba is missing, the host's norms and float32 erf/gelu run blocked NumPy."""
     from ruda.backends.host import _nn as k

@@ -134,7 +134,7 @@ OPS = ELEMENTWISE_UNARY + ELEMENTWISE_BINARY + (
 # The fused kernels a backend's ``nn`` module may provide (see ruda/nn/README.md).
 NN_KERNELS = (
     "softmax", "logsumexp", "layer_norm", "rms_norm", "add_rms_norm", "l2_normalize",
-    "group_norm", "channel_affine", "swiglu", "glu",
+    "group_norm", "channel_affine", "batch_norm", "swiglu", "glu",
     "activation",
     "dropout", "apply_rope", "rope_kv_put", "sdpa", "top_k",
     "conv", "conv_transpose", "pool", "interpolate",

@@ -165,16 +165,19 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
                 new = (1.0 - momentum) * c.up(r) + momentum * xp.reshape(stat, (C,))
                 r[...] = c.down(new, r.dtype)
     else:
+        if x.size:
+            up = [None if a is None else c.up(a) for a in (running_mean, running_var, weight, bias)]
+            r = c.call(x, "batch_norm", xp.reshape(x, (x.shape[0], C, -1)), *up, eps)
+            if r is not None:
+                return xp.reshape(r, x.shape)
         mean = xp.reshape(c.up(running_mean), bshape)
         var = xp.reshape(c.up(running_var), bshape)
-    # per channel: out = y * scale + shift (the (C,) terms are small; the device's
-    # channel_affine kernel makes it one pass)
-    scale = 1.0 / xp.sqrt(var + eps)
-    if weight is not None:
-        scale = scale * xp.reshape(c.up(weight), bshape)
-    shift = -mean * scale
-    if bias is not None:
-        shift = shift + xp.reshape(c.up(bias), bshape)
+    # per channel: out = y * scale + shift (the (C,) terms are small, in as few ops as they
+    # take: on a GPU each is a launch; the device's channel_affine kernel makes y's one pass)
+    sd = xp.sqrt(var + eps)
+    scale = 1.0 / sd if weight is None else xp.reshape(c.up(weight), bshape) / sd
+    shift = mean * scale
+    shift = -shift if bias is None else xp.reshape(c.up(bias), bshape) - shift
     if x.size:
         r = c.call(x, "channel_affine", xp.reshape(x, (x.shape[0], C, -1)),
                    xp.reshape(scale, (C,)), xp.reshape(shift, (C,)))

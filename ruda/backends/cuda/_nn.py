@@ -11,7 +11,9 @@ import numpy as np
 
 from ruda.backends.cuda._nn_attention import sdpa  # noqa: F401 - the attention kernel
 from ruda.backends.cuda._nn_conv import conv  # noqa: F401 - the convolution kernel
-from ruda.backends.cuda._nn_launch import BF16, U16, _cp, aligned, arg, contiguous, dname, empty, function, grid, shaped
+from ruda.backends.cuda._nn_launch import (
+    BF16, U16, _cp, aligned, arg, contiguous, dname, empty, function, grid, rows_grid, shaped,
+)
 from ruda.runtime.kernels import nn_cuda as gen
 
 REG_UNITS = 4          # 16-byte vectors per thread kept in registers (scalar rows: 16 elements)
@@ -195,6 +197,33 @@ def channel_affine(x, scale, shift):
                       "ruda_channel_affine")
         fn((grid(y.size),), (256,), (arg(x), arg(scale), arg(shift), arg(y), np.int64(y.size),
                                    np.int32(x.shape[1]), np.int32(x.shape[2])))
+        return y
+
+
+def batch_norm(x, mean, var, weight, bias, eps):
+    """x (N, C, L) normalized per channel with the inference statistics, the coefficients
+    computed per row in the kernel (``nn_cuda.batch_norm``: one launch for what ruda.nn
+    composes in six); mean, var, weight, bias (C,) in the compute dtype (float32 for
+    bfloat16), weight and bias may be None."""
+    dt = dname(x)
+    if dt is None or x.ndim != 3:
+        return NotImplemented
+    want = np.dtype(np.float32) if dt == "bfloat16" else x.dtype
+    if any(a is not None and a.dtype != want for a in (mean, var, weight, bias)):
+        return NotImplemented
+    N, C, L = x.shape
+    if N * C >= 2 ** 31 or L >= 2 ** 31:
+        return NotImplemented
+    with x.device:
+        x, mean, var = contiguous(x), contiguous(mean), contiguous(var)
+        weight, bias = contiguous(weight), contiguous(bias)
+        y = empty(x.shape, x.dtype)
+        if y.size == 0:
+            return y
+        fn = function(("batch_norm", dt), lambda: gen.batch_norm(dt), "ruda_batch_norm")
+        fn(rows_grid(N * C, L), (256,), (arg(x), arg(mean), arg(var), arg(weight), arg(bias),
+                                         arg(y), np.int32(N * C), np.int32(C), np.int32(L),
+                                         want.type(eps)))
         return y
 
 

@@ -13,7 +13,9 @@ import math
 
 import numpy as np
 
-from ruda.backends.cuda._nn_launch import _cp, arg, contiguous, dname, empty, function, grid, shaped
+from ruda.backends.cuda._nn_launch import (
+    _cp, arg, contiguous, dname, empty, function, grid, rows_grid, shaped,
+)
 from ruda.runtime.kernels import as_3d
 from ruda.runtime.kernels import conv_cuda as gen
 from ruda.runtime.kernels import nn_cuda
@@ -65,7 +67,7 @@ def conv(x, w, bias, stride, padding, dilation, groups):
             n1 = min(N, n0 + step)
             cols = empty((n1 - n0, groups, C // groups * K, L), x.dtype)
             rows = (n1 - n0) * C * K
-            im2col(_rows_grid(rows, L), (256,), (arg(x)[n0:n1], arg(cols), np.int32(rows)) + geo)
+            im2col(rows_grid(rows, L), (256,), (arg(x)[n0:n1], arg(cols), np.int32(rows)) + geo)
             r = _matmul(wg, cols)
             if n1 - n0 == N:
                 yv = r
@@ -91,11 +93,5 @@ def _add_bias(y, bias, dt, co, L):
     if bias is not None:
         fn = function(("conv_bias", dt), lambda: gen.bias(dt), "ruda_bias")
         rows = y.size // L
-        fn(_rows_grid(rows, L), (256,), (arg(y), arg(bias), np.int32(rows), np.int32(co), np.int32(L)))
+        fn(rows_grid(rows, L), (256,), (arg(y), arg(bias), np.int32(rows), np.int32(co), np.int32(L)))
     return y
-
-
-def _rows_grid(rows, L):
-    """The 2-d grid of the row kernels: x over a row's L positions (256 a block), y over the
-    rows (at most 65535: the kernels loop)."""
-    return (min(-(-L // 256), 1024), min(rows, 65535))

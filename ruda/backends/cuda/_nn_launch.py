@@ -81,6 +81,12 @@ def grid(n, block=256):
     return max(1, min(-(-n // block), sms() * 8))
 
 
+def rows_grid(rows, L):
+    """The 2-d grid of the row kernels: x over a row's L positions (256 a block), y over the
+    rows (at most 65535: the kernels loop)."""
+    return (min(-(-L // 256), 1024), min(rows, 65535))
+
+
 def sms():
     """Multiprocessor count of the current device (memoized: CuPy's attributes query them all)."""
     cp = _cp()

@@ -20,6 +20,7 @@ class Kernels:
     """The fused kernels of one wgpu backend (``backend.nn``)."""
 
     group_norm = None       # composed: ruda.nn folds it into layer_norm rows
+    batch_norm = None       # composed: namespace ops
     glu = None
     activation = None
     apply_rope = None

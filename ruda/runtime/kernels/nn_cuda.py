@@ -510,6 +510,35 @@ ruda_channel_affine(const T* __restrict__ x, const A* __restrict__ scale,
 """
 
 
+_BATCH_NORM = r"""
+extern "C" __global__ void __launch_bounds__(256)
+ruda_batch_norm(const T* __restrict__ x, const A* __restrict__ mean, const A* __restrict__ var,
+                const A* __restrict__ w, const A* __restrict__ b, T* __restrict__ y, int rows,
+                int C, int L, A eps) {
+    for (int r = blockIdx.y; r < rows; r += gridDim.y) {       // r = n * C + c
+        const int c = r % C;
+        const A sd = sqrt(var[c] + eps);
+        const A s = w ? w[c] / sd : (A)1 / sd;
+        const A m = mean[c] * s;
+        const A h = b ? b[c] - m : -m;
+        const T* xr = x + (long long)r * L;
+        T* yr = y + (long long)r * L;
+        for (int l = blockIdx.x * blockDim.x + threadIdx.x; l < L; l += gridDim.x * blockDim.x)
+            yr[l] = st(ld(xr[l]) * s + h);
+    }
+}
+"""
+
+
+def batch_norm(dtype):
+    """Inference batch_norm over x ``(N, C, L)``: per row (n, c) ``scale = w / sqrt(var + eps)``
+    (``1 / sqrt`` without w), ``shift = b - mean * scale`` (``-mean * scale`` without b), then
+    ``x * scale + shift``, as ruda.nn composes it, in one launch (composed, each (C,) op is a
+    launch of its own); mean, var, w, b in A, w and b may be null. Entry ``ruda_batch_norm(x,
+    mean, var, w, b, y, rows, C, L, eps)`` on a 2-d grid: y over the rows, x over a row."""
+    return head(dtype) + _BATCH_NORM
+
+
 def index_type(wide):
     """``I``, a grid-stride kernel's element index: 32 bits (its divisions cost several times
     less than 64-bit ones) unless ``wide`` (see ``WIDE``)."""
