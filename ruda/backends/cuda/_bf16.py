@@ -404,9 +404,7 @@ def _ptr(a):
 
 def _gemm(a, b, batch, n, k, m):
     """bfloat16 (batch..., n, m) = a (..., n, k) @ b (..., k, m), fp32 accumulation in cuBLAS."""
-    from cupy.cuda import device as _cp_device
-    from cupy_backends.cuda.libs import cublas
-    from ruda.backends.cuda import _capture, _gemv
+    from ruda.backends.cuda import _gemv
     nb = math.prod(batch)
     if not (nb and n and m and k):
         return as_bf16(cp.zeros(batch + (n, m), U16))       # empty, or k == 0: zeros
@@ -417,31 +415,42 @@ def _gemm(a, b, batch, n, k, m):
         if y is not None:
             return as_bf16(y.reshape(batch + (n, m)))
     out = cp.empty(batch + (n, m), U16)
-    pa, pb = _ptr(a3), _ptr(b3)
-    # Row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets (B, A) and writes C^T, m x n, ldc = m.
+    gemm_ex(opb, opa, m, n, k, _ptr(b3), ldb, sb, _ptr(a3), lda, sa, _ptr(out), nb, CUDA_R_16BF,
+            CUBLAS_COMPUTE_32F, _ONE, _ZERO)
+    return as_bf16(out)
+
+
+def gemm_ex(opb, opa, m, n, k, pb, ldb, sb, pa, lda, sa, pc, nb, dtype, compute, one, zero):
+    """Row-major ``C (nb, n, m) = A (nb, n, k) B (nb, k, m)`` by cuBLAS: column-major
+    ``C^T = B^T A^T``, so cuBLAS gets (B, A) and writes ``C^T``, ``m x n``, ``ldc = m``; batch
+    strides ``sa``, ``sb`` in elements (0: one matrix for every batch), C's ``n * m``.
+    ``gemmEx`` for one product, else ``gemmStridedBatchedEx``; ``dtype`` the cudaDataType of
+    all three, ``compute`` the cublasComputeType, ``one``/``zero`` host scalars of its type;
+    through :mod:`_capture` while a CUDA graph is recorded."""
+    from cupy.cuda import device as _cp_device
+    from cupy_backends.cuda.libs import cublas
+    from ruda.backends.cuda import _capture
     handle = _cp_device.get_cublas_handle()
     if _capture.capturing():
-        _capture.gemm(handle, opb, opa, m, n, k, _ONE.ctypes.data, pb, CUDA_R_16BF, ldb, sb, pa,
-                      CUDA_R_16BF, lda, sa, _ZERO.ctypes.data, _ptr(out), CUDA_R_16BF, nb,
-                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
-        return as_bf16(out)
+        _capture.gemm(handle, opb, opa, m, n, k, one.ctypes.data, pb, dtype, ldb, sb, pa,
+                      dtype, lda, sa, zero.ctypes.data, pc, dtype, nb, compute,
+                      CUBLAS_GEMM_DEFAULT)
+        return
     mode = cublas.getPointerMode(handle)
     if mode != POINTER_MODE_HOST:
         cublas.setPointerMode(handle, POINTER_MODE_HOST)
     try:
         if nb == 1:
-            cublas.gemmEx(handle, opb, opa, m, n, k, _ONE.ctypes.data,
-                          pb, CUDA_R_16BF, ldb, pa, CUDA_R_16BF, lda, _ZERO.ctypes.data,
-                          _ptr(out), CUDA_R_16BF, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
+            cublas.gemmEx(handle, opb, opa, m, n, k, one.ctypes.data, pb, dtype, ldb, pa,
+                          dtype, lda, zero.ctypes.data, pc, dtype, m, compute,
+                          CUBLAS_GEMM_DEFAULT)
         else:
-            cublas.gemmStridedBatchedEx(handle, opb, opa, m, n, k, _ONE.ctypes.data,
-                                        pb, CUDA_R_16BF, ldb, sb, pa, CUDA_R_16BF, lda, sa,
-                                        _ZERO.ctypes.data, _ptr(out), CUDA_R_16BF, m, n * m,
-                                        nb, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
+            cublas.gemmStridedBatchedEx(handle, opb, opa, m, n, k, one.ctypes.data, pb, dtype,
+                                        ldb, sb, pa, dtype, lda, sa, zero.ctypes.data, pc,
+                                        dtype, m, n * m, nb, compute, CUBLAS_GEMM_DEFAULT)
     finally:
         if mode != POINTER_MODE_HOST:
             cublas.setPointerMode(handle, mode)
-    return as_bf16(out)
 
 
 def matmul(x1, x2):

@@ -23,11 +23,31 @@ from ruda.runtime.kernels import nn_cuda
 COLS_BYTES = 1 << 28             # columns of one block of images: 256 MiB
 
 
+_GEMM_TYPES = {np.dtype(np.float32): (0, 68, 77), np.dtype(np.float64): (1, 70, 70)}
+# cudaDataType, cublasComputeType strict and with TF32 (CUDA_R_32F/64F, COMPUTE_32F/64F,
+# COMPUTE_32F_FAST_TF32)
+
+
 def _matmul(a, b):
-    """cuBLAS ``a @ b`` (batched, broadcast) as the cuda backend's matmul computes it."""
+    """cuBLAS ``a (groups, co, K) @ b (n, groups, K, L)`` -> ``(n, groups, co, L)``, as the cuda
+    backend's matmul computes it (TF32 as it allows). float32/float64 with one group or one
+    image: one strided-batched GEMM with the weight's batch stride 0 (CuPy's broadcasting
+    matmul builds pointer arrays on the device first, ~3x the host time a call)."""
     from ruda.backends.cuda import _bf16, _tf32
     if _bf16.BF16 is not None and a.dtype == _bf16.BF16:
         return _bf16.matmul(a, b)
+    types = _GEMM_TYPES.get(a.dtype)
+    G, co, K = a.shape
+    n, L = b.shape[0], b.shape[3]
+    if types is not None and (G == 1 or n == 1) and a.flags.c_contiguous and b.flags.c_contiguous:
+        dtype, strict, tf32 = types
+        one, zero = np.ones((), a.dtype), np.zeros((), a.dtype)
+        out = empty((n, G, co, L), a.dtype)
+        _bf16.gemm_ex(_bf16.OP_N, _bf16.OP_N, L, co, K, b.data.ptr, L, K * L, a.data.ptr, K,
+                      0 if G == 1 else co * K, out.data.ptr, n * G, dtype,
+                      tf32 if a.dtype in _tf32.TF32_DTYPES and _tf32.tf32_allowed() else strict,
+                      one, zero)
+        return out
     if a.dtype in _tf32.TF32_DTYPES:
         return _tf32.call(_tf32.tf32_allowed(), _cp().matmul, a, b)
     return _cp().matmul(a, b)
