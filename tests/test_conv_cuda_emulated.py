@@ -29,6 +29,7 @@ CASES = [
     ((2, 3, 7, 6), (5, 3, 3, 3), (1, 1), (1, 1), (1, 1), 1),               # dense
     ((1, 4, 8, 7), (6, 2, 2, 3), (2, 1), (0, 2), (1, 2), 2),               # groups
     ((2, 2, 5, 4, 6), (3, 2, 3, 2, 2), (1, 1, 2), (1, 0, 1), (1, 1, 1), 1),  # 3-d dense
+    ((2, 3, 8, 8), (4, 3, 3, 3), (1, 1), (1, 1), (1, 1), 1),               # L = 64: vectors
 ]
 
 
@@ -85,16 +86,22 @@ def test_depthwise(case, dtype, with_bias):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("case", [1, 3, 4, 5, 6])
-def test_im2col_then_product(case, dtype):
-    """Columns (N, C*K, L) with zeros in the padding; the weight as (groups, Co/g, C/g*K) times
-    them gives the convolution; then the bias kernel adds b in place."""
+@pytest.mark.parametrize("case", [1, 3, 4, 5, 6, 7])
+@pytest.mark.parametrize("vec", [False, True])
+def test_im2col_then_product(case, dtype, vec):
+    """Columns (N, C*K, L) with zeros in the padding (one column a thread, or 16 bytes of them
+    where L allows); the weight as (groups, Co/g, C/g*K) times them gives the convolution; then
+    the bias kernel adds b in place."""
     x, w, b, stride, pad, dil, groups = _data(case, dtype)
     want, out = _torch(x, w, b, stride, pad, dil, groups)
     N, C = x.shape[:2]
     Co, K, L = w.shape[0], int(np.prod(w.shape[2:])), int(np.prod(out))
+    v = 16 // (2 if dtype == "bfloat16" else 4) if vec else 1
+    if L % v:
+        pytest.skip(f"L = {L} is not a multiple of {v}")
     k3 = as_3d(w.shape[2:], 1)
-    fn = emu.build(conv_cuda.im2col(dtype, k3), "ruda_im2col", "const T* x, T* cols, int rows, " + GEO)
+    fn = emu.build(conv_cuda.im2col(dtype, k3, v), "ruda_im2col",
+                   "const T* x, T* cols, int rows, " + GEO)
     cols = _dev(np.full((N, C * K, L), np.nan), dtype)
     # a grid smaller than the rows and the positions: both loops wrap
     emu.launch(fn, (2, 3), 8, _dev(x, dtype), cols, i32(N * C * K), *_geo(x, out, stride, dil, pad))

@@ -79,7 +79,10 @@ def conv(x, w, bias, stride, padding, dilation, groups):
             # a pointwise conv: x is its own columns
             y = shaped(_matmul(wg, shaped(x, (N, groups, C // groups, L))), (N, Co) + out)
             return _add_bias(y, bias, dt, Co, L)
-        im2col = function(("im2col", dt, k3), lambda: gen.im2col(dt, k3), "ruda_im2col")
+        vec = 16 // x.dtype.itemsize                         # 16-byte stores where rows allow
+        vec = vec if L % vec == 0 else 1
+        im2col = function(("im2col", dt, k3, vec), lambda: gen.im2col(dt, k3, vec),
+                          "ruda_im2col")
         per = C * K * L * x.dtype.itemsize                  # column bytes of one image
         step = max(1, COLS_BYTES // per)
         yv = shaped(y, (N, groups, Co // groups, L))
@@ -87,7 +90,8 @@ def conv(x, w, bias, stride, padding, dilation, groups):
             n1 = min(N, n0 + step)
             cols = empty((n1 - n0, groups, C // groups * K, L), x.dtype)
             rows = (n1 - n0) * C * K
-            im2col(rows_grid(rows, L), (256,), (arg(x)[n0:n1], arg(cols), np.int32(rows)) + geo)
+            im2col(rows_grid(rows, -(-L // vec)), (256,),
+                   (arg(x)[n0:n1], arg(cols), np.int32(rows)) + geo)
             r = _matmul(wg, cols)
             if n1 - n0 == N:
                 yv = r

@@ -9,10 +9,10 @@ output element; consecutive threads take consecutive output columns, so loads co
 ``depthwise(dtype, ks)``
     ``ruda_conv_dw``: groups == C, ``m = C_out / C`` outputs per input channel, direct: every
     tap read from x (out of range: zero padding), bias added, one rounding.
-``im2col(dtype, ks)``
+``im2col(dtype, ks, vec)``
     ``ruda_im2col``: columns ``(N, C * K, L)`` (K taps, L output positions) for a cuBLAS
     product with the weight seen as ``(groups, C_out / groups, C / groups * K)``; a 2-d grid
-    (rows on y).
+    (rows on y), ``vec`` columns a thread stored as one 16-byte vector where rows allow.
 ``bias(dtype)``
     ``ruda_bias``: ``y[n, o, l] += b[o]`` in place (A, one rounding); a 2-d grid.
 """
@@ -71,6 +71,7 @@ ruda_conv_dw(const T* __restrict__ x, const T* __restrict__ w, const T* __restri
 # channel of an image), the threads of x its positions, so each thread divides by runtime
 # sizes in 32 bits only (64-bit divisions per element made im2col compute-bound)
 _IM2COL = r"""
+#define VEC {vec}
 extern "C" __global__ void __launch_bounds__(256)
 ruda_im2col(const T* __restrict__ x, T* __restrict__ cols, int rows, {geo}) {{
     const int OHW = OH * OW, L = OD * OHW;
@@ -79,15 +80,23 @@ ruda_im2col(const T* __restrict__ x, T* __restrict__ cols, int rows, {geo}) {{
         const int t = tap % KW, e = (tap / KW) % KH, a = tap / (KW * KH);
         const T* xc = x + (long long)(r / KT) * D * H * W;
         T* crow = cols + (long long)r * L;
-        for (int l = blockIdx.x * blockDim.x + threadIdx.x; l < L; l += gridDim.x * blockDim.x) {{
-            const int od = OD == 1 ? 0 : l / OHW;
-            const int q = l - od * OHW;
-            const int oh = q / OW, ow = q - oh * OW;
-            const int id = od * sd - pd + a * dd, ih = oh * sh - ph + e * dh, iw = ow * sw - pw + t * dw;
-            T v = (T)0;
-            if ((unsigned)id < (unsigned)D && (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W)
-                v = xc[((long long)id * H + ih) * W + iw];
-            crow[l] = v;
+        for (int l0 = (blockIdx.x * blockDim.x + threadIdx.x) * VEC; l0 < L;
+             l0 += gridDim.x * blockDim.x * VEC) {{
+            union {{ uint4 u; T v[VEC]; }} p;
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) {{
+                const int l = l0 + j;
+                const int od = OD == 1 ? 0 : l / OHW;
+                const int q = l - od * OHW;
+                const int oh = q / OW, ow = q - oh * OW;
+                const int id = od * sd - pd + a * dd, ih = oh * sh - ph + e * dh;
+                const int iw = ow * sw - pw + t * dw;
+                T v = (T)0;
+                if ((unsigned)id < (unsigned)D && (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W)
+                    v = xc[((long long)id * H + ih) * W + iw];
+                if (VEC == 1) crow[l] = v; else p.v[j] = v;
+            }}
+            if (VEC > 1) *reinterpret_cast<uint4*>(crow + l0) = p.u;   // one 16-byte store
         }}
     }}
 }}
@@ -120,10 +129,12 @@ def depthwise(dtype, ks, wide=False):
     return nn_cuda.head(dtype) + _taps(ks) + nn_cuda.index_type(wide) + _DW.format(geo=_GEO)
 
 
-def im2col(dtype, ks):
+def im2col(dtype, ks, vec=1):
     """Columns ``(N, C, K, L)`` of x, zero where a tap falls in the padding, entry
-    ``ruda_im2col(x, cols, rows, geometry)`` (rows = N * C * K, a 2-d grid)."""
-    return nn_cuda.head(dtype) + _taps(ks) + _IM2COL.format(geo=_GEO)
+    ``ruda_im2col(x, cols, rows, geometry)`` (rows = N * C * K, a 2-d grid whose x axis covers
+    L / vec). ``vec`` > 1: each thread makes ``vec`` consecutive columns of 16 bytes and stores
+    them at once (needs L % vec == 0 and 16-byte aligned rows: ``vec * sizeof(T) == 16``)."""
+    return nn_cuda.head(dtype) + _taps(ks) + _IM2COL.format(geo=_GEO, vec=int(vec))
 
 
 def bias(dtype):
