@@ -20,7 +20,6 @@ class Kernels:
     """The fused kernels of one wgpu backend (``backend.nn``)."""
 
     group_norm = None       # composed: ruda.nn folds it into layer_norm rows
-    batch_norm = None       # composed: namespace ops
     glu = None
     activation = None
     apply_rope = None
@@ -92,6 +91,32 @@ class Kernels:
         gx, gy = gen.grid(-(-n // wg), self.max_groups)
         words = np.frombuffer(gen.pack_rows(n, n, gx, g.offset, u.offset, 0, y.offset, 0.0), np.uint32)
         be.ctx.launch_raw(pipe, bgl, words, [g.st, u.st, y.st], (gx, gy, 1), (2,))
+        return y
+
+    def batch_norm(self, x, mean, var, weight, bias, eps):
+        """Inference batch_norm over x (N, C, L) in one pass (float32; the coefficients per
+        element: composed, they and the affine step are seven dispatches, two over x)."""
+        args = (x, mean, var, weight, bias)
+        if x.ndim != 3 or any(a is not None and a.dtype != _F32 for a in args):
+            return NotImplemented
+        be = self.be
+        n = x.size
+        y = be._new(x.shape, _F32)
+        if n == 0:
+            return y
+        if n >= _U32:
+            return NotImplemented
+        ins = [be._contig(a) for a in args if a is not None]
+        hw, hb = weight is not None, bias is not None
+        pipe, bgl = self._pipeline(("batch_norm", hw, hb), lambda: gen.batch_norm(hw, hb),
+                                   (False,) * len(ins) + (True,), "nn batch_norm")
+        gx, gy = gen.grid(-(-n // 256), self.max_groups)
+        offs = iter(a.offset for a in ins[3:])
+        words = np.frombuffer(gen.pack_batch_norm(
+            n, x.shape[1], x.shape[2], gx, ins[0].offset, ins[1].offset, ins[2].offset,
+            next(offs) if hw else 0, next(offs) if hb else 0, y.offset, eps), np.uint32)
+        be.ctx.launch_raw(pipe, bgl, words, [a.st for a in ins] + [y.st], (gx, gy, 1),
+                          (len(ins),))
         return y
 
     def sdpa(self, q, k, v, mask, is_causal, scale, sliding_window):

@@ -22,6 +22,8 @@ Interface (the wgpu backend's ``_nn.py``):
     then y (read-write).  Dispatch :func:`grid` workgroups.
 ``pack_rows(rows, n, gx, off_x, off_w, off_b, off_y, eps) -> bytes``  (32 bytes)
 ``grid(rows, max_groups=65535) -> (gx, gy)``  workgroup ``(x, y)`` takes row ``y * gx + x``.
+``batch_norm(has_w, has_b, wg) -> str``, ``pack_batch_norm(...)``  inference batch_norm over
+``(N, C, L)``, one element per invocation (see :func:`batch_norm`).
 ``swiglu(wg) -> str``  ``y = silu(g) * u`` elementwise; bindings P (``pack_rows(n, n, gx,
 off_g, off_u, 0, off_y, 0)``), g, u, y; one element per invocation over a ``grid(ceil(n / wg))``
 of workgroups.
@@ -197,6 +199,43 @@ def swiglu(wg=256):
         "  let g = G[P.ox + i];",
         "  Y[P.oy + i] = g / (1.0 + exp(-g)) * U[P.ow + i];",
         "}"]) + "\n"
+
+
+def pack_batch_norm(total, C, L, gx, off_x, off_m, off_v, off_w, off_b, off_y, eps):
+    return struct.pack("<10IfI", total, C, L, gx, off_x, off_m, off_v, off_w, off_b, off_y, eps, 0)
+
+
+def batch_norm(has_w, has_b, wg=256):
+    """Inference batch_norm over x ``(N, C, L)`` (float32), one element per invocation over a
+    ``grid(ceil(total / wg))``: ``scale = w[c] / sqrt(var[c] + eps)`` (``1 / sqrt`` without w),
+    ``shift = b[c] - mean[c] * scale`` (negated product without b), ``y = x * scale + shift``,
+    the coefficients as ruda.nn composes them. Bindings: P (:func:`pack_batch_norm`), x, mean,
+    var, then w and b where present, then y."""
+    L = ["struct BN { total: u32, C: u32, L: u32, gx: u32, ox: u32, om: u32, ov: u32, ow: u32, "
+         "ob: u32, oy: u32, eps: f32, pad: u32 };",
+         "@group(0) @binding(0) var<uniform> P: BN;",
+         "@group(0) @binding(1) var<storage, read> X: array<f32>;",
+         "@group(0) @binding(2) var<storage, read> M: array<f32>;",
+         "@group(0) @binding(3) var<storage, read> V: array<f32>;"]
+    b = 4
+    for name, present in (("W", has_w), ("B", has_b)):
+        if present:
+            L.append(f"@group(0) @binding({b}) var<storage, read> {name}: array<f32>;")
+            b += 1
+    L += [f"@group(0) @binding({b}) var<storage, read_write> Y: array<f32>;",
+          f"@compute @workgroup_size({wg}, 1, 1)",
+          "fn main(@builtin(local_invocation_id) lid: vec3<u32>, "
+          "@builtin(workgroup_id) wid: vec3<u32>) {",
+          f"  let i = (wid.y * P.gx + wid.x) * {wg}u + lid.x;",
+          "  if (i >= P.total) { return; }",
+          "  let c = (i / P.L) % P.C;",
+          "  let sd = sqrt(V[P.ov + c] + P.eps);",
+          f"  let s = {'W[P.ow + c]' if has_w else '1.0'} / sd;",
+          "  let m = M[P.om + c] * s;",
+          f"  let h = {'B[P.ob + c] - m' if has_b else '-m'};",
+          "  Y[P.oy + i] = X[P.ox + i] * s + h;",
+          "}"]
+    return "\n".join(L) + "\n"
 
 
 # ---------------------------------------------------------------------- attention
