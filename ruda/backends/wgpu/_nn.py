@@ -75,23 +75,30 @@ class Kernels:
     def rms_norm(self, x, weight, eps):
         return self._rows("rms_norm", x, weight, None, eps)
 
-    def swiglu(self, gate, up):
-        if gate.dtype != _F32 or up.dtype != _F32 or tuple(gate.shape) != tuple(up.shape):
-            return NotImplemented
+    def _map(self, key, make, name, arrays, pack):
+        """One invocation per element of ``arrays[0]``'s shape, a float32 result: the kernel
+        ``make()`` bound to the arrays (read) and y, its uniform ``pack(n, gx, offsets, y's
+        offset)``, a ``gen.grid`` of 256-invocation workgroups."""
         be = self.be
-        n = gate.size
-        y = be._new(gate.shape, _F32)
+        n = arrays[0].size
+        y = be._new(arrays[0].shape, _F32)
         if n == 0:
             return y
         if n >= _U32:
             return NotImplemented
-        g, u = be._contig(gate), be._contig(up)
-        wg = 256
-        pipe, bgl = self._pipeline(("swiglu", wg), lambda: gen.swiglu(wg), (False, False, True), "nn swiglu")
-        gx, gy = gen.grid(-(-n // wg), self.max_groups)
-        words = np.frombuffer(gen.pack_rows(n, n, gx, g.offset, u.offset, 0, y.offset, 0.0), np.uint32)
-        be.ctx.launch_raw(pipe, bgl, words, [g.st, u.st, y.st], (gx, gy, 1), (2,))
+        ins = [be._contig(a) for a in arrays]
+        pipe, bgl = self._pipeline(key, make, (False,) * len(ins) + (True,), name)
+        gx, gy = gen.grid(-(-n // 256), self.max_groups)
+        words = np.frombuffer(pack(n, gx, [a.offset for a in ins], y.offset), np.uint32)
+        be.ctx.launch_raw(pipe, bgl, words, [a.st for a in ins] + [y.st], (gx, gy, 1),
+                          (len(ins),))
         return y
+
+    def swiglu(self, gate, up):
+        if gate.dtype != _F32 or up.dtype != _F32 or tuple(gate.shape) != tuple(up.shape):
+            return NotImplemented
+        return self._map(("swiglu", 256), lambda: gen.swiglu(256), "nn swiglu", [gate, up],
+                         lambda n, gx, o, oy: gen.pack_rows(n, n, gx, o[0], o[1], 0, oy, 0.0))
 
     def batch_norm(self, x, mean, var, weight, bias, eps):
         """Inference batch_norm over x (N, C, L) in one pass (float32; the coefficients per
@@ -99,25 +106,14 @@ class Kernels:
         args = (x, mean, var, weight, bias)
         if x.ndim != 3 or any(a is not None and a.dtype != _F32 for a in args):
             return NotImplemented
-        be = self.be
-        n = x.size
-        y = be._new(x.shape, _F32)
-        if n == 0:
-            return y
-        if n >= _U32:
-            return NotImplemented
-        ins = [be._contig(a) for a in args if a is not None]
         hw, hb = weight is not None, bias is not None
-        pipe, bgl = self._pipeline(("batch_norm", hw, hb), lambda: gen.batch_norm(hw, hb),
-                                   (False,) * len(ins) + (True,), "nn batch_norm")
-        gx, gy = gen.grid(-(-n // 256), self.max_groups)
-        offs = iter(a.offset for a in ins[3:])
-        words = np.frombuffer(gen.pack_batch_norm(
-            n, x.shape[1], x.shape[2], gx, ins[0].offset, ins[1].offset, ins[2].offset,
-            next(offs) if hw else 0, next(offs) if hb else 0, y.offset, eps), np.uint32)
-        be.ctx.launch_raw(pipe, bgl, words, [a.st for a in ins] + [y.st], (gx, gy, 1),
-                          (len(ins),))
-        return y
+
+        def pack(n, gx, o, oy):
+            wb = iter(o[3:])
+            return gen.pack_batch_norm(n, x.shape[1], x.shape[2], gx, o[0], o[1], o[2],
+                                       next(wb) if hw else 0, next(wb) if hb else 0, oy, eps)
+        return self._map(("batch_norm", hw, hb), lambda: gen.batch_norm(hw, hb), "nn batch_norm",
+                         [a for a in args if a is not None], pack)
 
     def sdpa(self, q, k, v, mask, is_causal, scale, sliding_window):
         """Tiled online-softmax attention (float32; no mask or window: those compose)."""
