@@ -2,7 +2,7 @@
 :mod:`ruda.runtime.kernels.conv_wgsl`).
 
 Depthwise convolutions (``groups == C_in``, one input channel per group, any multiplier) take
-the direct kernel; every other one the implicit GEMM, its tile chosen by the runtime tuner
+a direct kernel (``DW_ROW`` outputs of a row per invocation where rows are as long); every other one the implicit GEMM, its tile chosen by the runtime tuner
 (``_tile``: ``conv_wgsl.tiles``' choice for the GEMM's shape is the reference; small GEMMs and
 ``RUDA_TUNE=off`` take it as it is). A method of :class:`ruda.backends.wgpu._nn.Kernels` (``self.be`` is the
 backend); it returns ``NotImplemented`` for what it does not cover (non-float32 operands, sizes
@@ -19,6 +19,7 @@ from ruda.runtime.kernels import conv_wgsl as gen
 
 _F32 = np.dtype(np.float32)
 _I31 = 2 ** 31
+DW_ROW = 4              # depthwise outputs of a row per invocation, where rows are as long
 TUNE_MIN = 1 << 24      # multiply-adds of the GEMM from which its tile is tuned
 _CANDIDATES = 4         # tiles tried (each one compiled): the reference and the next largest
 _BUDGET = 1.0           # seconds of measuring per shape bucket unless $RUDA_TUNE_BUDGET says
@@ -57,12 +58,16 @@ def conv(self, x, w, bias, stride, padding, dilation, groups):
     hb = bias is not None
     offs = (x.offset, w.offset, 0 if bias is None else bias.offset, y.offset)
     writable = (False,) * len(ins) + (True,)
+    r0 = 0
     if groups == cin and w.shape[1] == 1:
-        gx, gy = gen.grid(-(-total // gen.DW_WG), self.max_groups)
+        vo = DW_ROW if out[2] >= DW_ROW else 1          # a row's outputs vo at a time
+        r0 = -(-out[2] // vo)
+        gx, gy = gen.grid(-(-(total // out[2] * r0) // gen.DW_WG), self.max_groups)
+        pipe, bgl = self._pipeline(("conv_dw", ks, hb, vo, st[2], dil[2]),
+                                   lambda: gen.depthwise(ks, hb, vo, st[2], dil[2]), writable,
+                                   "nn conv depthwise")
         if gy > self.max_groups:
             return NotImplemented
-        pipe, bgl = self._pipeline(("conv_dw", ks, hb), lambda: gen.depthwise(ks, hb), writable,
-                                   "nn conv depthwise")
         grid = (gx, gy, 1)
     else:
         gx = 1
@@ -87,7 +92,7 @@ def conv(self, x, w, bias, stride, padding, dilation, groups):
         if tile is None or gemm(tile) is None:
             return NotImplemented
         pipe, bgl, grid = gemm(tile)
-    words = np.frombuffer(gen.pack(n, cin, cout, groups, ks, sp, out, st, dil, lo, offs, gx),
+    words = np.frombuffer(gen.pack(n, cin, cout, groups, ks, sp, out, st, dil, lo, offs, gx, r0),
                           np.uint32)
     be.ctx.launch_raw(pipe, bgl, words, [a.st for a in ins] + [y.st], grid, (len(ins),))
     return y

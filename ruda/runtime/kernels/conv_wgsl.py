@@ -7,9 +7,10 @@ source (taps unrolled, divisions by constants); sizes, strides, dilations, paddi
 come in the 128-byte uniform of :func:`pack`. Padding is by bounds checks (nothing padded is
 materialized); the bias is added before the single store.
 
-- :func:`depthwise` (``groups == C_in``, weight ``(m * C_in, 1, *k)``): one invocation per
-  output element, taps unrolled, the input coordinate and its bounds check computed once per
-  tap row/column (not per tap).
+- :func:`depthwise` (``groups == C_in``, weight ``(m * C_in, 1, *k)``): ``vo`` consecutive
+  outputs of a row per invocation, taps unrolled, the weights, the index arithmetic and each
+  tap row's coordinate and bounds check once for them, each input column they share read once
+  (the last axis's stride and dilation compiled in).
 - :func:`gemm` (every other case): an implicit GEMM per group, ``M = N * out_pixels`` rows,
   ``C_out / groups`` columns, ``K = C_in / groups * kd * kh * kw``; ``tm x tn`` output tiles
   (invocations of ``rm x rn`` outputs), per slice of K the input tile gathered from
@@ -40,14 +41,14 @@ _HEAD = ("struct Params { " + ", ".join(f"{f}: u32" for f in _FIELDS) + " };\n"
          "@group(0) @binding(0) var<uniform> P: Params;")
 
 
-def pack(n, cin, cout, groups, ks, sp, out, stride, dil, pad_lo, offs, gx=1):
+def pack(n, cin, cout, groups, ks, sp, out, stride, dil, pad_lo, offs, gx=1, r0=0):
     """The uniform: ``ks``, ``sp``, ``out``, ``stride``, ``dil``, ``pad_lo`` 3-tuples (leading
     axes of size 1 for 1-d/2-d), ``offs`` the element offsets of (x, w, bias, y), ``gx`` the
     depthwise grid's x extent."""
     p = out[0] * out[1] * out[2]
     cin_g, cout_g = cin // groups, cout // groups
     vals = (n, cin, cout, cin_g, cout_g, gx, *sp, *out, *stride, *dil, *pad_lo, *offs,
-            n * p, cin_g * ks[0] * ks[1] * ks[2], p, cout // cin, n * cout * p, 0, 0)
+            n * p, cin_g * ks[0] * ks[1] * ks[2], p, cout // cin, n * cout * p, r0, 0)
     return struct.pack(f"<{len(_FIELDS)}I", *vals)
 
 
@@ -66,47 +67,62 @@ def _check_ks(fn, ks):
         raise ValueError(f"conv_wgsl.{fn}: ks must be 3 positive ints; got {ks}")
 
 
-def depthwise(ks, has_bias, wg=DW_WG):
-    """Direct depthwise convolution, one output element per invocation over a
-    ``grid(ceil(total / wg))`` of workgroups; the uniform's ``mult`` is C_out / C_in."""
+def depthwise(ks, has_bias, vo=1, sw=1, dw=1, wg=DW_WG):
+    """Direct depthwise convolution, ``vo`` consecutive outputs of a row per invocation over a
+    ``grid(ceil(rows * ceil(OW / vo) / wg))`` of workgroups (the uniform's ``r0`` is
+    ``ceil(OW / vo)``, ``mult`` C_out / C_in): the index arithmetic and the weights once for the
+    ``vo``, each input column they share (stride ``sw`` and dilation ``dw`` of the last axis,
+    compile-time here) read once."""
     _check_ks("depthwise", ks)
     kd, kh, kw = (int(k) for k in ks)
+    offs = sorted({j * sw + t * dw for j in range(vo) for t in range(kw)})
     L = [_HEAD] + _bindings(has_bias)
     L.append(f"@compute @workgroup_size({wg}, 1, 1)")
     L.append("fn main(@builtin(local_invocation_id) lid: vec3<u32>, "
              "@builtin(workgroup_id) wid: vec3<u32>) {")
-    L.append(f"  let e = (wid.y * P.gx + wid.x) * {wg}u + lid.x;")
-    L.append("  if (e >= P.total) { return; }")
-    L.append("  let ow = e % P.ow;")
-    L.append("  let r1 = e / P.ow;")
+    L.append(f"  let q = (wid.y * P.gx + wid.x) * {wg}u + lid.x;")
+    L.append("  if (q >= (P.total / P.ow) * P.r0) { return; }")
+    L.append("  let r1 = q / P.r0;")
+    L.append(f"  let ow0 = (q - r1 * P.r0) * {vo}u;")
     L.append("  let oh = r1 % P.oh;")
     L.append("  let r2 = r1 / P.oh;")
     L.append("  let od = r2 % P.od;")
     L.append("  let r3 = r2 / P.od;")
     L.append("  let co = r3 % P.cout;")
     L.append("  let nn = r3 / P.cout;")
-    L.append("  let ci = co / P.mult;")
-    L.append("  let xb = P.ox + (nn * P.cin + ci) * P.id * P.ih * P.iw;")
+    L.append("  let xb = P.ox + (nn * P.cin + co / P.mult) * P.id * P.ih * P.iw;")
     L.append(f"  let wb = P.owt + co * {kd * kh * kw}u;")
-    for ax, k, o in (("d", kd, "od"), ("h", kh, "oh"), ("w", kw, "ow")):
+    for t in range(kd * kh * kw):
+        L.append(f"  let w{t} = W[wb + {t}u];")
+    for ax, k, o in (("d", kd, "od"), ("h", kh, "oh")):
         L.append(f"  let b{ax} = i32({o} * P.s{ax}) - i32(P.p{ax});")
         for a in range(k):
             L.append(f"  let c{ax}{a} = b{ax} + {a} * i32(P.d{ax});")
             L.append(f"  let v{ax}{a} = c{ax}{a} >= 0 && c{ax}{a} < i32(P.i{ax});")
-    L.append("  var acc = 0.0;")
+    L.append(f"  let bw = i32(ow0 * {sw}u) - i32(P.pw);")
+    for o in offs:
+        L.append(f"  let cw{o} = bw + {o};")
+        L.append(f"  let vw{o} = cw{o} >= 0 && cw{o} < i32(P.iw);")
+    for j in range(vo):
+        L.append(f"  var a{j} = 0.0;")
     for a in range(kd):
         L.append(f"  if (vd{a}) {{")
         for b in range(kh):
             L.append(f"    if (vh{b}) {{")
             L.append(f"      let rb = xb + (u32(cd{a}) * P.ih + u32(ch{b})) * P.iw;")
-            for c in range(kw):
-                t = (a * kh + b) * kw + c
-                L.append(f"      if (vw{c}) {{ acc += X[rb + u32(cw{c})] * W[wb + {t}u]; }}")
+            for o in offs:
+                L.append(f"      var x{o} = 0.0;")
+                L.append(f"      if (vw{o}) {{ x{o} = X[rb + u32(cw{o})]; }}")
+            for j in range(vo):
+                terms = " + ".join(f"x{j * sw + t * dw} * w{(a * kh + b) * kw + t}"
+                                   for t in range(kw))
+                L.append(f"      a{j} += {terms};")
             L.append("    }")
         L.append("  }")
-    if has_bias:
-        L.append("  acc += B[P.ob + co];")
-    L.append("  Y[P.oy + e] = acc;")
+    L.append("  let yb = P.oy + r1 * P.ow + ow0;")
+    bias = " + B[P.ob + co]" if has_bias else ""
+    for j in range(vo):
+        L.append(f"  if (ow0 + {j}u < P.ow) {{ Y[yb + {j}u] = a{j}{bias}; }}")
     L.append("}")
     return "\n".join(L) + "\n"
 
