@@ -93,6 +93,15 @@ if _nb is not None:
                     for k in range(L):
                         d[k] = sr[k * sw]
 
+    @_nb.njit(inline="always")
+    def _crop(src, dst, i0, rows, PW):
+        """dst[i0 + i, :] = src[i * PW:][:OW] for i < rows: outputs computed at the phase pitch
+        PW (columns past OW scratch) into the plane dst (OH, OW)."""
+        for i in range(rows):
+            di, ai = dst[i0 + i], src[i * PW:]
+            for j in range(dst.shape[1]):
+                di[j] = ai[j]
+
     @_nb.njit(nogil=True, fastmath=False, cache=True)
     def _depthwise(x, w, b, out, sh, sw, dh, dw, ph, pw, u0, u1):
         """out[n, o] = b[o] + sum over taps of w[o, a, t] * x[n, o // m] shifted, for the planes
@@ -154,11 +163,7 @@ if _nb is not None:
                         wv = w[o, a, t]
                         for q in range(M8):
                             acc[q] += wv * pt[q]
-            dst = out[n, o]
-            for i in range(OH):
-                di, ai = dst[i], acc[i * PW:]
-                for j in range(OW):
-                    di[j] = ai[j]
+            _crop(acc, out[n, o], 0, OH, PW)
 
     @_nb.njit(nogil=True, fastmath=False, cache=True)
     def _shift_rows(x, shifted, PW, pt, pl, dw):
@@ -245,11 +250,7 @@ if _nb is not None:
                             a3[q] += (w30 * v0 + w31 * v1 + w32 * v2 + w33 * v3 + w34 * v4
                                       + w35 * v5 + w36 * v6 + w37 * v7 + w38 * v8)
                     for j in range(no):
-                        dst, aj = out[n, o0 + j], acc[j]
-                        for i in range(rows):
-                            di, ai = dst[i0 + i], aj[i * PW:]
-                            for k in range(OW):
-                                di[k] = ai[k]
+                        _crop(acc[j], out[n, o0 + j], i0, rows, PW)
 
 else:
     _depthwise = _thin = _shift_rows = _crop_bias = None
