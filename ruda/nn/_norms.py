@@ -149,6 +149,8 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
     eps = c.number(fn, "eps", eps, 0.0)
     momentum = c.number(fn, "momentum", momentum, 0.0, 1.0)
     bshape = (1, C) + (1,) * (x.ndim - 2)
+    wu = None if weight is None else c.up(weight)
+    bu = None if bias is None else c.up(bias)
     if training:
         y = c.up(x)
         axes = (0,) + tuple(range(2, x.ndim))
@@ -165,22 +167,22 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
                 new = (1.0 - momentum) * c.up(r) + momentum * xp.reshape(stat, (C,))
                 r[...] = c.down(new, r.dtype)
     else:
+        mean, var = c.up(running_mean), c.up(running_var)
         if x.size:
-            up = [None if a is None else c.up(a) for a in (running_mean, running_var, weight, bias)]
-            r = c.call(x, "batch_norm", xp.reshape(x, (x.shape[0], C, -1)), *up, eps)
+            r = c.call(x, "batch_norm", xp.reshape(x, (x.shape[0], C, -1)), mean, var, wu, bu,
+                       eps)
             if r is not None:
                 return xp.reshape(r, x.shape)
-        mean = xp.reshape(c.up(running_mean), bshape)
-        var = xp.reshape(c.up(running_var), bshape)
+        mean, var = xp.reshape(mean, bshape), xp.reshape(var, bshape)
     # per channel: out = y * scale + shift (the (C,) terms are small, in as few ops as they
     # take: on a GPU each is a launch; the device's channel_affine kernel makes y's one pass)
     sd = xp.sqrt(var + eps)
-    scale = 1.0 / sd if weight is None else xp.reshape(c.up(weight), bshape) / sd
+    scale = 1.0 / sd if wu is None else xp.reshape(wu, bshape) / sd
     shift = mean * scale
-    shift = -shift if bias is None else xp.reshape(c.up(bias), bshape) - shift
+    shift = -shift if bu is None else xp.reshape(bu, bshape) - shift
     if x.size:
         r = c.call(x, "channel_affine", xp.reshape(x, (x.shape[0], C, -1)),
                    xp.reshape(scale, (C,)), xp.reshape(shift, (C,)))
         if r is not None:
             return xp.reshape(r, x.shape)
-    return c.down(c.up(x) * scale + shift, x.dtype)
+    return c.down((y if training else c.up(x)) * scale + shift, x.dtype)
