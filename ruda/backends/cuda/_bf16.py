@@ -68,7 +68,10 @@ _ndarray = cp.ndarray if cp is not None else type("_NoCupyArray", (), {})
 
 # cudaDataType_t / cublasComputeType_t / cublasGemmAlgo_t / cublasOperation_t / pointer mode
 CUDA_R_16BF = 14
+CUDA_R_32F, CUDA_R_64F = 0, 1
 CUBLAS_COMPUTE_32F = 68
+CUBLAS_COMPUTE_32F_FAST_TF32 = 77
+CUBLAS_COMPUTE_64F = 70
 CUBLAS_GEMM_DEFAULT = -1
 OP_N, OP_T = 0, 1
 POINTER_MODE_HOST = 0

@@ -23,11 +23,6 @@ from ruda.runtime.kernels import nn_cuda
 COLS_BYTES = 1 << 28             # columns of one block of images: 256 MiB
 
 
-_GEMM_TYPES = {np.dtype(np.float32): (0, 68, 77), np.dtype(np.float64): (1, 70, 70)}
-# cudaDataType, cublasComputeType strict and with TF32 (CUDA_R_32F/64F, COMPUTE_32F/64F,
-# COMPUTE_32F_FAST_TF32)
-
-
 def _matmul(a, b):
     """cuBLAS ``a (groups, co, K) @ b (n, groups, K, L)`` -> ``(n, groups, co, L)``, as the cuda
     backend's matmul computes it (TF32 as it allows). float32/float64 with one group or one
@@ -36,7 +31,12 @@ def _matmul(a, b):
     from ruda.backends.cuda import _bf16, _tf32
     if _bf16.BF16 is not None and a.dtype == _bf16.BF16:
         return _bf16.matmul(a, b)
-    types = _GEMM_TYPES.get(a.dtype)
+    types = {  # cudaDataType, cublasComputeType strict and with TF32
+        np.dtype(np.float32): (_bf16.CUDA_R_32F, _bf16.CUBLAS_COMPUTE_32F,
+                               _bf16.CUBLAS_COMPUTE_32F_FAST_TF32),
+        np.dtype(np.float64): (_bf16.CUDA_R_64F, _bf16.CUBLAS_COMPUTE_64F,
+                               _bf16.CUBLAS_COMPUTE_64F),
+    }.get(a.dtype)
     G, co, K = a.shape
     n, L = b.shape[0], b.shape[3]
     if types is not None and (G == 1 or n == 1) and a.flags.c_contiguous and b.flags.c_contiguous:

@@ -84,8 +84,8 @@ def grid(n, block=256):
 def rows_grid(rows, L):
     """The 2-d grid of the row kernels (256 threads a block, both axes looped in the kernels):
     x over a row's L positions, a block for every 2048 (8 a thread, at most 64 blocks), y over
-    the rows, at most 4096 blocks. A block per 256 positions and row had made an H100 schedule
-    ~500,000 blocks of 512 bytes for one bf16 im2col (0.4 TB/s)."""
+    the rows, at most 4096 blocks: a block per 256 positions and row would schedule hundreds of
+    thousands of blocks of a few hundred bytes for one large im2col."""
     return (max(1, min(-(-L // 2048), 64)), max(1, min(rows, 4096)))
 
 
