@@ -2,11 +2,13 @@
 :mod:`ruda.runtime.kernels.conv_wgsl`).
 
 Depthwise convolutions (``groups == C_in``, one input channel per group, any multiplier) take
-a direct kernel (``DW_ROW`` outputs of a row per invocation where rows are as long); every other one the implicit GEMM, its tile chosen by the runtime tuner
-(``_tile``: ``conv_wgsl.tiles``' choice for the GEMM's shape is the reference; small GEMMs and
-``RUDA_TUNE=off`` take it as it is). A method of :class:`ruda.backends.wgpu._nn.Kernels` (``self.be`` is the
-backend); it returns ``NotImplemented`` for what it does not cover (non-float32 operands, sizes
-past 31-bit indexing, grids past the adapter's limit), and ruda.nn then composes.
+a direct kernel (``DW_ROW`` outputs of a row per invocation where rows are as long); every
+other one the implicit GEMM, its tile chosen by the runtime tuner (``_tile``:
+``conv_wgsl.tiles``' choice for the GEMM's shape is the reference; small GEMMs and
+``RUDA_TUNE=off`` take it as it is). A method of :class:`ruda.backends.wgpu._nn.Kernels`
+(``self.be`` is the backend); it returns ``NotImplemented`` for what it does not cover
+(non-float32 operands, sizes past 31-bit indexing, grids past the adapter's limit), and ruda.nn
+then composes.
 """
 import os
 
