@@ -208,9 +208,9 @@ def pack_batch_norm(total, C, L, gx, off_x, off_m, off_v, off_w, off_b, off_y, e
 def batch_norm(has_w, has_b, wg=256):
     """Inference batch_norm over x ``(N, C, L)`` (float32), one element per invocation over a
     ``grid(ceil(total / wg))``: ``scale = w[c] * inverseSqrt(var[c] + eps)`` (WGSL's bound, 2
-    ulp, is that of its division and sqrt; on a CPU adapter it is cheaper per element), ``shift =
-    b[c] - mean[c] * scale`` (negated product without b), ``y = x * scale + shift``. Bindings: P (:func:`pack_batch_norm`), x, mean,
-    var, then w and b where present, then y."""
+    ulp, is that of its division and sqrt; on a CPU adapter it is cheaper per element),
+    ``shift = b[c] - mean[c] * scale`` (negated product without b), ``y = x * scale + shift``.
+    Bindings: P (:func:`pack_batch_norm`), x, mean, var, then w and b where present, then y."""
     L = ["struct BN { total: u32, C: u32, L: u32, gx: u32, ox: u32, om: u32, ov: u32, ow: u32, "
          "ob: u32, oy: u32, eps: f32, pad: u32 };",
          "@group(0) @binding(0) var<uniform> P: BN;",
