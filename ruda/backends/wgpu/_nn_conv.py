@@ -111,8 +111,8 @@ def _tile(kern, m, cout_g, k, gemm, pack, ins, yshape):
         return ref
     be = kern.be
     ctx = be.ctx
-    dims = tuple(1 << (d - 1).bit_length() for d in (m, cout_g, k))
-    bucket = "x".join(map(str, dims))
+    bucket = tune.bucket((m, cout_g, k))
+    dims = tuple(int(d) for d in bucket.split("x"))
     key = (mode, tune.default_path(), bucket, ref)
     choices = ctx.ext.setdefault("conv", {})
     if key in choices:
