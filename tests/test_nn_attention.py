@@ -64,6 +64,19 @@ def test_square(device, causal):
     np.testing.assert_allclose(got, _torch(q, k, v, causal=causal), rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("size", [30.0, 1e3])
+def test_large_scores(device, causal, size):
+    """Scores far beyond exp's float range (the row maximum must be subtracted), and bounded
+    ones whose rows are far apart."""
+    dt, tol = _float(device)
+    rng = np.random.default_rng(11)
+    q, k, v = _qkv(rng, 1, 2, 2, 33, 33, 16, dt=dt)
+    q = q * dt(size) * np.linspace(0.01, 1, 33, dtype=dt)[:, None]
+    _, got = _ours(device, q, k, v, is_causal=causal)
+    np.testing.assert_allclose(got, _torch(q, k, v, causal=causal), rtol=tol, atol=tol)
+
+
 @pytest.mark.parametrize("L,S", [(5, 29), (1, 33), (12, 12)])
 def test_causal_lower_right(device, L, S):
     dt, tol = _float(device)

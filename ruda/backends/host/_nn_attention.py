@@ -6,6 +6,7 @@ through one BLAS matmul, an in-place exp and a second matmul; K and V are never 
 grouped-query attention (the query heads of one kv head are stacked as rows of one matmul).
 """
 import functools
+import threading
 
 import numpy as np
 
@@ -13,8 +14,13 @@ from ruda import _dtypes
 from ruda.backends import _workers
 
 _BF16 = _dtypes.bfloat16
-_TILE = 1 << 17            # score elements per block: stays in the caches
+_TILE = 1 << 18            # score elements per block: stays in the caches
 _THREAD_WORK = 1 << 22     # multiply-adds from which the units go to threads
+# Softmax without subtracting the row maximum where every score is bounded: |q.k| <= |q| |k|
+# (Cauchy-Schwarz) <= 40 keeps exp(score) and the sums of the weights far from overflow, and
+# the row's largest weight at least e^-40, a normal float; the normalization cancels the
+# factor exp(max) the subtraction would remove.  Saves two passes over the scores.
+_EXP_SAFE = 40.0
 
 
 def _work_dtype(dt):
@@ -36,16 +42,14 @@ def sdpa(q, k, v, mask, is_causal, scale, sliding_window):
     U = B * Hkv                                          # (batch, kv head) units
     if L == 1 and S and mask is None:
         return _decode_row(q, k, v, wdt, scale, sliding_window, U, G)
-    q4 = (np.asarray(q, dtype=wdt) * wdt.type(scale)).reshape(U, G, L, D)
-    k = np.asarray(k, dtype=wdt).reshape(U, S, D)
-    v1 = np.empty((U, S, Dv + 1), dtype=wdt)          # [V | 1]: the second matmul also sums
-    v1[..., :Dv] = np.asarray(v).reshape(U, S, Dv)  # each row's weights (the denominator)
-    v1[..., Dv] = 1
+    q4 = q.reshape(U, G, L, D)
+    k3 = k.reshape(U, S, D)
+    v3 = v.reshape(U, S, Dv)
     if mask is not None:
         mask = mask if mask.dtype == np.bool_ else np.asarray(mask, dtype=wdt)
         mask = mask.reshape(U, G, L, S)
     out = np.empty((U, G, L, Dv), dtype=wdt)
-    args = (q4, k, v1, mask, out, is_causal, sliding_window)
+    args = (q4, k3, v3, mask, out, wdt.type(scale), is_causal, sliding_window)
     parts = _split(U, G * L * S * (D + Dv))
     one_blas = _blas_one_thread() if len(parts) > 1 else None
     if one_blas is None:
@@ -171,15 +175,23 @@ def _split(units, work):
     return [(u, min(units, u + step)) for u in range(0, units, step)]
 
 
-def _attend(q4, k, v1, mask, out, causal, window, u0, u1):
-    """Attention of units [u0, u1) into out, by blocks of query rows (v1: V with a column of
-    ones appended)."""
+def _attend(q4, k3, v3, mask, out, scale, causal, window, u0, u1):
+    """Attention of units [u0, u1) into out, by blocks of query rows.  Each unit's operands are
+    converted on its worker, not for all units before the threads start; V gets a column of
+    ones, so the second matmul also sums each row's weights (the denominator)."""
     _, G, L, D = q4.shape
-    S, Dv = k.shape[1], v1.shape[2] - 1
+    S, Dv = k3.shape[1], v3.shape[2]
+    wdt = out.dtype
     off = S - L
     rows = max(1, min(L, _TILE // max(1, G * S)))
-    kT = np.swapaxes(k, -1, -2)
+    buf = _scratch("scores", G * rows * S, wdt)
+    additive = mask is not None and mask.dtype != np.bool_
     for u in range(u0, u1):
+        kT = np.asarray(k3[u], dtype=wdt).T
+        knorm = float(np.sqrt(np.max(np.einsum("dj,dj->j", kT, kT)))) if S else 0.0
+        v1 = _scratch("v1", S * (Dv + 1), wdt).reshape(S, Dv + 1)
+        v1[:, :Dv] = v3[u]
+        v1[:, Dv] = 1
         for i0 in range(0, L, rows):
             i1 = min(L, i0 + rows)
             n = i1 - i0
@@ -188,8 +200,9 @@ def _attend(q4, k, v1, mask, out, causal, window, u0, u1):
             if hi <= lo:
                 out[u, :, i0:i1] = 0
                 continue
-            s = np.matmul(q4[u, :, i0:i1].reshape(G * n, D), kT[u, :, lo:hi])
-            s = s.reshape(G, n, hi - lo)
+            qb = np.multiply(q4[u, :, i0:i1], scale, dtype=wdt).reshape(G * n, D)
+            s = buf[:G * n * (hi - lo)].reshape(G * n, hi - lo)
+            s = np.matmul(qb, kT[:, lo:hi], out=s).reshape(G, n, hi - lo)
             if mask is not None:
                 mt = mask[u, :, i0:i1, lo:hi]
                 if mt.dtype == np.bool_:
@@ -197,14 +210,33 @@ def _attend(q4, k, v1, mask, out, causal, window, u0, u1):
                 else:
                     s += mt
             _band(s, i0, i1, lo, hi, off, causal, window)
-            m = s.max(axis=-1, keepdims=True)
-            m[~np.isfinite(m)] = 0                   # a row with no key: exp gives all 0
-            s -= m
+            bound = knorm * float(np.sqrt(np.max(np.einsum("rd,rd->r", qb, qb))))
+            if additive or not bound <= _EXP_SAFE:     # (NaN: not bounded)
+                m = s.max(axis=-1, keepdims=True)
+                m[~np.isfinite(m)] = 0               # a row with no key: exp gives all 0
+                s -= m
             np.exp(s, out=s)
-            o = np.matmul(s.reshape(G * n, hi - lo), v1[u, lo:hi]).reshape(G, n, Dv + 1)
+            o = np.matmul(s.reshape(G * n, hi - lo), v1[lo:hi]).reshape(G, n, Dv + 1)
             den = o[..., Dv:]
             den[den == 0] = 1
             np.divide(o[..., :Dv], den, out=out[u, :, i0:i1])
+
+
+def _scratch(name, size, dtype):
+    """This thread's kept work array ``name`` of at least ``size`` elements (flat, the first
+    ``size``): a fresh array faults its pages in at a few microseconds each, as long as the
+    attention's arithmetic there.  Arrays over ``_SCRATCH_MAX`` bytes are not kept."""
+    kept = getattr(_kept, name, None)
+    if kept is not None and kept.dtype == dtype and kept.size >= size:
+        return kept[:size]
+    a = np.empty(size, dtype)
+    if a.nbytes <= _SCRATCH_MAX:
+        setattr(_kept, name, a)
+    return a
+
+
+_kept = threading.local()
+_SCRATCH_MAX = 1 << 23
 
 
 def _band(s, i0, i1, lo, hi, off, causal, window):
