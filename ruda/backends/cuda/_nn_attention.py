@@ -2,8 +2,9 @@
 
 Two paths, both one online-softmax pass over the keys (no (L, S) score matrix), float32 math:
 
-* bfloat16 on tensor cores (``nn_cuda.attention_mma``: mma.sync m16n8k16, ldmatrix), where
-  D == Dv is a multiple of 16 and rows start on 16 bytes;
+* bfloat16 on tensor cores (``nn_cuda.attention_mma``: mma.sync m16n8k16, ldmatrix, K/V tiles
+  loaded with cp.async during the other's products), where D == Dv is a multiple of 16 and rows
+  start on 16 bytes;
 * otherwise tiled on CUDA cores (``nn_cuda.attention``): a block per 32 or 64 query rows of one
   (batch, head), K/V tiles staged through shared memory.
 Causal and sliding-window tiles outside the band are skipped.
@@ -25,6 +26,10 @@ from ruda.backends.cuda._nn_launch import _cp, arg, contiguous, dname, empty, fu
 from ruda.runtime.kernels import nn_cuda_attention as gen
 
 MAX_HEAD_DIM = 128
+# tensor-core kernel tiles: (query rows a block, row tiles of 16 a warp, keys a tile, blocks a
+# multiprocessor to bound registers for, 0: the compiler's choice).  One row tile a warp needs
+# ~170 registers at D = 128, so three 4-warp blocks share a multiprocessor; two need 255 and spill.
+MMA_TILES = (64, 1, 64, 0)
 DECODE_MAX_L = 16       # at most this many queries and ...
 DECODE_MIN_S = 256      # ... at least this many keys: split-key decode
 DECODE_MIN_CHUNK = 64   # keys per decode block, at least
@@ -93,15 +98,28 @@ def sdpa(q, k, v, mask, is_causal, scale, sliding_window):
             _decode(dt, D, Dv, mkind, md, args, B, Hq, Hkv, L, S, o, os_,
                     _aligned(16 // q.dtype.itemsize, q, qs, k, ks, v, vs))
         elif dt == "bfloat16" and D == Dv and D % 16 == 0 and _aligned(8, q, qs, k, ks, v, vs):
-            fn = function(("attention_mma", D, mkind, md), lambda: gen.attention_mma(D, mkind, md),
-                          "ruda_attention_mma")
-            fn((-(-L // 64), Hq, B), (128,), args)
+            bm, mi, bn, minb = MMA_TILES
+            fn = function(("attention_mma", D, mkind, md, bm, mi, bn, minb),
+                          lambda: gen.attention_mma(D, mkind, md, bm, mi, bn, minb), "ruda_attention_mma")
+            smem = gen.attention_mma_smem(D, bm, bn)
+            _allow_shared(fn, smem)
+            fn((-(-L // bm), Hq, B), (bm // mi * 2,), args, shared_mem=smem)
         else:
             bm = 64 if max(D, Dv) <= 64 else 32
             fn = function(("attention", dt, D, Dv, mkind, md, bm), lambda: gen.attention(dt, D, Dv, mkind, md, bm, 16),
                           "ruda_attention")
             fn((-(-L // bm), Hq, B), (bm,), args)
         return o
+
+
+def _allow_shared(fn, nbytes):
+    """Lets ``fn`` use ``nbytes`` of dynamic shared memory (over 48 KiB needs the opt-in)."""
+    if nbytes > 48 * 1024 and _SHARED.get(fn.ptr, 0) < nbytes:
+        _cp().cuda.driver.funcSetAttribute(fn.ptr, 8, nbytes)   # MAX_DYNAMIC_SHARED_SIZE_BYTES
+        _SHARED[fn.ptr] = nbytes
+
+
+_SHARED = {}
 
 
 def _aligned(vec, *pairs):

@@ -240,8 +240,9 @@ ruda_decode_vec(ATT_ARGS, float* __restrict__ part, int chunk) {{
     for (int j0 = j_begin + w * KPW; j0 < j_end; j0 += NWV * KPW) {{
         const int j = j0 + grp;
         const bool valid = j < j_end;
-        Pack ku;
+        Pack ku, vu;                    // K and V rows requested together: one wait a step
         ku.u = valid ? *reinterpret_cast<const uint4*>(kk + j * p.ks[2]) : make_uint4(0u, 0u, 0u, 0u);
+        vu.u = valid ? *reinterpret_cast<const uint4*>(vv + j * p.vs[2]) : make_uint4(0u, 0u, 0u, 0u);
         float s[G];
         bool any = false;
 #pragma unroll
@@ -255,8 +256,6 @@ ruda_decode_vec(ATT_ARGS, float* __restrict__ part, int chunk) {{
             any = any || s[g] != -INFINITY;
         }}
         if (!any) continue;
-        Pack vu;
-        vu.u = *reinterpret_cast<const uint4*>(vv + j * p.vs[2]);
 #pragma unroll
         for (int g = 0; g < G; ++g) {{
             if (s[g] == -INFINITY) continue;
@@ -324,26 +323,28 @@ ruda_decode_vec(ATT_ARGS, float* __restrict__ part, int chunk) {{
 }}
 """
 
-# bfloat16 attention on tensor cores (FlashAttention-2 style): a block of 4 warps takes BM = 64
-# query rows (16 per warp) of one (batch, head); the warp's Q fragments stay in registers; K and V
-# tiles of BN = 64 keys go through shared memory (rows padded by 16 bytes: conflict-free
-# ldmatrix); S = Q K^T and O += P V with mma.sync m16n8k16 (bf16 in, float32 accumulate); the
-# online softmax runs on the accumulator fragments (a row is spread over the 4 lanes of a quad).
-# Needs D == DV, a multiple of 16, rows 16-byte aligned.
+# bfloat16 attention on tensor cores (FlashAttention-2 style): a block of NW warps takes BM query
+# rows of one (batch, head), 16 * MI rows a warp (each K or V fragment read from shared memory
+# serves MI row tiles).  Q stays in shared memory; K and V tiles of BN keys follow it (rows
+# padded by 16 bytes: conflict-free ldmatrix), loaded with cp.async so that V's tile arrives
+# during S = Q K^T and the next K tile during the softmax and O += P V (mma.sync m16n8k16, bf16
+# in, float32 accumulate); the online softmax runs on the accumulator fragments (a row is spread
+# over the 4 lanes of a quad).  Causal: the grid's first blocks take the last (longest) query
+# tiles, and a warp whose rows all precede a key tile skips it.  Dynamic shared memory:
+# (BM + 2 BN) (D + 8) * 2 bytes.  Needs D == DV, a multiple of 16, rows 16-byte aligned.
 _ATT_MMA = r"""
-#define BM 64
-#define BN 64
 #define LD (D + 8)
-#define NT 128
-__device__ __forceinline__ void ldsm4(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3, const void* p) {
+#define NW (BM / (16 * MI))
+#define NT (NW * 32)
+__device__ __forceinline__ void ldsm4(unsigned* r, const void* p) {
     const unsigned a = (unsigned)__cvta_generic_to_shared(p);
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(a));
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
 }
-__device__ __forceinline__ void ldsm4t(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3, const void* p) {
+__device__ __forceinline__ void ldsm4t(unsigned* r, const void* p) {
     const unsigned a = (unsigned)__cvta_generic_to_shared(p);
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(a));
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
 }
 __device__ __forceinline__ void mma16816(float* c, const unsigned* a, unsigned b0, unsigned b1) {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
@@ -356,119 +357,179 @@ __device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
     asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
     return r;
 }
-// rows [r0, r0 + 64) of a (rows, D) matrix with row stride rs into shared memory; rows >= n: zeros
-__device__ __forceinline__ void load_tile(unsigned short* sm, const T* g, long long rs, int r0, int n) {
+// 2^x for the softmax weights (below 2^-126 they flush to 0: nothing next to the row's 1)
+__device__ __forceinline__ float ex2(float x) {
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(x));
+    return r;
+}
+// 16 bytes from global to shared memory without passing through registers; zeros when !ok
+__device__ __forceinline__ void cp16(void* sm, const void* g, bool ok) {
+    const unsigned a = (unsigned)__cvta_generic_to_shared(sm);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(a), "l"(g), "r"(ok ? 16 : 0));
+}
+__device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+// starts loading rows [r0, r0 + R) of a (n, D) matrix with row stride rs into shared memory
+// (rows >= n: zeros); cp_wait and __syncthreads make them visible
+template <int R> __device__ __forceinline__ void load_rows(unsigned short* sm, const T* g, long long rs, int r0, int n) {
     constexpr int CPR = D / 8;                      // 16-byte chunks per row
 #pragma unroll
-    for (int c = threadIdx.x; c < BM * CPR; c += NT) {
+    for (int c = threadIdx.x; c < R * CPR; c += NT) {
         const int r = c / CPR, k = (c % CPR) * 8;
-        uint4 v = make_uint4(0u, 0u, 0u, 0u);
-        if (r0 + r < n) v = *reinterpret_cast<const uint4*>(g + (r0 + r) * rs + k);
-        *reinterpret_cast<uint4*>(sm + r * LD + k) = v;
+        const bool ok = r0 + r < n;
+        cp16(sm + r * LD + k, g + (ok ? r0 + r : 0) * rs + k, ok);
     }
+    asm volatile("cp.async.commit_group;\n" ::);
 }
+#if MINB
+extern "C" __global__ void __launch_bounds__(NT, MINB)
+#else
 extern "C" __global__ void __launch_bounds__(NT)
+#endif
 ruda_attention_mma(ATT_ARGS) {
     ATT_INIT;
-    __shared__ __align__(16) unsigned short ks[BN * LD];
-    __shared__ __align__(16) unsigned short vs[BN * LD];
-    const int b = blockIdx.z, h = blockIdx.y, i0 = blockIdx.x * BM;
+    extern __shared__ __align__(16) unsigned short sm[];
+    unsigned short* qs = sm;
+    unsigned short* ks = sm + BM * LD;
+    unsigned short* vs = ks + BN * LD;
+    const int b = blockIdx.z, h = blockIdx.y;
+    const int i0 = (p.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x) * BM;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    const int wr = warp * 16 * MI, w0 = i0 + wr;    // the warp's first row: local, global
     const int hk = h / (p.Hq / p.Hkv);
     const T* kk = p.k + b * p.ks[0] + hk * p.ks[1];
     const T* vv = p.v + b * p.vs[0] + hk * p.vs[1];
-    // Q: staged through ks, then kept as A fragments
-    load_tile(ks, p.q + b * p.qs[0] + h * p.qs[1], p.qs[2], i0, p.L);
-    __syncthreads();
-    unsigned qf[D / 16][4];
-#pragma unroll
-    for (int kc = 0; kc < D / 16; ++kc)
-        ldsm4(qf[kc][0], qf[kc][1], qf[kc][2], qf[kc][3],
-              ks + (warp * 16 + (lane & 15)) * LD + kc * 16 + (lane >> 4) * 8);
-    float o[D / 8][4];
-#pragma unroll
-    for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
-    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;   // rows g and g + 8 of this warp
-    const int ra = i0 + warp * 16 + g, rb = ra + 8;
     const int off = p.S - p.L;
     int j_end = p.S, j_begin = 0;
     if (p.causal) j_end = min(p.S, i0 + BM + off);
     if (p.window > 0) j_begin = max(0, i0 + off - p.window + 1) / BN * BN;
+    load_rows<BM>(qs, p.q + b * p.qs[0] + h * p.qs[1], p.qs[2], i0, p.L);
+    if (j_begin < j_end) load_rows<BN>(ks, kk, p.ks[2], j_begin, p.S);
+    float o[MI][D / 8][4];
+    float m[MI][2], l[MI][2];                       // rows g and g + 8 of each row tile
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) {
+#pragma unroll
+        for (int n = 0; n < D / 8; ++n) o[mi][n][0] = o[mi][n][1] = o[mi][n][2] = o[mi][n][3] = 0.f;
+        m[mi][0] = m[mi][1] = -INFINITY;
+        l[mi][0] = l[mi][1] = 0.f;
+    }
     for (int j0 = j_begin; j0 < j_end; j0 += BN) {
-        __syncthreads();
-        load_tile(ks, kk, p.ks[2], j0, p.S);
-        load_tile(vs, vv, p.vs[2], j0, p.S);
-        __syncthreads();
-        float s[BN / 8][4];
+        cp_wait();
+        __syncthreads();                            // K tile (and Q) in; every warp done with the last V
+        load_rows<BN>(vs, vv, p.vs[2], j0, p.S);
+        // a warp whose last row precedes every key of the tile (causal) or whose first row is
+        // past the window of every key has nothing to add
+        const bool busy = (!p.causal || j0 <= w0 + 16 * MI - 1 + off) &&
+                          (p.window <= 0 || j0 + BN - 1 > w0 + off - p.window);
+        float s[MI][BN / 8][4];
+        if (busy) {
 #pragma unroll
-        for (int n = 0; n < BN / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+            for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
-        for (int kc = 0; kc < D / 16; ++kc) {
+                for (int n = 0; n < BN / 8; ++n) s[mi][n][0] = s[mi][n][1] = s[mi][n][2] = s[mi][n][3] = 0.f;
 #pragma unroll
-            for (int n = 0; n < BN / 16; ++n) {
-                unsigned b0, b1, b2, b3;
-                ldsm4(b0, b1, b2, b3, ks + (n * 16 + (lane & 7) + ((lane >> 4) << 3)) * LD + kc * 16 + ((lane >> 3) & 1) * 8);
-                mma16816(s[2 * n], qf[kc], b0, b1);
-                mma16816(s[2 * n + 1], qf[kc], b2, b3);
+            for (int kc = 0; kc < D / 16; ++kc) {
+                unsigned a[MI][4];
+#pragma unroll
+                for (int mi = 0; mi < MI; ++mi)
+                    ldsm4(a[mi], qs + (wr + mi * 16 + (lane & 15)) * LD + kc * 16 + (lane >> 4) * 8);
+#pragma unroll
+                for (int n = 0; n < BN / 16; ++n) {
+                    unsigned f[4];
+                    ldsm4(f, ks + (n * 16 + (lane & 7) + ((lane >> 4) << 3)) * LD + kc * 16 + ((lane >> 3) & 1) * 8);
+#pragma unroll
+                    for (int mi = 0; mi < MI; ++mi) {
+                        mma16816(s[mi][2 * n], a[mi], f[0], f[1]);
+                        mma16816(s[mi][2 * n + 1], a[mi], f[2], f[3]);
+                    }
+                }
+            }
+            const bool edge = MASK != 0 || j0 + BN > p.S || (p.causal && j0 + BN - 1 > w0 + off) ||
+                              (p.window > 0 && j0 <= w0 + 16 * MI - 1 + off - p.window);
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi) {
+                const int ra = w0 + mi * 16 + g;
+                float mx0 = m[mi][0], mx1 = m[mi][1];
+#pragma unroll
+                for (int n = 0; n < BN / 8; ++n) {
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        const int j = j0 + n * 8 + 2 * t + (e & 1), i = e < 2 ? ra : ra + 8;
+                        float v = edge ? (i < p.L ? score(p, s[mi][n][e], b, h, i, j) : -INFINITY)
+                                       : s[mi][n][e] * p.scale2;
+                        s[mi][n][e] = v;
+                        if (e < 2) mx0 = fmaxf(mx0, v); else mx1 = fmaxf(mx1, v);
+                    }
+                }
+#pragma unroll
+                for (int x = 1; x < 4; x <<= 1) {
+                    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, x));
+                    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, x));
+                }
+                const float u0 = mx0 == -INFINITY ? 0.f : mx0, u1 = mx1 == -INFINITY ? 0.f : mx1;
+                const float c0 = ex2(m[mi][0] - u0), c1 = ex2(m[mi][1] - u1);
+                m[mi][0] = mx0; m[mi][1] = mx1;
+                float sum0 = 0.f, sum1 = 0.f;
+#pragma unroll
+                for (int n = 0; n < BN / 8; ++n) {
+                    s[mi][n][0] = ex2(s[mi][n][0] - u0); s[mi][n][1] = ex2(s[mi][n][1] - u0);
+                    s[mi][n][2] = ex2(s[mi][n][2] - u1); s[mi][n][3] = ex2(s[mi][n][3] - u1);
+                    sum0 += s[mi][n][0] + s[mi][n][1]; sum1 += s[mi][n][2] + s[mi][n][3];
+                }
+                l[mi][0] = l[mi][0] * c0 + sum0;       // quad-partial sums; reduced at the end
+                l[mi][1] = l[mi][1] * c1 + sum1;
+#pragma unroll
+                for (int n = 0; n < D / 8; ++n) {
+                    o[mi][n][0] *= c0; o[mi][n][1] *= c0; o[mi][n][2] *= c1; o[mi][n][3] *= c1;
+                }
             }
         }
-        const bool edge = MASK != 0 || j0 + BN > p.S || (p.causal && j0 + BN - 1 > i0 + off) ||
-                          (p.window > 0 && j0 <= i0 + BM - 1 + off - p.window);
-        float mx0 = m0, mx1 = m1;
+        cp_wait();
+        __syncthreads();                            // V tile in; every warp done with K
+        if (j0 + BN < j_end) load_rows<BN>(ks, kk, p.ks[2], j0 + BN, p.S);
+        if (busy) {
 #pragma unroll
-        for (int n = 0; n < BN / 8; ++n) {
+            for (int kc = 0; kc < BN / 16; ++kc) {
+                unsigned pa[MI][4];
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int j = j0 + n * 8 + 2 * t + (e & 1), i = e < 2 ? ra : rb;
-                float v = edge ? (i < p.L ? score(p, s[n][e], b, h, i, j) : -INFINITY) : s[n][e] * p.scale2;
-                s[n][e] = v;
-                if (e < 2) mx0 = fmaxf(mx0, v); else mx1 = fmaxf(mx1, v);
+                for (int mi = 0; mi < MI; ++mi) {
+                    pa[mi][0] = pack_bf16(s[mi][2 * kc][0], s[mi][2 * kc][1]);
+                    pa[mi][1] = pack_bf16(s[mi][2 * kc][2], s[mi][2 * kc][3]);
+                    pa[mi][2] = pack_bf16(s[mi][2 * kc + 1][0], s[mi][2 * kc + 1][1]);
+                    pa[mi][3] = pack_bf16(s[mi][2 * kc + 1][2], s[mi][2 * kc + 1][3]);
+                }
+#pragma unroll
+                for (int n = 0; n < D / 16; ++n) {
+                    unsigned f[4];
+                    ldsm4t(f, vs + (kc * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LD + n * 16 + (lane >> 4) * 8);
+#pragma unroll
+                    for (int mi = 0; mi < MI; ++mi) {
+                        mma16816(o[mi][2 * n], pa[mi], f[0], f[1]);
+                        mma16816(o[mi][2 * n + 1], pa[mi], f[2], f[3]);
+                    }
+                }
             }
         }
+    }
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) {
+        float l0 = l[mi][0], l1 = l[mi][1];
 #pragma unroll
         for (int x = 1; x < 4; x <<= 1) {
-            mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, x));
-            mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, x));
+            l0 += __shfl_xor_sync(0xffffffffu, l0, x);
+            l1 += __shfl_xor_sync(0xffffffffu, l1, x);
         }
-        const float u0 = mx0 == -INFINITY ? 0.f : mx0, u1 = mx1 == -INFINITY ? 0.f : mx1;
-        const float c0 = exp2f(m0 - u0), c1 = exp2f(m1 - u1);
-        m0 = mx0; m1 = mx1;
-        float sum0 = 0.f, sum1 = 0.f;
+        const float r0 = l0 > 0.f ? 1.f / l0 : 0.f, r1 = l1 > 0.f ? 1.f / l1 : 0.f;
+        const int ra = w0 + mi * 16 + g;
+        T* oa = p.o + b * p.os[0] + h * p.os[1] + ra * p.os[2];
+        T* ob = oa + 8 * p.os[2];
 #pragma unroll
-        for (int n = 0; n < BN / 8; ++n) {
-            s[n][0] = exp2f(s[n][0] - u0); s[n][1] = exp2f(s[n][1] - u0);
-            s[n][2] = exp2f(s[n][2] - u1); s[n][3] = exp2f(s[n][3] - u1);
-            sum0 += s[n][0] + s[n][1]; sum1 += s[n][2] + s[n][3];
+        for (int n = 0; n < D / 8; ++n) {
+            const int c = n * 8 + 2 * t;
+            if (ra < p.L) *reinterpret_cast<unsigned*>(oa + c) = pack_bf16(o[mi][n][0] * r0, o[mi][n][1] * r0);
+            if (ra + 8 < p.L) *reinterpret_cast<unsigned*>(ob + c) = pack_bf16(o[mi][n][2] * r1, o[mi][n][3] * r1);
         }
-        l0 = l0 * c0 + sum0; l1 = l1 * c1 + sum1;      // quad-partial sums; reduced at the end
-#pragma unroll
-        for (int n = 0; n < D / 8; ++n) { o[n][0] *= c0; o[n][1] *= c0; o[n][2] *= c1; o[n][3] *= c1; }
-#pragma unroll
-        for (int kc = 0; kc < BN / 16; ++kc) {
-            const unsigned pa[4] = {pack_bf16(s[2 * kc][0], s[2 * kc][1]), pack_bf16(s[2 * kc][2], s[2 * kc][3]),
-                                    pack_bf16(s[2 * kc + 1][0], s[2 * kc + 1][1]), pack_bf16(s[2 * kc + 1][2], s[2 * kc + 1][3])};
-#pragma unroll
-            for (int n = 0; n < D / 16; ++n) {
-                unsigned b0, b1, b2, b3;
-                ldsm4t(b0, b1, b2, b3, vs + (kc * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LD + n * 16 + (lane >> 4) * 8);
-                mma16816(o[2 * n], pa, b0, b1);
-                mma16816(o[2 * n + 1], pa, b2, b3);
-            }
-        }
-    }
-#pragma unroll
-    for (int x = 1; x < 4; x <<= 1) {
-        l0 += __shfl_xor_sync(0xffffffffu, l0, x);
-        l1 += __shfl_xor_sync(0xffffffffu, l1, x);
-    }
-    const float r0 = l0 > 0.f ? 1.f / l0 : 0.f, r1 = l1 > 0.f ? 1.f / l1 : 0.f;
-    T* oa = p.o + b * p.os[0] + h * p.os[1] + ra * p.os[2];
-    T* ob = oa + 8 * p.os[2];
-#pragma unroll
-    for (int n = 0; n < D / 8; ++n) {
-        const int c = n * 8 + 2 * t;
-        if (ra < p.L) *reinterpret_cast<unsigned*>(oa + c) = pack_bf16(o[n][0] * r0, o[n][1] * r0);
-        if (rb < p.L) *reinterpret_cast<unsigned*>(ob + c) = pack_bf16(o[n][2] * r1, o[n][3] * r1);
     }
 }
 """
@@ -489,10 +550,19 @@ def attention(dtype, d, dv, mask=None, mdtype=None, bm=64, bn=16):
     return _att_head(dtype, d, dv, mask, mdtype) + _ATT_TILE.format(bm=bm, bn=bn)
 
 
-def attention_mma(d, mask=None, mdtype=None):
-    """bfloat16 tensor-core attention (D == DV, a multiple of 16, at most 128).  Entry
-    ``ruda_attention_mma(ATT_ARGS)``; grid (ceil(L / 64), Hq, B), block 128."""
-    return _att_head("bfloat16", d, d, mask, mdtype) + _ATT_MMA
+def attention_mma(d, mask=None, mdtype=None, bm=64, mi=1, bn=64, minb=0):
+    """bfloat16 tensor-core attention (D == DV, a multiple of 16, at most 128) over tiles of
+    ``bm`` query rows, ``16 * mi`` a warp, and ``bn`` keys (multiples of 16), registers
+    bounded for ``minb`` blocks a multiprocessor (0: the compiler's choice).  Entry
+    ``ruda_attention_mma(ATT_ARGS)``; grid (ceil(L / bm), Hq, B), block bm / mi * 2 threads,
+    dynamic shared memory :func:`attention_mma_smem` bytes."""
+    return (_att_head("bfloat16", d, d, mask, mdtype) + f"#define BM {bm}\n#define MI {mi}\n#define BN {bn}\n#define MINB {minb}\n"
+            + _ATT_MMA)
+
+
+def attention_mma_smem(d, bm=64, bn=64):
+    """Bytes of dynamic shared memory of :func:`attention_mma`: Q, a K and a V tile."""
+    return (bm + 2 * bn) * (d + 8) * 2
 
 
 def decode_vec(dtype, d, group, mask=None, mdtype=None):
