@@ -33,6 +33,7 @@ MMA_TILES = (64, 1, 64, 0)
 DECODE_MAX_L = 16       # at most this many queries and ...
 DECODE_MIN_S = 256      # ... at least this many keys: split-key decode
 DECODE_MIN_CHUNK = 64   # keys per decode block, at least
+DECODE_BLOCKS_PER_SM = 4  # split the keys until there are this many blocks a multiprocessor
 DECODE_MAX_GROUP = 8    # query heads per kv head up to which one block serves the group
 DECODE_ONE_BLOCK_S = 512  # up to this many keys one 16-byte-load block takes them all (no merge)
 
@@ -139,7 +140,7 @@ def _decode(dt, D, Dv, mkind, md, args, B, Hq, Hkv, L, S, o, os_, vec_ok):
     vec = (vec_ok and D == Dv and D % per == 0 and D // per in (1, 2, 4, 8, 16, 32)
            and group <= DECODE_MAX_GROUP)
     blocks = B * Hkv * L if vec else rows
-    nsplit = max(1, min(-(-4 * sms() // blocks), -(-S // DECODE_MIN_CHUNK)))
+    nsplit = max(1, min(-(-DECODE_BLOCKS_PER_SM * sms() // blocks), -(-S // DECODE_MIN_CHUNK)))
     if vec and S <= DECODE_ONE_BLOCK_S:
         nsplit = 1
     chunk = -(-S // nsplit)

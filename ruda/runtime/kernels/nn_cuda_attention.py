@@ -237,12 +237,24 @@ ruda_decode_vec(ATT_ARGS, float* __restrict__ part, int chunk) {{
     const T* kk = p.k + b * p.ks[0] + hk * p.ks[1] + e0;
     const T* vv = p.v + b * p.vs[0] + hk * p.vs[1] + e0;
     const int j_begin = split * chunk, j_end = min(p.S, j_begin + chunk);
+    // with a group (G > 1: arithmetic-bound), the next step's K and V rows are requested before
+    // this step's arithmetic; one head keeps the registers low for more blocks in flight instead
+    constexpr bool PF = G > 1;
+    Pack ku, vu, kn, vn;
+    const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+    if (PF) {{
+        const int j = j_begin + w * KPW + grp;
+        kn.u = j < j_end ? *reinterpret_cast<const uint4*>(kk + j * p.ks[2]) : zero;
+        vn.u = j < j_end ? *reinterpret_cast<const uint4*>(vv + j * p.vs[2]) : zero;
+    }}
     for (int j0 = j_begin + w * KPW; j0 < j_end; j0 += NWV * KPW) {{
-        const int j = j0 + grp;
+        const int j = j0 + grp, jl = PF ? j + NWV * KPW : j;
         const bool valid = j < j_end;
-        Pack ku, vu;                    // K and V rows requested together: one wait a step
-        ku.u = valid ? *reinterpret_cast<const uint4*>(kk + j * p.ks[2]) : make_uint4(0u, 0u, 0u, 0u);
-        vu.u = valid ? *reinterpret_cast<const uint4*>(vv + j * p.vs[2]) : make_uint4(0u, 0u, 0u, 0u);
+        if (PF) {{ ku = kn; vu = vn; }}
+        Pack& kl = PF ? kn : ku;
+        Pack& vl = PF ? vn : vu;
+        kl.u = jl < j_end ? *reinterpret_cast<const uint4*>(kk + jl * p.ks[2]) : zero;
+        vl.u = jl < j_end ? *reinterpret_cast<const uint4*>(vv + jl * p.vs[2]) : zero;
         float s[G];
         bool any = false;
 #pragma unroll
