@@ -25,6 +25,18 @@ def from_bits(u):
     return u.view(BF16).astype(np.float64)
 
 
+HALF = {"bfloat16": BF16, "float16": np.dtype(np.float16)}
+
+
+def half_bits(a, dtype):
+    """The uint16 bits of a rounded to bfloat16 or float16."""
+    return np.ascontiguousarray(np.asarray(a, np.float32).astype(HALF[dtype])).view(np.uint16)
+
+
+def half_values(u, dtype):
+    return u.view(HALF[dtype]).astype(np.float64)
+
+
 @pytest.mark.parametrize("name", ["argmax", "argmin"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_arg_rows(name, dtype):
@@ -46,21 +58,24 @@ def test_arg_rows(name, dtype):
 
 @pytest.mark.parametrize("m", [1, 3, 8])
 @pytest.mark.parametrize("n,k", [(1, 8), (13, 40), (9, 1032)])
-def test_gemv(m, n, k):
-    """bfloat16 y = x @ W.T: tails of rows (n odd) and of the unrolled k loop, strided x."""
-    fn = emu.build(gemv_cuda.gemv(m), "ruda_gemv", "const T* x, long long ldx, const T* w, "
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_gemv(m, n, k, dtype):
+    """y = x @ W.T: tails of rows (n odd) and of the unrolled k loop, strided x."""
+    fn = emu.build(gemv_cuda.gemv(m, dtype=dtype), "ruda_gemv", "const T* x, long long ldx, const T* w, "
                    "long long ldw, T* y, long long ldy, int N, int K")
     rng = np.random.default_rng(n + k + m)
-    xb = bf16_bits(rng.standard_normal((m, k + 8)))
-    wb = bf16_bits(rng.standard_normal((n, k)))
+    xb = half_bits(rng.standard_normal((m, k + 8)), dtype)
+    wb = half_bits(rng.standard_normal((n, k)), dtype)
     y = np.zeros((m, n + 5), np.uint16)
     per = gemv_cuda.ROWS * gemv_cuda.WARPS
     emu.launch(fn, (-(-n // per),), 32 * gemv_cuda.WARPS, xb, i64(k + 8), wb, i64(k), y, i64(n + 5),
                i32(n), i32(k))
-    want = from_bits(xb)[:, :k] @ from_bits(wb).T
-    got = from_bits(y)
+    want = half_values(xb, dtype)[:, :k] @ half_values(wb, dtype).T
+    got = half_values(y, dtype)
     assert (got[:, n:] == 0).all()
     np.testing.assert_allclose(got[:, :n], want, rtol=2 ** -7, atol=2 ** -7 * np.abs(want).max())
+    if dtype == "float16":          # float16 keeps 11 bits
+        np.testing.assert_allclose(got[:, :n], want, rtol=2 ** -10, atol=2 ** -10 * np.abs(want).max())
 
 
 @pytest.mark.parametrize("m", [1, 5])
@@ -90,12 +105,12 @@ def test_gemv_swiglu(m):
     np.testing.assert_allclose(from_bits(y), gd / (1 + np.exp(-gd)) * ud, rtol=1e-2, atol=1e-2)
 
 
-@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
 @pytest.mark.parametrize("n,vec", [(64, True), (576, True), (37, False)])
 def test_rows_with_residual(dtype, n, vec):
     """rms_norm of x + res, the sum rounded to the dtype and written out as a separate add
     would write it."""
-    size = 2 if dtype == "bfloat16" else 4
+    size = 2 if dtype in HALF else 4
     vec = vec and n % (16 // size) == 0
     unit = 16 // size if vec else 1
     tpr, rpb = 32, 4
@@ -106,10 +121,11 @@ def test_rows_with_residual(dtype, n, vec):
     rng = np.random.default_rng(n)
     rows = 6
     a, r, w = rng.standard_normal((rows, n)) * 2, rng.standard_normal((rows, n)), rng.standard_normal(n)
-    if dtype == "bfloat16":
-        xa, ra, wa = bf16_bits(a), bf16_bits(r), bf16_bits(w)
-        back = from_bits
-        want_sum = (xa.view(BF16).astype(np.float32) + ra.view(BF16).astype(np.float32)).astype(BF16)
+    if dtype in HALF:
+        xa, ra, wa = (half_bits(t, dtype) for t in (a, r, w))
+        def back(u):
+            return half_values(u, dtype)
+        want_sum = (back(xa).astype(np.float32) + back(ra).astype(np.float32)).astype(HALF[dtype])
         want_sum = want_sum.astype(np.float64)
     else:
         xa, ra, wa = a.astype(np.float32), r.astype(np.float32), w.astype(np.float32)
@@ -119,7 +135,7 @@ def test_rows_with_residual(dtype, n, vec):
     emu.launch(fn, (-(-rows // rpb),), tpr * rpb, xa, wa, None, y, i64(rows), i32(n), f64(1e-6), ra, s)
     np.testing.assert_array_equal(back(s).astype(np.float64), want_sum)
     want = want_sum / np.sqrt((want_sum ** 2).mean(1, keepdims=True) + 1e-6) * back(wa).astype(np.float64)
-    tol = 2e-2 if dtype == "bfloat16" else 1e-5
+    tol = {"bfloat16": 2e-2, "float16": 3e-3}.get(dtype, 1e-5)
     np.testing.assert_allclose(back(y).astype(np.float64), want, rtol=tol, atol=tol)
 
 
@@ -235,17 +251,18 @@ def test_rows_long(op):
     np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-7 if not ln else 1e-4)
 
 
-@pytest.mark.parametrize("dtype,vec", [("bfloat16", True), ("float32", False)])
+@pytest.mark.parametrize("dtype,vec", [("bfloat16", True), ("float16", True), ("float32", False)])
 def test_swiglu(dtype, vec):
     fn = emu.build(nn_cuda.swiglu(dtype, vec), "ruda_swiglu", "const T* g, const T* u, T* y, long long n")
     rng = np.random.default_rng(4)
     n = 1000 + 3
     g, u = rng.standard_normal(n) * 3, rng.standard_normal(n)
-    if dtype == "bfloat16":
-        gb, ub = bf16_bits(g), bf16_bits(u)
+    if dtype in HALF:
+        gb, ub = half_bits(g, dtype), half_bits(u, dtype)
         y = np.zeros(n, np.uint16)
         emu.launch(fn, (2,), 256, gb, ub, y, i64(n))
-        gd, ud, got, tol = from_bits(gb), from_bits(ub), from_bits(y), 1e-2
+        gd, ud, got = half_values(gb, dtype), half_values(ub, dtype), half_values(y, dtype)
+        tol = 1e-2 if dtype == "bfloat16" else 2e-3
     else:
         gb, ub = g.astype(np.float32), u.astype(np.float32)
         y = np.zeros(n, np.float32)
@@ -347,6 +364,34 @@ def test_activation_bfloat16():
     emu.launch(fn, (1,), 256, xb, y, i64(xb.size), f64(0.0), f64(0.0))
     xf = xb.view(BF16).astype(np.float32)
     np.testing.assert_array_equal(y.view(BF16), (xf / (1 + np.exp(-xf))).astype(BF16))
+
+
+def test_float16_conversions():
+    """The integer float16 conversions (host side of ``h2f``/``f2h``) against NumPy: every
+    float16 widened exactly; float32 values of every range (subnormal, ties, overflow, NaN)
+    rounded to nearest even."""
+    src = nn_cuda.head("float16") + r"""
+extern "C" __global__ void ruda_cvt(const float* x, T* h, const T* hs, float* w, long long n) {
+    for (long long i = threadIdx.x; i < n; i += blockDim.x) { h[i] = f2h(x[i]); w[i] = h2f(hs[i]); }
+}"""
+    fn = emu.build(src, "ruda_cvt", "const float* x, T* h, const T* hs, float* w, long long n")
+    every = np.arange(65536, dtype=np.uint16)
+    rng = np.random.default_rng(5)
+    x = np.concatenate([every.view(np.float16).astype(np.float32),
+                        (rng.standard_normal(30000) * 2.0 ** rng.integers(-30, 18, 30000)).astype(np.float32),
+                        np.float32([65504, 65519.99, 65520, 65536, 1e30, 2.0**-25, 2.0**-24 * 1.5,
+                                    2.0**-24 * 2.5, 2.0**-25 * 1.0001, 2.0**-26, 2.0**-14 * 0.99999,
+                                    1 + 2.0**-11, 1 + 3 * 2.0**-11, -0.0, np.inf, -np.inf])])
+    x = np.concatenate([x, -x[65536:]]).astype(np.float32)
+    hs = np.resize(every, x.size)
+    h, w = np.zeros(x.size, np.uint16), np.zeros(x.size, np.float32)
+    emu.launch(fn, (1,), 256, x, h, hs, w, i64(x.size))
+    with np.errstate(over="ignore"):
+        want = x.astype(np.float16)
+    np.testing.assert_array_equal(np.isnan(h.view(np.float16)), np.isnan(want))
+    ok = ~np.isnan(want)
+    np.testing.assert_array_equal(h[ok], want.view(np.uint16)[ok])
+    np.testing.assert_array_equal(w, hs.view(np.float16).astype(np.float32))
 
 
 def test_top_k():

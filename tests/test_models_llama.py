@@ -159,14 +159,17 @@ def test_recorded_decode_gives_the_same_tokens(checkpoints, monkeypatch):
         m.generate_ids(PROMPTS, max_new_tokens=6, temperature=0.5, seed=3)
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("arch", ["mistral", "qwen3"])
-def test_recorded_decode_on_the_device(checkpoints, device, arch, monkeypatch):
-    """Where the device records (cuda: CUDA graphs; wgpu: its launches replayed), bfloat16
+def test_recorded_decode_on_the_device(checkpoints, device, arch, dtype, monkeypatch):
+    """Where the device records (cuda: CUDA graphs; wgpu: its launches replayed), half-precision
     decoding is recorded without a warning and gives the tokens of the unrecorded run
     (``RUDA_RECORDING=0``)."""
     if not device.backend.records:
         pytest.skip(f"device '{device}' records no work")
-    m = load(checkpoints[arch][0], device=device, dtype=xp.bfloat16)
+    if not device.backend.supports(np.dtype(getattr(xp, dtype))):
+        pytest.skip(f"device '{device}' has no {dtype}")
+    m = load(checkpoints[arch][0], device=device, dtype=getattr(xp, dtype))
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         got = m.generate_ids(PROMPTS, max_new_tokens=8)
@@ -175,7 +178,7 @@ def test_recorded_decode_on_the_device(checkpoints, device, arch, monkeypatch):
         assert m.generate_ids(PROMPTS, max_new_tokens=8) == got
     assert all(p and p[1].recorded for p in m._recordings.prefills.values())
     monkeypatch.setenv("RUDA_RECORDING", "0")
-    m2 = load(checkpoints[arch][0], device=device, dtype=xp.bfloat16)
+    m2 = load(checkpoints[arch][0], device=device, dtype=getattr(xp, dtype))
     assert m2.generate_ids(PROMPTS, max_new_tokens=8) == got
     assert getattr(m2, "_recordings", None) is None
 

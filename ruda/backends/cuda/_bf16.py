@@ -68,6 +68,8 @@ _ndarray = cp.ndarray if cp is not None else type("_NoCupyArray", (), {})
 
 # cudaDataType_t / cublasComputeType_t / cublasGemmAlgo_t / cublasOperation_t / pointer mode
 CUDA_R_16BF = 14
+CUDA_R_16F = 2
+F16 = np.dtype(np.float16)
 CUDA_R_32F, CUDA_R_64F = 0, 1
 CUBLAS_COMPUTE_32F = 68
 CUBLAS_COMPUTE_32F_FAST_TF32 = 77
@@ -383,18 +385,19 @@ def _operand(x, batch, r, c):
     """(array, op, ld, batch stride in elements) of a GEMM operand of shape ``... r c`` broadcast
     to ``batch``; copies only a layout cuBLAS cannot read.  The caller keeps the returned array
     alive until the GEMM is enqueued (it may be a fresh copy)."""
+    dt = x.dtype
     if math.prod(x.shape[:-2]) == 1:
-        x3, stride_ok = as_bf16(bits(x).reshape(1, r, c)), True
+        x3, stride_ok = bits(x).reshape(1, r, c).view(dt), True
     else:
         u = bits(x)
         if x.shape[:-2] != batch:
             u = cp.broadcast_to(u, batch + (r, c))
-        x3 = as_bf16(u.reshape(-1, r, c))             # a view where the batch dims merge
+        x3 = u.reshape(-1, r, c).view(dt)             # a view where the batch dims merge
         stride_ok = x3.strides[0] >= 0
     sb, sr, sc = (s // 2 for s in x3.strides)
     lay = _layout(r, c, sr, sc) if stride_ok and x3.strides[1] % 2 == 0 and x3.strides[2] % 2 == 0 else None
     if lay is None:
-        x3 = as_bf16(_contiguous_bits(x3))
+        x3 = _contiguous_bits(x3).view(dt)
         sb, lay = r * c, (OP_N, c)
     if x3.shape[0] == 1:
         sb = 0
@@ -406,21 +409,23 @@ def _ptr(a):
 
 
 def _gemm(a, b, batch, n, k, m):
-    """bfloat16 (batch..., n, m) = a (..., n, k) @ b (..., k, m), fp32 accumulation in cuBLAS."""
+    """bfloat16 or float16 (a's dtype) (batch..., n, m) = a (..., n, k) @ b (..., k, m), fp32
+    accumulation in cuBLAS (for a few rows, ruda's GEMV)."""
     from ruda.backends.cuda import _gemv
+    dt = a.dtype
     nb = math.prod(batch)
     if not (nb and n and m and k):
-        return as_bf16(cp.zeros(batch + (n, m), U16))       # empty, or k == 0: zeros
+        return cp.zeros(batch + (n, m), U16).view(dt)       # empty, or k == 0: zeros
     a3, opa, lda, sa = _operand(a, batch, n, k)
     b3, opb, ldb, sb = _operand(b, batch, k, m)
     if nb == 1 and _gemv.ENABLED:                           # a few rows: ruda's GEMV
-        y = _gemv.gemv(a3, b3, n, k, m)
+        y = _gemv.gemv(a3, b3, n, k, m, dtype="bfloat16" if dt == BF16 else "float16")
         if y is not None:
-            return as_bf16(y.reshape(batch + (n, m)))
+            return y.reshape(batch + (n, m)).view(dt)
     out = cp.empty(batch + (n, m), U16)
-    gemm_ex(opb, opa, m, n, k, _ptr(b3), ldb, sb, _ptr(a3), lda, sa, _ptr(out), nb, CUDA_R_16BF,
-            CUBLAS_COMPUTE_32F, _ONE, _ZERO)
-    return as_bf16(out)
+    gemm_ex(opb, opa, m, n, k, _ptr(b3), ldb, sb, _ptr(a3), lda, sa, _ptr(out), nb,
+            CUDA_R_16BF if dt == BF16 else CUDA_R_16F, CUBLAS_COMPUTE_32F, _ONE, _ZERO)
+    return out.view(dt)
 
 
 def gemm_ex(opb, opa, m, n, k, pb, ldb, sb, pa, lda, sa, pc, nb, dtype, compute, one, zero):
@@ -457,11 +462,13 @@ def gemm_ex(opb, opa, m, n, k, pb, ldb, sb, pa, lda, sa, pc, nb, dtype, compute,
 
 
 def matmul(x1, x2):
-    """The standard's matmul of two bfloat16 arrays: bfloat16 result, float32 accumulation."""
+    """The standard's matmul of two bfloat16 (or two float16) arrays: a result of their dtype,
+    float32 accumulation."""
     if x1.ndim == 0 or x2.ndim == 0:
         raise ValueError("ruda: matmul: operands must be at least 1-D")
-    a = as_bf16(bits(x1).reshape(1, -1)) if x1.ndim == 1 else x1
-    b = as_bf16(bits(x2).reshape(-1, 1)) if x2.ndim == 1 else x2
+    dt = x1.dtype
+    a = bits(x1).reshape(1, -1).view(dt) if x1.ndim == 1 else x1
+    b = bits(x2).reshape(-1, 1).view(dt) if x2.ndim == 1 else x2
     n, k = a.shape[-2:]
     k2, m = b.shape[-2:]
     if k != k2:
@@ -474,7 +481,19 @@ def matmul(x1, x2):
         out = out.reshape(batch + (m,))
     elif x2.ndim == 1:
         out = out.reshape(batch + (n,))
-    return as_bf16(out)
+    return out.view(dt)
+
+
+def float16_matmul(impl):
+    """The backend's matmul with two float16 operands through :func:`matmul` (cuBLAS with the
+    recording of CUDA graphs, and ruda's GEMV for a few rows); anything else to ``impl``."""
+    def op(x1, x2, **kwargs):
+        if x1.dtype == F16 and x2.dtype == F16 and not kwargs and x1.ndim and x2.ndim:
+            return matmul(x1, x2)
+        return impl(x1, x2, **kwargs)
+    op.__name__ = "matmul"
+    op.__wrapped__ = impl
+    return op
 
 
 def tensordot(x1, x2, axes=2):

@@ -1,4 +1,4 @@
-"""bfloat16 GEMV on cuda: ``y = x @ W.T`` for up to ``MAX_ROWS`` rows of x against a weight
+"""bfloat16 and float16 GEMV on cuda: ``y = x @ W.T`` for up to ``MAX_ROWS`` rows of x against a weight
 stored row-major (N, K), as ``nn.linear`` reads it while decoding (kernel:
 ``ruda.runtime.kernels.gemv_cuda``).  ``gemv`` returns None where the layout does not fit."""
 import os
@@ -12,9 +12,10 @@ MAX_ROWS = 8
 ENABLED = os.environ.get("RUDA_CUDA_GEMV") != "0"     # 0: cuBLAS for every shape (comparisons)
 
 
-def gemv(a3, b3, n, k, m, swiglu=False):
-    """(n, m) bfloat16 bits of a3 (1, n, k) @ b3 (1, k, m), or None: a3's rows and W = b3's
-    transpose (m, k) must be row-major with row strides and pointers on 16 bytes, k % 8 == 0.
+def gemv(a3, b3, n, k, m, swiglu=False, dtype="bfloat16"):
+    """(n, m) bits of a3 (1, n, k) @ b3 (1, k, m) in ``dtype`` (bfloat16, float16), or None:
+    a3's rows and W = b3's transpose (m, k) must be row-major with row strides and pointers on
+    16 bytes, k % 8 == 0.
     ``swiglu`` (m even): (n, m / 2) ``silu(g) * u`` of the product's two halves."""
     if not 0 < n <= MAX_ROWS or k % 8 or k >= 2**31 or m >= 2**31 or (swiglu and m % 2):
         return None
@@ -26,7 +27,7 @@ def gemv(a3, b3, n, k, m, swiglu=False):
     cp = _cp()
     width = m // 2 if swiglu else m
     out = cp.empty((n, width), np.uint16)
-    fn = function(("gemv", n, swiglu), lambda: gen.gemv(n, swiglu), "ruda_gemv")
+    fn = function(("gemv", n, swiglu, dtype), lambda: gen.gemv(n, swiglu, dtype), "ruda_gemv")
     warps = width if swiglu else -(-m // gen.ROWS)
     fn((-(-warps // gen.WARPS),), (32 * gen.WARPS,),
        (a3.view(np.uint16), np.int64(sa[1] // 2), b3.view(np.uint16), np.int64(sb[2] // 2), out,

@@ -4,15 +4,15 @@ Each kernel takes native CuPy arrays already checked by ``ruda.nn`` (see ruda/nn
 returns native arrays, or ``NotImplemented`` for a dtype or shape it does not cover.  Sources
 come from :mod:`ruda.runtime.kernels.nn_cuda`; modules are compiled once per configuration
 through ``_kernels.compile_source`` (NVRTC, IEEE subnormals, disk cache) and launched on CuPy's
-current stream, on the device of the input array.  float32, float64 and bfloat16 are covered
-(bfloat16 is passed as its uint16 bits and accumulates in float32).
+current stream, on the device of the input array.  float32, float64, bfloat16 and float16 are
+covered (bfloat16 is passed as its uint16 bits; both 16-bit types accumulate in float32).
 """
 import numpy as np
 
 from ruda.backends.cuda._nn_attention import sdpa  # noqa: F401 - the attention kernel
 from ruda.backends.cuda._nn_conv import conv  # noqa: F401 - the convolution kernel
 from ruda.backends.cuda._nn_launch import (
-    BF16, U16, _cp, aligned, arg, contiguous, dname, empty, function, grid, rows_grid, shaped,
+    U16, _cp, aligned, arg, contiguous, dname, empty, function, grid, rows_grid, shaped,
 )
 from ruda.runtime.kernels import nn_cuda as gen
 
@@ -90,14 +90,16 @@ def add_rms_norm(x, residual, weight, eps):
 
 def linear_swiglu(x, weight):
     """x (rows, in) @ weight (2I, in).T, then silu(g) * u of the halves, in one launch: the
-    bfloat16 GEMV's swiglu variant, up to ``_gemv.MAX_ROWS`` rows; else NotImplemented."""
+    bfloat16 / float16 GEMV's swiglu variant, up to ``_gemv.MAX_ROWS`` rows; else NotImplemented."""
     from ruda.backends.cuda import _gemv
-    if BF16 is None or x.dtype != BF16 or weight.dtype != BF16 or x.ndim != 2 or not _gemv.ENABLED:
+    dt = dname(x)
+    if dt not in ("bfloat16", "float16") or weight.dtype != x.dtype or x.ndim != 2 or not _gemv.ENABLED:
         return NotImplemented
     rows, k = x.shape
     with x.device:
-        y = _gemv.gemv(x.view(U16)[None], weight.view(U16).T[None], rows, k, weight.shape[0], swiglu=True)
-    return NotImplemented if y is None else y.view(BF16)
+        y = _gemv.gemv(x.view(U16)[None], weight.view(U16).T[None], rows, k, weight.shape[0],
+                       swiglu=True, dtype=dt)
+    return NotImplemented if y is None else y.view(x.dtype)
 
 
 def swiglu(gate, up):
@@ -180,11 +182,11 @@ def top_k(x, k):
 
 def channel_affine(x, scale, shift):
     """x (N, C, L) -> ``x * scale[c] + shift[c]`` in one pass (``nn_cuda.channel_affine``); scale
-    and shift (C,) in the compute dtype (float32 for bfloat16)."""
+    and shift (C,) in the compute dtype (float32 for bfloat16 and float16)."""
     dt = dname(x)
     if dt is None or x.ndim != 3:
         return NotImplemented
-    want = np.dtype(np.float32) if dt == "bfloat16" else x.dtype
+    want = np.dtype(np.float32) if dt in ("bfloat16", "float16") else x.dtype
     if scale.dtype != want or shift.dtype != want:
         return NotImplemented
     with x.device:
@@ -204,11 +206,11 @@ def batch_norm(x, mean, var, weight, bias, eps):
     """x (N, C, L) normalized per channel with the inference statistics, the coefficients
     computed per row in the kernel (``nn_cuda.batch_norm``: one launch for what ruda.nn
     composes in six); mean, var, weight, bias (C,) in the compute dtype (float32 for
-    bfloat16), weight and bias may be None."""
+    bfloat16 and float16), weight and bias may be None."""
     dt = dname(x)
     if dt is None or x.ndim != 3:
         return NotImplemented
-    want = np.dtype(np.float32) if dt == "bfloat16" else x.dtype
+    want = np.dtype(np.float32) if dt in ("bfloat16", "float16") else x.dtype
     if any(a is not None and a.dtype != want for a in (mean, var, weight, bias)):
         return NotImplemented
     N, C, L = x.shape

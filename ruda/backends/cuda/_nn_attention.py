@@ -2,7 +2,7 @@
 
 Two paths, both one online-softmax pass over the keys (no (L, S) score matrix), float32 math:
 
-* bfloat16 on tensor cores (``nn_cuda.attention_mma``: mma.sync m16n8k16, ldmatrix, K/V tiles
+* bfloat16 and float16 on tensor cores (``nn_cuda.attention_mma``: mma.sync m16n8k16, ldmatrix, K/V tiles
   loaded with cp.async during the other's products), where D == Dv is a multiple of 16 and rows
   start on 16 bytes;
 * otherwise tiled on CUDA cores (``nn_cuda.attention``): a block per 32 or 64 query rows of one
@@ -14,7 +14,7 @@ Causal and sliding-window tiles outside the band are skipped.
   reads K and V in 16-byte vectors once for all the query heads of its kv head, and up to
   ``DECODE_ONE_BLOCK_S`` keys that block takes them all and writes the output (one launch).
 
-float32 and bfloat16, head dims up to 128; GQA reads kv head ``h // (Hq // Hkv)`` in place;
+float32, bfloat16 and float16, head dims up to 128; GQA reads kv head ``h // (Hq // Hkv)`` in place;
 masks are read through their broadcast strides (0 on broadcast axes).  A query whose keys are
 all masked out gets zeros.  Other cases return ``NotImplemented``.
 """
@@ -63,7 +63,7 @@ def _mask_arg(mask, shape):
 
 def sdpa(q, k, v, mask, is_causal, scale, sliding_window):
     dt = dname(q)
-    if dt not in ("float32", "bfloat16") or k.dtype != q.dtype or v.dtype != q.dtype:
+    if dt not in ("float32", "bfloat16", "float16") or k.dtype != q.dtype or v.dtype != q.dtype:
         return NotImplemented
     if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
         return NotImplemented
@@ -98,10 +98,10 @@ def sdpa(q, k, v, mask, is_causal, scale, sliding_window):
         if L <= DECODE_MAX_L and (S >= DECODE_MIN_S or L == 1):
             _decode(dt, D, Dv, mkind, md, args, B, Hq, Hkv, L, S, o, os_,
                     _aligned(16 // q.dtype.itemsize, q, qs, k, ks, v, vs))
-        elif dt == "bfloat16" and D == Dv and D % 16 == 0 and _aligned(8, q, qs, k, ks, v, vs):
+        elif dt != "float32" and D == Dv and D % 16 == 0 and _aligned(8, q, qs, k, ks, v, vs):
             bm, mi, bn, minb = MMA_TILES
-            fn = function(("attention_mma", D, mkind, md, bm, mi, bn, minb),
-                          lambda: gen.attention_mma(D, mkind, md, bm, mi, bn, minb), "ruda_attention_mma")
+            fn = function(("attention_mma", dt, D, mkind, md, bm, mi, bn, minb),
+                          lambda: gen.attention_mma(D, mkind, md, bm, mi, bn, minb, dt), "ruda_attention_mma")
             smem = gen.attention_mma_smem(D, bm, bn)
             _allow_shared(fn, smem)
             fn((-(-L // bm), Hq, B), (bm // mi * 2,), args, shared_mem=smem)

@@ -1,9 +1,9 @@
-"""CUDA C of the bfloat16 GEMV (pure code generation; no device access): ``y = x @ W.T`` for a
-few rows of ``x``, the shape of decoding, where cuBLAS's GEMM kernels leave bandwidth unused
-and add a split-K reduction launch.
+"""CUDA C of the bfloat16 / float16 GEMV (pure code generation; no device access): ``y = x @
+W.T`` for a few rows of ``x``, the shape of decoding, where cuBLAS's GEMM kernels leave
+bandwidth unused and add a split-K reduction launch.
 
 ``gemv(m)``: entry ``ruda_gemv(x, ldx, w, ldw, y, ldy, N, K)`` for ``m`` rows of x (M, K), W
-(N, K) row-major, y (M, N); bfloat16 bits in and out (``T`` and the conversions of
+(N, K) row-major, y (M, N); 16-bit values in and out (``T`` and the conversions of
 :func:`ruda.runtime.kernels.nn_cuda.head`), float32 accumulation, rounded to nearest even once.
 Needs K % 8 == 0, row strides multiples of 8 elements and 16-byte aligned pointers.
 A warp takes ``ROWS`` rows of W: each lane reads 16-byte vectors (8 values) of them,
@@ -12,7 +12,7 @@ the x rows through the read-only cache; shuffles reduce, one lane per output wri
 Launch: grid ceil(N / (ROWS * WARPS)), block 32 * WARPS.
 
 ``gemv(m, swiglu=True)``: the same entry for W = [gate; up] (N = 2 I rows) giving y (M, I) =
-``silu(g) * u`` of the two halves, each rounded to bfloat16 first as the unfused GEMV and swiglu
+``silu(g) * u`` of the two halves, each rounded to the dtype first as the unfused GEMV and swiglu
 kernels round (same values): a warp takes gate row j and up row j + I.  Grid ceil(I / WARPS).
 """
 from ruda.runtime.kernels.nn_cuda import head
@@ -27,8 +27,10 @@ _GEMV = r"""
 #define WARPS {warps}
 #define UNROLL {unroll}
 #define SWIGLU {swiglu}
-// dot of 8 bfloat16 pairs packed in two uint4, added to acc
+#define BF16 {bf16}
+// dot of 8 pairs of 16-bit values packed in two uint4, added to acc
 __device__ __forceinline__ float dot8(uint4 a, uint4 b, float acc) {{
+#if BF16                                // a bfloat16 pair widens by a shift and a mask
     const unsigned* pa = reinterpret_cast<const unsigned*>(&a);
     const unsigned* pb = reinterpret_cast<const unsigned*>(&b);
 #pragma unroll
@@ -36,6 +38,12 @@ __device__ __forceinline__ float dot8(uint4 a, uint4 b, float acc) {{
         acc = fmaf(__uint_as_float(pa[i] << 16), __uint_as_float(pb[i] << 16), acc);
         acc = fmaf(__uint_as_float(pa[i] & 0xffff0000u), __uint_as_float(pb[i] & 0xffff0000u), acc);
     }}
+#else
+    const T* pa = reinterpret_cast<const T*>(&a);
+    const T* pb = reinterpret_cast<const T*>(&b);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) acc = fmaf(ld(pa[i]), ld(pb[i]), acc);
+#endif
     return acc;
 }}
 
@@ -98,23 +106,24 @@ ruda_gemv(const T* __restrict__ x, long long ldx, const T* __restrict__ w, long 
 #pragma unroll
     for (int m = 0; m < M; ++m)
         if (lane == m) {{
-            const float g = bf2f(f2bf(acc[0][m])), u = bf2f(f2bf(acc[1][m]));
-            y[m * ldy + n0] = f2bf(g / (1.f + expf(-g)) * u);
+            const float g = ld(st(acc[0][m])), u = ld(st(acc[1][m]));
+            y[m * ldy + n0] = st(g / (1.f + expf(-g)) * u);
         }}
 #else
 #pragma unroll
     for (int r = 0; r < ROWS; ++r)
 #pragma unroll
         for (int m = 0; m < M; ++m)
-            if (lane == (r * M + m) % 32 && n0 + r < N) y[m * ldy + n0 + r] = f2bf(acc[r][m]);
+            if (lane == (r * M + m) % 32 && n0 + r < N) y[m * ldy + n0 + r] = st(acc[r][m]);
 #endif
 }}
 """
 
 
-def gemv(m, swiglu=False):
-    """The GEMV module for ``m`` rows of x (1 <= m <= 8); ``swiglu``: the gate/up variant."""
+def gemv(m, swiglu=False, dtype="bfloat16"):
+    """The GEMV module for ``m`` rows of x (1 <= m <= 8) of ``dtype`` (bfloat16 or float16);
+    ``swiglu``: the gate/up variant."""
     if not 1 <= m <= 8:
         raise ValueError(f"ruda.runtime.kernels.gemv_cuda.gemv: m: expected 1 to 8 rows, got {m}")
-    return head("bfloat16") + _GEMV.format(m=m, rows=ROWS, warps=WARPS, unroll=UNROLL,
-                                           swiglu=int(bool(swiglu)))
+    return head(dtype) + _GEMV.format(m=m, rows=ROWS, warps=WARPS, unroll=UNROLL,
+                                      swiglu=int(bool(swiglu)), bf16=int(dtype == "bfloat16"))

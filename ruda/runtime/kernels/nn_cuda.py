@@ -1,9 +1,10 @@
 """CUDA C sources of the fused ``ruda.nn`` kernels (pure code generation; no device access).
 
 Every generator returns one self-contained module (NVRTC, no includes) for one configuration;
-``T`` is the storage type, ``A`` the accumulation type (float for float32 and bfloat16, double
-for float64).  bfloat16 is handled as raw ``unsigned short`` bits (widened exactly, rounded to
-nearest even; NaN stays a quiet NaN of its sign), so no CUDA header is needed.
+``T`` is the storage type, ``A`` the accumulation type (float for float32, bfloat16 and
+float16, double for float64).  bfloat16 and float16 are handled as raw ``unsigned short`` bits
+(widened exactly, rounded to nearest even; NaN stays a quiet NaN of its sign), so no CUDA
+header is needed.
 
 ``rows(op, dtype, tpr, rpb, vpt, vec, has_w, has_b, has_r)``
     softmax / log_softmax / layer_norm / rms_norm over rows of ``n`` elements, the row held in
@@ -28,8 +29,9 @@ TYPES = {
     "float32": ("float", "float", "(v)", "(a)"),
     "float64": ("double", "double", "(v)", "(a)"),
     "bfloat16": ("unsigned short", "float", "bf2f(v)", "f2bf(a)"),
+    "float16": ("unsigned short", "float", "h2f(v)", "f2h(a)"),
 }
-ITEMSIZE = {"float32": 4, "float64": 8, "bfloat16": 2}
+ITEMSIZE = {"float32": 4, "float64": 8, "bfloat16": 2, "float16": 2}
 
 _HEAD = r"""
 #ifndef INFINITY
@@ -43,6 +45,38 @@ __device__ __forceinline__ unsigned short f2bf(float f) {{
     if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
     u += 0x7fffu + ((u >> 16) & 1u);
     return (unsigned short)(u >> 16);
+}}
+// float16 bits: the GPU's conversions; the same in integer code elsewhere (host emulation)
+__device__ __forceinline__ float h2f(unsigned short h) {{
+#ifdef __CUDA_ARCH__
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+#else
+    const unsigned s = (unsigned)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0x1fu) return __uint_as_float(s | 0x7f800000u | (m << 13));
+    if (e) return __uint_as_float(s | ((e + 112u) << 23) | (m << 13));
+    const float f = (float)m * 5.9604644775390625e-08f;           // subnormal: m * 2^-24
+    return s ? -f : f;
+#endif
+}}
+__device__ __forceinline__ unsigned short f2h(float f) {{          // rounded to nearest even
+#ifdef __CUDA_ARCH__
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+#else
+    const unsigned u = __float_as_uint(f), s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) return (unsigned short)(s | 0x7e00u | ((a >> 13) & 0x3ffu));
+    if (a >= 0x477ff000u) return (unsigned short)(s | 0x7c00u);     // from 65520: infinity
+    if (a >= 0x38800000u) return (unsigned short)(s | ((a - 0x38000000u + 0xfffu + ((a >> 13) & 1u)) >> 13));
+    if (a < 0x33000000u) return (unsigned short)s;                  // up to 2^-25: zero
+    const unsigned sh = 126u - (a >> 23), mant = (a & 0x7fffffu) | 0x800000u;
+    unsigned q = mant >> sh;
+    const unsigned rem = mant & ((1u << sh) - 1u), half = 1u << (sh - 1u);
+    if (rem > half || (rem == half && (q & 1u))) ++q;
+    return (unsigned short)(s | q);
+#endif
 }}
 __device__ __forceinline__ A ld(T v) {{ return (A){lda}; }}
 __device__ __forceinline__ T st(A a) {{ return (T){sta}; }}

@@ -1,7 +1,7 @@
 """CUDA C sources of ``ruda.nn`` attention (pure code generation; no device access).
 
 ``attention(dtype, d, dv, mask, mdtype, bm, bn)``  tiled online softmax on CUDA cores (float32 math)
-``attention_mma(d, mask, mdtype)``                bfloat16 on tensor cores (mma.sync m16n8k16)
+``attention_mma(d, mask, mdtype, ...)``           bfloat16 / float16 on tensor cores (mma.sync m16n8k16)
 ``decode(dtype, d, dv, mask, mdtype)``            split-key decode and its merge kernel
 ``decode_vec(dtype, d, group, mask, mdtype)``     the same with 16-byte loads, a kv head's group per block
 Types and bfloat16 helpers come from :mod:`ruda.runtime.kernels.nn_cuda`.
@@ -335,11 +335,11 @@ ruda_decode_vec(ATT_ARGS, float* __restrict__ part, int chunk) {{
 }}
 """
 
-# bfloat16 attention on tensor cores (FlashAttention-2 style): a block of NW warps takes BM query
+# bfloat16 / float16 attention on tensor cores (FlashAttention-2 style): a block of NW warps takes BM query
 # rows of one (batch, head), 16 * MI rows a warp (each K or V fragment read from shared memory
 # serves MI row tiles).  Q stays in shared memory; K and V tiles of BN keys follow it (rows
 # padded by 16 bytes: conflict-free ldmatrix), loaded with cp.async so that V's tile arrives
-# during S = Q K^T and the next K tile during the softmax and O += P V (mma.sync m16n8k16, bf16
+# during S = Q K^T and the next K tile during the softmax and O += P V (mma.sync m16n8k16, 16-bit
 # in, float32 accumulate); the online softmax runs on the accumulator fragments (a row is spread
 # over the 4 lanes of a quad).  Causal: the grid's first blocks take the last (longest) query
 # tiles, and a warp whose rows all precede a key tile skips it.  Dynamic shared memory:
@@ -359,14 +359,14 @@ __device__ __forceinline__ void ldsm4t(unsigned* r, const void* p) {
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
 }
 __device__ __forceinline__ void mma16816(float* c, const unsigned* a, unsigned b0, unsigned b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.MMA_T.MMA_T.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
                  "{%0,%1,%2,%3};\n"
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
-__device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
+__device__ __forceinline__ unsigned pack2(float lo, float hi) {
     unsigned r;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    asm("cvt.rn.MMA_Tx2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
     return r;
 }
 // 2^x for the softmax weights (below 2^-126 they flush to 0: nothing next to the row's 1)
@@ -506,10 +506,10 @@ ruda_attention_mma(ATT_ARGS) {
                 unsigned pa[MI][4];
 #pragma unroll
                 for (int mi = 0; mi < MI; ++mi) {
-                    pa[mi][0] = pack_bf16(s[mi][2 * kc][0], s[mi][2 * kc][1]);
-                    pa[mi][1] = pack_bf16(s[mi][2 * kc][2], s[mi][2 * kc][3]);
-                    pa[mi][2] = pack_bf16(s[mi][2 * kc + 1][0], s[mi][2 * kc + 1][1]);
-                    pa[mi][3] = pack_bf16(s[mi][2 * kc + 1][2], s[mi][2 * kc + 1][3]);
+                    pa[mi][0] = pack2(s[mi][2 * kc][0], s[mi][2 * kc][1]);
+                    pa[mi][1] = pack2(s[mi][2 * kc][2], s[mi][2 * kc][3]);
+                    pa[mi][2] = pack2(s[mi][2 * kc + 1][0], s[mi][2 * kc + 1][1]);
+                    pa[mi][3] = pack2(s[mi][2 * kc + 1][2], s[mi][2 * kc + 1][3]);
                 }
 #pragma unroll
                 for (int n = 0; n < D / 16; ++n) {
@@ -539,15 +539,16 @@ ruda_attention_mma(ATT_ARGS) {
 #pragma unroll
         for (int n = 0; n < D / 8; ++n) {
             const int c = n * 8 + 2 * t;
-            if (ra < p.L) *reinterpret_cast<unsigned*>(oa + c) = pack_bf16(o[mi][n][0] * r0, o[mi][n][1] * r0);
-            if (ra + 8 < p.L) *reinterpret_cast<unsigned*>(ob + c) = pack_bf16(o[mi][n][2] * r1, o[mi][n][3] * r1);
+            if (ra < p.L) *reinterpret_cast<unsigned*>(oa + c) = pack2(o[mi][n][0] * r0, o[mi][n][1] * r0);
+            if (ra + 8 < p.L) *reinterpret_cast<unsigned*>(ob + c) = pack2(o[mi][n][2] * r1, o[mi][n][3] * r1);
         }
     }
 }
 """
 
 
-MASK_TYPES = {"float32": ("float", "(v)"), "float64": ("double", "(v)"), "bfloat16": ("unsigned short", "bf2f(v)")}
+MASK_TYPES = {"float32": ("float", "(v)"), "float64": ("double", "(v)"), "bfloat16": ("unsigned short", "bf2f(v)"),
+              "float16": ("unsigned short", "h2f(v)")}
 
 
 def _att_head(dtype, d, dv, mask, mdtype):
@@ -562,14 +563,17 @@ def attention(dtype, d, dv, mask=None, mdtype=None, bm=64, bn=16):
     return _att_head(dtype, d, dv, mask, mdtype) + _ATT_TILE.format(bm=bm, bn=bn)
 
 
-def attention_mma(d, mask=None, mdtype=None, bm=64, mi=1, bn=64, minb=0):
-    """bfloat16 tensor-core attention (D == DV, a multiple of 16, at most 128) over tiles of
-    ``bm`` query rows, ``16 * mi`` a warp, and ``bn`` keys (multiples of 16), registers
-    bounded for ``minb`` blocks a multiprocessor (0: the compiler's choice).  Entry
-    ``ruda_attention_mma(ATT_ARGS)``; grid (ceil(L / bm), Hq, B), block bm / mi * 2 threads,
-    dynamic shared memory :func:`attention_mma_smem` bytes."""
-    return (_att_head("bfloat16", d, d, mask, mdtype) + f"#define BM {bm}\n#define MI {mi}\n#define BN {bn}\n#define MINB {minb}\n"
-            + _ATT_MMA)
+def attention_mma(d, mask=None, mdtype=None, bm=64, mi=1, bn=64, minb=0, dtype="bfloat16"):
+    """bfloat16 or float16 (``dtype``) tensor-core attention (D == DV, a multiple of 16, at most
+    128) over tiles of ``bm`` query rows, ``16 * mi`` a warp, and ``bn`` keys (multiples of
+    16), registers bounded for ``minb`` blocks a multiprocessor (0: the compiler's choice).
+    Entry ``ruda_attention_mma(ATT_ARGS)``; grid (ceil(L / bm), Hq, B), block bm / mi * 2
+    threads, dynamic shared memory :func:`attention_mma_smem` bytes."""
+    defs = f"#define BM {bm}\n#define MI {mi}\n#define BN {bn}\n#define MINB {minb}\n"
+    return _att_head(dtype, d, d, mask, mdtype) + defs + _ATT_MMA.replace("MMA_T", _MMA_TYPES[dtype])
+
+
+_MMA_TYPES = {"bfloat16": "bf16", "float16": "f16"}
 
 
 def attention_mma_smem(d, bm=64, bn=64):
