@@ -91,6 +91,25 @@ def run_split(n, fn, parts):
     run(lambda i: fn(n * i // T, n * (i + 1) // T), T)
 
 
+def scratch(name, size, dtype):
+    """This thread's kept work array ``name`` (flat, its first ``size`` elements of ``dtype``):
+    a fresh NumPy array faults its pages in at a few microseconds each, which for the work
+    arrays of a kernel on these threads can cost as much as the arithmetic. Arrays over
+    ``SCRATCH_MAX`` bytes are not kept. The caller must not hand the array out."""
+    kept = getattr(_kept, name, None)
+    if kept is not None and kept.dtype == dtype and kept.size >= size:
+        return kept[:size]
+    import numpy as np
+    a = np.empty(size, dtype)
+    if a.nbytes <= SCRATCH_MAX:
+        setattr(_kept, name, a)
+    return a
+
+
+_kept = threading.local()
+SCRATCH_MAX = 1 << 23
+
+
 def _after_fork():
     global _busy, forked
     _busy = threading.Lock()

@@ -6,7 +6,6 @@ through one BLAS matmul, an in-place exp and a second matmul; K and V are never 
 grouped-query attention (the query heads of one kv head are stacked as rows of one matmul).
 """
 import functools
-import threading
 
 import numpy as np
 
@@ -184,12 +183,12 @@ def _attend(q4, k3, v3, mask, out, scale, causal, window, u0, u1):
     wdt = out.dtype
     off = S - L
     rows = max(1, min(L, _TILE // max(1, G * S)))
-    buf = _scratch("scores", G * rows * S, wdt)
+    buf = _workers.scratch("sdpa scores", G * rows * S, wdt)
     additive = mask is not None and mask.dtype != np.bool_
     for u in range(u0, u1):
         kT = np.asarray(k3[u], dtype=wdt).T
         knorm = float(np.sqrt(np.max(np.einsum("dj,dj->j", kT, kT)))) if S else 0.0
-        v1 = _scratch("v1", S * (Dv + 1), wdt).reshape(S, Dv + 1)
+        v1 = _workers.scratch("sdpa v1", S * (Dv + 1), wdt).reshape(S, Dv + 1)
         v1[:, :Dv] = v3[u]
         v1[:, Dv] = 1
         for i0 in range(0, L, rows):
@@ -220,23 +219,6 @@ def _attend(q4, k3, v3, mask, out, scale, causal, window, u0, u1):
             den = o[..., Dv:]
             den[den == 0] = 1
             np.divide(o[..., :Dv], den, out=out[u, :, i0:i1])
-
-
-def _scratch(name, size, dtype):
-    """This thread's kept work array ``name`` of at least ``size`` elements (flat, the first
-    ``size``): a fresh array faults its pages in at a few microseconds each, as long as the
-    attention's arithmetic there.  Arrays over ``_SCRATCH_MAX`` bytes are not kept."""
-    kept = getattr(_kept, name, None)
-    if kept is not None and kept.dtype == dtype and kept.size >= size:
-        return kept[:size]
-    a = np.empty(size, dtype)
-    if a.nbytes <= _SCRATCH_MAX:
-        setattr(_kept, name, a)
-    return a
-
-
-_kept = threading.local()
-_SCRATCH_MAX = 1 << 23
 
 
 def _band(s, i0, i1, lo, hi, off, causal, window):
