@@ -9,12 +9,11 @@ import pytest
 
 import _cuda_emu as emu
 from ruda.runtime.kernels import as_3d, conv_cuda
-from test_cuda_kernels_emulated import bf16_bits, from_bits
+from test_cuda_kernels_emulated import HALF, half_bits, half_values
 
 pytestmark = pytest.mark.skipif(not emu.available(), reason="no g++ to run CUDA C on the host")
 torch = pytest.importorskip("torch")
-ml_dtypes = pytest.importorskip("ml_dtypes")
-BF16 = np.dtype(ml_dtypes.bfloat16)
+pytest.importorskip("ml_dtypes")
 F = torch.nn.functional
 i64, i32 = ctypes.c_longlong, ctypes.c_int
 GEO = ("int D, int H, int W, int OD, int OH, int OW, int sd, int sh, int sw, int dd, int dh, int dw, "
@@ -51,23 +50,24 @@ def _data(case, dtype):
     xs, ws, stride, pad, dil, groups = CASES[case]
     rng = np.random.default_rng(case)
     x, w, b = rng.standard_normal(xs), rng.standard_normal(ws), rng.standard_normal(ws[0])
-    if dtype == "bfloat16":
-        x, w, b = (a.astype(BF16).astype(np.float64) for a in (x, w, b))
+    if dtype in HALF:
+        x, w, b = (a.astype(HALF[dtype]).astype(np.float64) for a in (x, w, b))
     return x, w, b, stride, pad, dil, groups
 
 
 def _dev(a, dtype):
-    return bf16_bits(a) if dtype == "bfloat16" else np.ascontiguousarray(a, dtype)
+    """The array the kernel takes: 16-bit types as their bits."""
+    return half_bits(a, dtype) if dtype in HALF else np.ascontiguousarray(a, dtype)
 
 
 def _host(a, dtype):
-    return from_bits(a) if dtype == "bfloat16" else a.astype(np.float64)
+    return half_values(a, dtype) if dtype in HALF else a.astype(np.float64)
 
 
-TOL = {"float32": 1e-5, "float64": 1e-12, "bfloat16": 1e-2}
+TOL = {"float32": 1e-5, "float64": 1e-12, "bfloat16": 1e-2, "float16": 2e-3}
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "float16"])
 @pytest.mark.parametrize("case", [0, 1, 2, 3])
 @pytest.mark.parametrize("with_bias", [True, False])
 def test_depthwise(case, dtype, with_bias):
@@ -85,7 +85,7 @@ def test_depthwise(case, dtype, with_bias):
     np.testing.assert_allclose(_host(y, dtype), want, rtol=tol, atol=tol * np.abs(want).max())
 
 
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
 @pytest.mark.parametrize("case", [1, 3, 4, 5, 6, 7])
 @pytest.mark.parametrize("vec", [False, True])
 def test_im2col_then_product(case, dtype, vec):
@@ -96,7 +96,7 @@ def test_im2col_then_product(case, dtype, vec):
     want, out = _torch(x, w, b, stride, pad, dil, groups)
     N, C = x.shape[:2]
     Co, K, L = w.shape[0], int(np.prod(w.shape[2:])), int(np.prod(out))
-    v = 16 // (2 if dtype == "bfloat16" else 4) if vec else 1
+    v = 16 // (2 if dtype in HALF else 4) if vec else 1
     if L % v:
         pytest.skip(f"L = {L} is not a multiple of {v}")
     k3 = as_3d(w.shape[2:], 1)

@@ -139,15 +139,16 @@ def test_rows_with_residual(dtype, n, vec):
     np.testing.assert_allclose(back(y).astype(np.float64), want, rtol=tol, atol=tol)
 
 
-def test_decode_vec_one_block_writes_the_output():
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_decode_vec_one_block_writes_the_output(dtype):
     """One query per head against few keys: grid (1, Hkv, B), the block folds the group's
     heads and writes o itself (no partials); bool mask with a fully masked row (zeros)."""
     B, Hq, Hkv, S, D = 2, 6, 2, 70, 64
     G = Hq // Hkv
-    src = att.decode_vec("bfloat16", D, G, "bool", None)
+    src = att.decode_vec(dtype, D, G, "bool", None)
     fn = emu.build(src, "ruda_decode_vec", ATT_PARAMS + ", float* part, int chunk")
     rng = np.random.default_rng(3)
-    q, k, v = (bf16_bits(rng.standard_normal(s)) for s in ((B, Hq, 1, D), (B, Hkv, S, D), (B, Hkv, S, D)))
+    q, k, v = (half_bits(rng.standard_normal(s), dtype) for s in ((B, Hq, 1, D), (B, Hkv, S, D), (B, Hkv, S, D)))
     mask = rng.random((B, 1, 1, S)) < 0.6
     mask[1] = False
     o = np.zeros((B, Hq, 1, D), np.uint16)
@@ -157,15 +158,16 @@ def test_decode_vec_one_block_writes_the_output():
     emu.launch(fn, (1, Hkv, B), 256, q, k, v, mask, o, i32(Hq), i32(Hkv), i32(1), i32(S),
                *st(q), *st(k), *st(v), *ms, *st(o), f32(scale * math.log2(math.e)), i32(0), i32(0),
                o, i32(S))
-    qf, kf, vf = (from_bits(a) for a in (q, k, v))
+    qf, kf, vf = (half_values(a, dtype) for a in (q, k, v))
     kf, vf = np.repeat(kf, G, axis=1), np.repeat(vf, G, axis=1)
     s = qf @ np.swapaxes(kf, -1, -2) * scale
     s = np.where(mask, s, -np.inf)
     p = np.exp(s - np.where(np.isfinite(s.max(-1, keepdims=True)), s.max(-1, keepdims=True), 0))
     den = p.sum(-1, keepdims=True)
     want = (p @ vf) / np.where(den > 0, den, 1)
-    np.testing.assert_allclose(from_bits(o), want, rtol=2e-2, atol=2e-2)
-    assert (from_bits(o)[1] == 0).all()
+    tol = 2e-2 if dtype == "bfloat16" else 3e-3
+    np.testing.assert_allclose(half_values(o, dtype), want, rtol=tol, atol=tol)
+    assert (half_values(o, dtype)[1] == 0).all()
 
 
 ATT_PARAMS = ("const T* q_, const T* k_, const T* v_, const MT* m_, T* o_, int Hq_, int Hkv_, int L_, "
