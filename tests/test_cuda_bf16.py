@@ -561,6 +561,31 @@ def test_matmul_decode_shapes_as_linear_reads_them(rows, n, k):
 
 
 @needs_cuda_bf16
+def test_float16_matmul_takes_the_16_bit_gemm():
+    """float16 matmul through the same cuBLAS call and operand layouts as bfloat16 (and the
+    GEMV for a few rows where it is on): a float16 result, float32 accumulation."""
+    rng = np.random.default_rng(14)
+    F16 = np.float16
+
+    def check(got, a, b):
+        ref = np.matmul(a.astype(np.float64), b.astype(np.float64))
+        bound = np.matmul(np.abs(a.astype(np.float64)), np.abs(b.astype(np.float64)))
+        g = np.asarray(got)
+        assert g.dtype == F16 and g.shape == ref.shape
+        assert (np.abs(g.astype(np.float64) - ref) <= 2.0 ** -10 * bound + 1e-30).all()
+
+    a, b = rng.standard_normal((40, 24)).astype(F16), rng.standard_normal((40, 56)).astype(F16)
+    check(host(cuda(a).T @ cuda(b)), a.T, b)
+    check(host(cuda(a).T @ cuda(b)[:, ::2]), a.T, b[:, ::2])
+    s = rng.standard_normal((4, 24, 40)).astype(F16)
+    check(host(xp.matmul(cuda(s).mT, cuda(s))), np.swapaxes(s, -1, -2), s)
+    x, w = rng.standard_normal((3, 264)).astype(F16), rng.standard_normal((37, 264)).astype(F16)
+    check(host(cuda(x) @ cuda(w).T), x, w.T)
+    v = rng.standard_normal(24).astype(F16)
+    check(host(cuda(a) @ cuda(v)), a, v)
+
+
+@needs_cuda_bf16
 def test_tensordot_vecdot_and_big_matmul():
     rng = np.random.default_rng(13)
     a, b = rand_bf16(rng, (3, 4, 5)), rand_bf16(rng, (4, 5, 6))

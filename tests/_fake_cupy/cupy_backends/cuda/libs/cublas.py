@@ -4,7 +4,7 @@ import ctypes
 
 import numpy as np
 
-CUDA_R_16BF, CUBLAS_COMPUTE_32F = 14, 68
+CUDA_R_16BF, CUDA_R_16F, CUBLAS_COMPUTE_32F = 14, 2, 68
 CUBLAS_DEFAULT_MATH = 0
 math_mode = CUBLAS_DEFAULT_MATH
 
@@ -39,24 +39,27 @@ def _mat(ptr, rows, cols, ld):
     return np.lib.stride_tricks.as_strided(buf, shape=(rows, cols), strides=(2, 2 * ld))
 
 
-def _gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc):
+def _gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, dtype):
     assert lda >= max(1, k if ta else m) and ldb >= max(1, n if tb else k) and ldc >= max(1, m)
     x = _mat(a, k if ta else m, m if ta else k, lda)
     y = _mat(b, n if tb else k, k if tb else n, ldb)
-    import ml_dtypes
-    B = np.dtype(ml_dtypes.bfloat16)
+    if dtype == CUDA_R_16BF:
+        import ml_dtypes
+        B = np.dtype(ml_dtypes.bfloat16)
+    else:
+        B = np.dtype(np.float16)
     x = (x.T if ta else x).view(B).astype(np.float64)
     y = (y.T if tb else y).view(B).astype(np.float64)
     _mat(c, m, n, ldc)[...] = (x @ y).astype(B).view(np.uint16)
 
 
 def gemmEx(handle, ta, tb, m, n, k, alpha, a, at, lda, b, bt, ldb, beta, c, ct, ldc, compute, algo):
-    assert at == bt == ct == CUDA_R_16BF and compute == CUBLAS_COMPUTE_32F
-    _gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc)
+    assert at == bt == ct and at in (CUDA_R_16BF, CUDA_R_16F) and compute == CUBLAS_COMPUTE_32F
+    _gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, at)
 
 
 def gemmStridedBatchedEx(handle, ta, tb, m, n, k, alpha, a, at, lda, sa, b, bt, ldb, sb, beta, c, ct,
                          ldc, sc, count, compute, algo):
-    assert at == bt == ct == CUDA_R_16BF and compute == CUBLAS_COMPUTE_32F
+    assert at == bt == ct and at in (CUDA_R_16BF, CUDA_R_16F) and compute == CUBLAS_COMPUTE_32F
     for i in range(count):
-        _gemm(ta, tb, m, n, k, a + 2 * i * sa, lda, b + 2 * i * sb, ldb, c + 2 * i * sc, ldc)
+        _gemm(ta, tb, m, n, k, a + 2 * i * sa, lda, b + 2 * i * sb, ldb, c + 2 * i * sc, ldc, at)
