@@ -312,8 +312,9 @@ if cupy is not None:
     CudaBackend.sum = staticmethod(_fast.sum(CudaBackend.sum))       # full sums
     CudaBackend.argmax = staticmethod(_fast.arg_reduce("argmax", CudaBackend.argmax))
     CudaBackend.argmin = staticmethod(_fast.arg_reduce("argmin", CudaBackend.argmin))
-    # float32/complex64 GEMMs: strict float32 unless TF32 is allowed (_tf32), then the op above
+    # float16 matmul: the 16-bit cuBLAS call and GEMV of bfloat16's (recordable in CUDA graphs)
     CudaBackend.matmul = staticmethod(_bf16.float16_matmul(CudaBackend.matmul))
+    # float32/complex64 GEMMs: strict float32 unless TF32 is allowed (_tf32), then the op above
     CudaBackend.matmul = _tf32.wrap("matmul", CudaBackend.matmul)
     CudaBackend.tensordot = _tf32.wrap("tensordot", CudaBackend.tensordot)
 else:

@@ -419,13 +419,17 @@ def _gemm(a, b, batch, n, k, m):
     a3, opa, lda, sa = _operand(a, batch, n, k)
     b3, opb, ldb, sb = _operand(b, batch, k, m)
     if nb == 1 and _gemv.ENABLED:                           # a few rows: ruda's GEMV
-        y = _gemv.gemv(a3, b3, n, k, m, dtype="bfloat16" if dt == BF16 else "float16")
+        y = _gemv.gemv(a3, b3, n, k, m, dtype=_GEMM16[dt][0])
         if y is not None:
             return y.reshape(batch + (n, m)).view(dt)
     out = cp.empty(batch + (n, m), U16)
     gemm_ex(opb, opa, m, n, k, _ptr(b3), ldb, sb, _ptr(a3), lda, sa, _ptr(out), nb,
-            CUDA_R_16BF if dt == BF16 else CUDA_R_16F, CUBLAS_COMPUTE_32F, _ONE, _ZERO)
+            _GEMM16[dt][1], CUBLAS_COMPUTE_32F, _ONE, _ZERO)
     return out.view(dt)
+
+
+# dtype -> (GEMV generator name, cudaDataType) of the 16-bit GEMMs
+_GEMM16 = {BF16: ("bfloat16", CUDA_R_16BF), F16: ("float16", CUDA_R_16F)}
 
 
 def gemm_ex(opb, opa, m, n, k, pb, ldb, sb, pa, lda, sa, pc, nb, dtype, compute, one, zero):

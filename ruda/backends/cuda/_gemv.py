@@ -1,5 +1,5 @@
-"""bfloat16 and float16 GEMV on cuda: ``y = x @ W.T`` for up to ``MAX_ROWS`` rows of x against a weight
-stored row-major (N, K), as ``nn.linear`` reads it while decoding (kernel:
+"""bfloat16 and float16 GEMV on cuda: ``y = x @ W.T`` for up to ``MAX_ROWS`` rows of x against
+a weight stored row-major (N, K), as ``nn.linear`` reads it while decoding (kernel:
 ``ruda.runtime.kernels.gemv_cuda``).  ``gemv`` returns None where the layout does not fit."""
 import os
 

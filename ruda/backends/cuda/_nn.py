@@ -12,7 +12,8 @@ import numpy as np
 from ruda.backends.cuda._nn_attention import sdpa  # noqa: F401 - the attention kernel
 from ruda.backends.cuda._nn_conv import conv  # noqa: F401 - the convolution kernel
 from ruda.backends.cuda._nn_launch import (
-    U16, _cp, aligned, arg, contiguous, dname, empty, function, grid, rows_grid, shaped,
+    HALVES, U16, _cp, aligned, arg, compute_dtype, contiguous, dname, empty, function, grid,
+    rows_grid, shaped,
 )
 from ruda.runtime.kernels import nn_cuda as gen
 
@@ -93,7 +94,7 @@ def linear_swiglu(x, weight):
     bfloat16 / float16 GEMV's swiglu variant, up to ``_gemv.MAX_ROWS`` rows; else NotImplemented."""
     from ruda.backends.cuda import _gemv
     dt = dname(x)
-    if dt not in ("bfloat16", "float16") or weight.dtype != x.dtype or x.ndim != 2 or not _gemv.ENABLED:
+    if dt not in HALVES or weight.dtype != x.dtype or x.ndim != 2 or not _gemv.ENABLED:
         return NotImplemented
     rows, k = x.shape
     with x.device:
@@ -186,7 +187,7 @@ def channel_affine(x, scale, shift):
     dt = dname(x)
     if dt is None or x.ndim != 3:
         return NotImplemented
-    want = np.dtype(np.float32) if dt in ("bfloat16", "float16") else x.dtype
+    want = compute_dtype(dt, x.dtype)
     if scale.dtype != want or shift.dtype != want:
         return NotImplemented
     with x.device:
@@ -210,7 +211,7 @@ def batch_norm(x, mean, var, weight, bias, eps):
     dt = dname(x)
     if dt is None or x.ndim != 3:
         return NotImplemented
-    want = np.dtype(np.float32) if dt in ("bfloat16", "float16") else x.dtype
+    want = compute_dtype(dt, x.dtype)
     if any(a is not None and a.dtype != want for a in (mean, var, weight, bias)):
         return NotImplemented
     N, C, L = x.shape
@@ -230,7 +231,7 @@ def batch_norm(x, mean, var, weight, bias, eps):
 
 
 def activation(x, name, p1, p2):
-    """float32/float64/bfloat16 activations in one elementwise pass with 16-byte vectors
+    """float32/float64/bfloat16/float16 activations in one elementwise pass with 16-byte vectors
     (``nn_cuda.activation``); float64 erf stays with ruda.nn's composition (CUDA's double erf is
     within 2 ulp, ruda's within 1)."""
     dt = dname(x)

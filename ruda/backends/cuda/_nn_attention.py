@@ -2,9 +2,9 @@
 
 Two paths, both one online-softmax pass over the keys (no (L, S) score matrix), float32 math:
 
-* bfloat16 and float16 on tensor cores (``nn_cuda.attention_mma``: mma.sync m16n8k16, ldmatrix, K/V tiles
-  loaded with cp.async during the other's products), where D == Dv is a multiple of 16 and rows
-  start on 16 bytes;
+* bfloat16 and float16 on tensor cores (``nn_cuda.attention_mma``: mma.sync m16n8k16,
+  ldmatrix, K/V tiles loaded with cp.async during the other's products), where D == Dv is a
+  multiple of 16 and rows start on 16 bytes;
 * otherwise tiled on CUDA cores (``nn_cuda.attention``): a block per 32 or 64 query rows of one
   (batch, head), K/V tiles staged through shared memory.
 Causal and sliding-window tiles outside the band are skipped.
@@ -14,15 +14,15 @@ Causal and sliding-window tiles outside the band are skipped.
   reads K and V in 16-byte vectors once for all the query heads of its kv head, and up to
   ``DECODE_ONE_BLOCK_S`` keys that block takes them all and writes the output (one launch).
 
-float32, bfloat16 and float16, head dims up to 128; GQA reads kv head ``h // (Hq // Hkv)`` in place;
-masks are read through their broadcast strides (0 on broadcast axes).  A query whose keys are
+float32, bfloat16 and float16, head dims up to 128; GQA reads kv head ``h // (Hq // Hkv)`` in
+place; masks are read through their broadcast strides (0 on broadcast axes).  A query whose keys are
 all masked out gets zeros.  Other cases return ``NotImplemented``.
 """
 import math
 
 import numpy as np
 
-from ruda.backends.cuda._nn_launch import _cp, arg, contiguous, dname, empty, function, sms
+from ruda.backends.cuda._nn_launch import HALVES, _cp, arg, contiguous, dname, empty, function, sms
 from ruda.runtime.kernels import nn_cuda_attention as gen
 
 MAX_HEAD_DIM = 128
@@ -98,7 +98,7 @@ def sdpa(q, k, v, mask, is_causal, scale, sliding_window):
         if L <= DECODE_MAX_L and (S >= DECODE_MIN_S or L == 1):
             _decode(dt, D, Dv, mkind, md, args, B, Hq, Hkv, L, S, o, os_,
                     _aligned(16 // q.dtype.itemsize, q, qs, k, ks, v, vs))
-        elif dt != "float32" and D == Dv and D % 16 == 0 and _aligned(8, q, qs, k, ks, v, vs):
+        elif dt in HALVES and D == Dv and D % 16 == 0 and _aligned(8, q, qs, k, ks, v, vs):
             bm, mi, bn, minb = MMA_TILES
             fn = function(("attention_mma", dt, D, mkind, md, bm, mi, bn, minb),
                           lambda: gen.attention_mma(D, mkind, md, bm, mi, bn, minb, dt), "ruda_attention_mma")

@@ -27,8 +27,8 @@ def function(key, make_source, name):
 
 
 def dname(a):
-    """The generators' dtype name of ``a`` (float32, float64, bfloat16), or None (memoized per
-    dtype: NumPy's ``dtype.name`` is Python code, ~5 us a call)."""
+    """The generators' dtype name of ``a`` (float32, float64, bfloat16, float16), or None
+    (memoized per dtype: NumPy's ``dtype.name`` is Python code, ~5 us a call)."""
     if a is None:
         return None
     dt = a.dtype
@@ -39,6 +39,13 @@ def dname(a):
 
 
 _NAMES = {}
+HALVES = ("bfloat16", "float16")      # the 16-bit types: stored as bits, computed in float32
+
+
+def compute_dtype(dt, dtype):
+    """The dtype the kernels of generator dtype ``dt`` compute in: float32 for the 16-bit
+    types, else ``dtype`` (the array's own)."""
+    return np.dtype(np.float32) if dt in HALVES else dtype
 
 
 def arg(a):

@@ -1,10 +1,10 @@
 """CUDA C sources of ``ruda.nn`` attention (pure code generation; no device access).
 
 ``attention(dtype, d, dv, mask, mdtype, bm, bn)``  tiled online softmax on CUDA cores (float32 math)
-``attention_mma(d, mask, mdtype, ...)``           bfloat16 / float16 on tensor cores (mma.sync m16n8k16)
+``attention_mma(d, mask, mdtype, ...)``           16-bit on tensor cores (mma.sync m16n8k16)
 ``decode(dtype, d, dv, mask, mdtype)``            split-key decode and its merge kernel
 ``decode_vec(dtype, d, group, mask, mdtype)``     the same with 16-byte loads, a kv head's group per block
-Types and bfloat16 helpers come from :mod:`ruda.runtime.kernels.nn_cuda`.
+Types and 16-bit conversions come from :mod:`ruda.runtime.kernels.nn_cuda`.
 """
 from ruda.runtime.kernels.nn_cuda import head
 
@@ -335,8 +335,8 @@ ruda_decode_vec(ATT_ARGS, float* __restrict__ part, int chunk) {{
 }}
 """
 
-# bfloat16 / float16 attention on tensor cores (FlashAttention-2 style): a block of NW warps takes BM query
-# rows of one (batch, head), 16 * MI rows a warp (each K or V fragment read from shared memory
+# bfloat16 / float16 attention on tensor cores (FlashAttention-2 style): a block of NW warps
+# takes BM query rows of one (batch, head), 16 * MI rows a warp (each K or V fragment read from shared memory
 # serves MI row tiles).  Q stays in shared memory; K and V tiles of BN keys follow it (rows
 # padded by 16 bytes: conflict-free ldmatrix), loaded with cp.async so that V's tile arrives
 # during S = Q K^T and the next K tile during the softmax and O += P V (mma.sync m16n8k16, 16-bit
