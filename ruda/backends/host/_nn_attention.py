@@ -209,8 +209,7 @@ def _attend(q4, k3, v3, mask, out, scale, causal, window, u0, u1):
                 else:
                     s += mt
             _band(s, i0, i1, lo, hi, off, causal, window)
-            bound = knorm * float(np.sqrt(np.max(np.einsum("rd,rd->r", qb, qb))))
-            if additive or not bound <= _EXP_SAFE:     # (NaN: not bounded)
+            if additive or not _bounded(knorm, qb):
                 m = s.max(axis=-1, keepdims=True)
                 m[~np.isfinite(m)] = 0               # a row with no key: exp gives all 0
                 s -= m
@@ -219,6 +218,12 @@ def _attend(q4, k3, v3, mask, out, scale, causal, window, u0, u1):
             den = o[..., Dv:]
             den[den == 0] = 1
             np.divide(o[..., :Dv], den, out=out[u, :, i0:i1])
+
+
+def _bounded(knorm, qb):
+    """Whether every score of the rows qb against keys of norm at most ``knorm`` is within
+    ``_EXP_SAFE`` (False for NaN)."""
+    return knorm * float(np.sqrt(np.max(np.einsum("rd,rd->r", qb, qb)))) <= _EXP_SAFE
 
 
 def _band(s, i0, i1, lo, hi, off, causal, window):
