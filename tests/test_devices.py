@@ -1,6 +1,6 @@
 """Device objects (equality and hashing with strings), the default device's precedence
 (``with ruda.default_device(...)`` > ``ruda.set_default_device`` > ``RUDA_DEVICE`` > cpu) and
-errors for unknown devices and for mixing devices."""
+errors for unknown devices and for mixing devices, and the backends' queued copy to the host."""
 import os
 import subprocess
 import sys
@@ -165,3 +165,15 @@ def test_mixing_devices_raises(device):
     # explicit transfer is the way
     np.testing.assert_allclose(np.asarray((x + y.to_device(device)).to_device("cpu")),
                                np.asarray(x.to_device("cpu")) + np.asarray(y.to_device("cpu")), rtol=1e-6)
+
+
+def test_to_host_later_reads_the_values_of_its_call(device):
+    """The backend's queued copy to the host gives the values the array had when it was asked
+    for, even when later work on the device overwrites the array before the read."""
+    x = xp.asarray(np.arange(6, dtype=np.int32), device=device)
+    read = device.backend.to_host_later(x.native)
+    x[...] = xp.asarray(np.full(6, 7, dtype=np.int32), device=device)
+    got = read()
+    assert isinstance(got, np.ndarray) and got.dtype == np.int32
+    np.testing.assert_array_equal(got, np.arange(6))
+    np.testing.assert_array_equal(x.to_device("cpu"), np.full(6, 7))

@@ -17,7 +17,8 @@ only validated native arrays and plain Python parameters.  In particular:
 A backend class subclasses :class:`Backend` and provides
 
 storage
-    ``from_host(ndarray)``, ``to_host(native) -> ndarray``,
+    ``from_host(ndarray)``, ``to_host(native) -> ndarray``, ``to_host_later(native)`` (a
+    callable giving the host copy: the copy is queued now, read when called),
     ``scalar(value, dtype)`` (a 0-d array), ``asarray(native, dtype, copy)`` (same-device
     copy/cast).
 DLPack
@@ -240,6 +241,13 @@ class Backend:
 
     def synchronize(self):
         """Wait for queued work (no-op where execution is synchronous)."""
+
+    def to_host_later(self, a):
+        """A copy of ``a`` to the host started now, in the device's order of work: returns a
+        callable that gives the NumPy array once it has landed, so that work queued after this
+        call runs on while the host waits only for what came before. Here: ``to_host`` at once."""
+        out = self.to_host(a)
+        return lambda: out
 
     records = False      # whether capture() records (see the module's "recording")
 

@@ -21,6 +21,7 @@ def pytest_configure(config):
 
 
 def _install():
+    from ruda.backends import Backend
     import ruda.backends.cuda as C
     from ruda.backends.cuda import _bf16, _fast, _gemv, _ops
     from ruda.backends.host import _ops as host
@@ -62,3 +63,4 @@ def _install():
     C._exact_scalar = lambda v, dt: np.asarray(v, dtype=dt).copy()
     C.CudaBackend.from_host = from_host
     C.CudaBackend.to_host = to_host
+    C.CudaBackend.to_host_later = Backend.to_host_later    # at once, through to_host

@@ -193,6 +193,24 @@ class CudaBackend(Backend):
             a.get(out=out, blocking=True)
             return out
 
+    def to_host_later(self, a):
+        """The contract's: an asynchronous copy into pinned memory (CuPy's pool) on the current
+        stream and an event after it; the callable waits for the event only."""
+        if a.dtype is _bf16.BF16:
+            bits = self.to_host_later(a.view(np.uint16))
+            return lambda: bits().view(a.dtype)
+        with self._cp_device:
+            a = cupy.ascontiguousarray(a)
+            out = cupyx_empty_pinned(a.shape, a.dtype)
+            a.get(out=out, blocking=False)
+            done = cupy.cuda.Event(disable_timing=True)
+            done.record()
+
+        def read():
+            done.synchronize()
+            return out
+        return read
+
     def asarray(self, a, dtype=None, copy=None):
         with self._cp_device:
             if _bf16.BF16 is not None and (a.dtype is _bf16.BF16 or dtype == _bf16.BF16) \

@@ -142,7 +142,8 @@ class Generator:
 
         The cache holds ``max_len`` positions (default: the longest prompt plus
         ``max_new_tokens``); a prompt longer than that is an error; generation ends when the
-        cache is full."""
+        cache is full. Each step's work is queued on the device before the previous step's
+        tokens are read back, so the host's share of a step overlaps the device's."""
         if not prompts or any(len(p) == 0 for p in prompts):
             raise _err(ValueError, "prompt", "at least one token per prompt",
                        [len(p) for p in prompts])
@@ -185,31 +186,37 @@ class Generator:
                                         if seed is None else seed)
         rec = Recordings.get(self, B, max_len, mask, greedy=not temperature and seen is None)
         caches = rec.caches if rec else self.new_cache(B, max_len)
-        start = 0
-        for _ in range(min(max_new_tokens, max_len - T + 1)):
-            S = start + tokens.shape[1]
-            nxt = None
+        read_later = dev.backend.to_host_later
+
+        def launch(tokens, start):
+            """The next tokens (B,) after ``tokens`` at ``start``, queued on the device."""
             if rec and start:
                 logits, nxt = rec.step(tokens, start)
+                if nxt is not None:
+                    return nxt
             elif rec:
                 logits = rec.prefill(tokens)
             else:
+                S = start + tokens.shape[1]
                 logits = self.forward(tokens, caches, start,
                                       None if mask is None else mask[..., :S], last_only=True)
-            if nxt is None:
-                s = xp.astype(logits[:, -1, :], xp.float32)
-                if seen is not None:
-                    s = _penalize(s, seen, repetition_penalty)
-                nxt = nn.sample(s, temperature, top_k, top_p, min_p, generator=gen)
-            out = [int(t) for t in nxt.to_device("cpu").tolist()]
-            yield out
-            start = S
-            if S >= max_len:
-                return
-            nxt32 = xp.astype(nxt, xp.int32)
+            s = xp.astype(logits[:, -1, :], xp.float32)
             if seen is not None:
-                seen = xp.logical_or(seen, ids_v == nxt32[:, None])
-            tokens = xp.reshape(nxt32, (B, 1))
+                s = _penalize(s, seen, repetition_penalty)
+            return nn.sample(s, temperature, top_k, top_p, min_p, generator=gen)
+
+        n = min(max_new_tokens, max_len - T + 1)
+        if n == 0:
+            return
+        nxt, start = launch(tokens, 0), T
+        for i in range(n):
+            pending = read_later(nxt.native)
+            if i + 1 < n:       # the next step queued before this one's tokens are read
+                nxt32 = xp.astype(nxt, xp.int32)
+                if seen is not None:
+                    seen = xp.logical_or(seen, ids_v == nxt32[:, None])
+                nxt, start = launch(xp.reshape(nxt32, (B, 1)), start), start + 1
+            yield [int(t) for t in pending().tolist()]
 
     def generate_ids(self, prompts, stop_tokens=None, **kw):
         """New token ids per prompt, each ending at (and including) its first stop token."""
