@@ -208,9 +208,11 @@ def test_fast_sum_matches_numpy(rng, dtype):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("name", ["argmax", "argmin"])
 def test_fast_arg_reduce_matches_numpy(rng, dtype, name):
-    """One launch per call; NumPy's first-NaN and first-extreme rules, every row length."""
+    """ruda's kernels for every call (a block per row; few long rows: chunks, then a merge);
+    NumPy's first-NaN and first-extreme rules, every row length."""
     ref = getattr(np, name)
-    for shape in [(1,), (7,), (3, 1), (5, 1023), (2, 1025), (4, 3, 333), (49152,), (2, 128256)]:
+    for shape in [(1,), (7,), (3, 1), (5, 1023), (2, 1025), (4, 3, 333), (49152,), (2, 128256),
+                  (3, 70001)]:
         a = rng.standard_normal(shape).astype(dtype)
         flat = a.reshape(-1, shape[-1])
         flat[:, rng.integers(0, shape[-1], flat.shape[0])] = a.max() if name == "argmax" else a.min()

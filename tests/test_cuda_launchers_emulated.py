@@ -221,7 +221,8 @@ def fast(monkeypatch):
 
 @pytest.mark.parametrize("name", ["argmax", "argmin"])
 def test_arg_reduce(fast, name):
-    """The argmax/argmin launcher: one launch a call, the axis and keepdims shapes."""
+    """The argmax/argmin launcher: a block a row (12 rows of 1500), or chunks and a merge (the
+    whole 18000 as one row); the axis and keepdims shapes."""
     impl = lambda *a, **k: pytest.fail("the fallback ran")       # noqa: E731
     op = fast.arg_reduce(name, impl)
     rng = np.random.default_rng(4)
@@ -232,7 +233,8 @@ def test_arg_reduce(fast, name):
         want = getattr(np, name)(x, axis=axis, keepdims=keep)
         assert np.shape(got) == np.shape(want)
         np.testing.assert_array_equal(got, want)
-    assert launched == [f"ruda_{name}_rows"] * 4
+    whole = [f"ruda_{name}_split", f"ruda_{name}_merge"]
+    assert launched == whole * 2 + [f"ruda_{name}_rows"] * 2
 
 
 @pytest.mark.parametrize("make,tol", [(bf16, 2e-2), (lambda a: dev(a.astype(np.float32)), 1e-5)])

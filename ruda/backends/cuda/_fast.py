@@ -22,6 +22,8 @@ except Exception:  # no driver or no GPU: the backend is never instantiated
 _sms = {}          # device id -> multiprocessor count
 _launch = {}       # (n elements per vector, device id) -> (grid, block, int64 n) memo, bounded
 _LAUNCH_MAX = 4096
+ARG_MIN_CHUNK = 4096      # argmax/argmin of few long rows: chunks of at least this many elements ...
+ARG_SPLIT_BLOCKS = 128    # ... over about this many blocks in all (at least 4 a row, else a block a row)
 _KERNELS = {}      # (op, dtype, variant, device id) -> RawKernel
 _FORCE_FALLBACK = False   # tests and benchmarks flip this to compare the fast paths with CuPy
 STATS = {"fast": 0}       # launches of ruda's own kernels (tests check the fast paths ran)
@@ -146,7 +148,8 @@ def sum(impl):
 
 def arg_reduce(name, impl):
     """argmax/argmin (``name``) of C-contiguous float32/float64 arrays over the last axis or all
-    of them: ruda's kernel, a block per row (one launch, NumPy's first-NaN rule); else ``impl``."""
+    of them: ruda's kernel, a block per row (one launch, NumPy's first-NaN rule), or for few long
+    rows a block per chunk and a merge (two); else ``impl``."""
     def op(x, axis=None, keepdims=False):
         if (x.dtype in _kernels.FLOATS and not _FORCE_FALLBACK and x.size and x._c_contiguous
                 and (axis is None or axis == x.ndim - 1)):
@@ -156,8 +159,23 @@ def arg_reduce(name, impl):
                 k = _KERNELS[(name, x.dtype, "rows", dev)] = \
                     _kernels.module("arg", name, x.dtype).get_function(f"ruda_{name}_rows")
             n = x.size if axis is None else x.shape[-1]
-            out = _empty(x.size // n, np.int64)
-            k((x.size // n,), (_kernels.CONFIG["arg"]["block"],), (x, _int64(n), out))
+            rows = x.size // n
+            out = _empty(rows, np.int64)
+            block = _kernels.CONFIG["arg"]["block"]
+            nsplit = min(-(-n // ARG_MIN_CHUNK), ARG_SPLIT_BLOCKS // rows)
+            if nsplit >= 4:         # few long rows: a block per chunk, then a warp per row
+                chunk = -(-n // nsplit)
+                nsplit = -(-n // chunk)
+                pair = _KERNELS.get((name, x.dtype, "split", dev))
+                if pair is None:
+                    mod = _kernels.module("arg", name, x.dtype)
+                    pair = _KERNELS[(name, x.dtype, "split", dev)] = (
+                        mod.get_function(f"ruda_{name}_split"), mod.get_function(f"ruda_{name}_merge"))
+                pv, pi = _empty((rows, nsplit), x.dtype), _empty((rows, nsplit), np.int64)
+                pair[0]((nsplit, rows), (block,), (x, _int64(n), _int64(chunk), pv, pi))
+                pair[1]((rows,), (32,), (pv, pi, np.int32(nsplit), out))
+            else:
+                k((rows,), (block,), (x, _int64(n), out))
             STATS["fast"] += 1
             if axis is None:
                 return out.reshape((1,) * x.ndim if keepdims else ())

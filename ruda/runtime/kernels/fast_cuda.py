@@ -196,7 +196,8 @@ SUM_ACC = {np.dtype("float32"): "double", np.dtype("float64"): "double"}
 
 # argmax/argmin of each contiguous row of n elements: a block per row (grid = rows), each thread
 # folds a strided share of the row, then warp shuffles and one warp.  NumPy's rule: the first
-# NaN wins, else the first extreme.
+# NaN wins, else the first extreme.  Few long rows: ``_split`` (grid (nsplit, rows)) folds
+# chunks of a row into (value, index) partials, ``_merge`` (a warp per row) folds those.
 _ARG = r"""
 __device__ __forceinline__ bool better(T va, long long ia, T vb, long long ib) {{
     const bool na = va != va, nb = vb != vb;
@@ -213,15 +214,14 @@ __device__ __forceinline__ void warp_best(T& v, long long& i) {{
     }}
 }}
 
-extern "C" __global__ void __launch_bounds__({block})
-ruda_{name}_rows(const T* __restrict__ x, long long n, long long* __restrict__ out) {{
+// the block's best (value, index) of row[lo, hi) (lo < hi), in thread 0
+__device__ __forceinline__ void block_best(const T* __restrict__ row, long long lo, long long hi, T& v, long long& i) {{
     __shared__ T sv[32];
     __shared__ long long si[32];
-    const T* row = x + (long long)blockIdx.x * n;
-    T v = row[0];
-    long long i = 0;
+    v = row[lo];
+    i = lo;
 #pragma unroll {unroll}
-    for (long long j = threadIdx.x; j < n; j += blockDim.x) {{
+    for (long long j = lo + threadIdx.x; j < hi; j += blockDim.x) {{
         const T u = LOAD(row + j);
         if (better(u, j, v, i)) {{ v = u; i = j; }}
     }}
@@ -233,8 +233,38 @@ ruda_{name}_rows(const T* __restrict__ x, long long n, long long* __restrict__ o
         v = sv[0]; i = si[0];
         if (lane < (blockDim.x >> 5)) {{ v = sv[lane]; i = si[lane]; }}
         warp_best(v, i);
-        if (lane == 0) out[blockIdx.x] = i;
     }}
+}}
+
+extern "C" __global__ void __launch_bounds__({block})
+ruda_{name}_rows(const T* __restrict__ x, long long n, long long* __restrict__ out) {{
+    T v;
+    long long i;
+    block_best(x + (long long)blockIdx.x * n, 0, n, v, i);
+    if (threadIdx.x == 0) out[blockIdx.x] = i;
+}}
+
+extern "C" __global__ void __launch_bounds__({block})
+ruda_{name}_split(const T* __restrict__ x, long long n, long long chunk, T* __restrict__ pv,
+                  long long* __restrict__ pi) {{
+    const long long lo = blockIdx.x * chunk, hi = min(n, lo + chunk);
+    T v;
+    long long i;
+    block_best(x + (long long)blockIdx.y * n, lo, hi, v, i);
+    if (threadIdx.x == 0) {{ pv[blockIdx.y * gridDim.x + blockIdx.x] = v; pi[blockIdx.y * gridDim.x + blockIdx.x] = i; }}
+}}
+
+extern "C" __global__ void __launch_bounds__(32)
+ruda_{name}_merge(const T* __restrict__ pv, const long long* __restrict__ pi, int nsplit,
+                  long long* __restrict__ out) {{
+    const T* rv = pv + (long long)blockIdx.x * nsplit;
+    const long long* ri = pi + (long long)blockIdx.x * nsplit;
+    T v = rv[0];
+    long long i = ri[0];
+    for (int s = threadIdx.x; s < nsplit; s += 32)
+        if (better(rv[s], ri[s], v, i)) {{ v = rv[s]; i = ri[s]; }}
+    warp_best(v, i);
+    if (threadIdx.x == 0) out[blockIdx.x] = i;
 }}
 """
 
