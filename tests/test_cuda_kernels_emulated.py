@@ -56,20 +56,48 @@ def test_arg_rows(name, dtype):
         np.testing.assert_array_equal(out, getattr(np, name)(x, axis=1))
 
 
+GEMV_PARAMS = ("const T* x, long long ldx, const T* w, long long ldw, T* y, long long ldy, int N, "
+               "int K, const T* g, float eps, const T* res, long long ldr")
+NO_EXTRAS = (None, f32(0.0), None, i64(0))      # g, eps, res, ldr of the plain variants
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_arg_split_and_merge(name):
+    """Few long rows: chunks folded by blocks into (value, index) partials, merged by a warp a
+    row; the first NaN and the first of tied extremes across chunk borders, a short last chunk."""
+    src = fast_cuda.source("arg", name, np.dtype("float32"))
+    split = emu.build(src, f"ruda_{name}_split", "const T* x, long long n, long long chunk, T* pv, "
+                      "long long* pi")
+    merge = emu.build(src, f"ruda_{name}_merge", "const T* pv, const long long* pi, int nsplit, "
+                      "long long* out")
+    rng = np.random.default_rng(2)
+    n, chunk = 3000, 700
+    nsplit = -(-n // chunk)
+    x = rng.standard_normal((3, n)).astype(np.float32)
+    x[0, [2100, 2900]] = np.nan
+    x[1] = np.round(x[1] / 4)                    # ties in every chunk
+    x[2, [699, 700, 2999]] = 50.0 if name == "argmax" else -50.0
+    pv, pi = np.zeros((3, nsplit), np.float32), np.zeros((3, nsplit), np.int64)
+    block = fast_cuda.CONFIG["arg"]["block"]
+    emu.launch(split, (nsplit, 3), block, x, i64(n), i64(chunk), pv, pi)
+    out = np.full(3, -1, np.int64)
+    emu.launch(merge, (3,), 32, pv, pi, i32(nsplit), out)
+    np.testing.assert_array_equal(out, getattr(np, name)(x, axis=1))
+
+
 @pytest.mark.parametrize("m", [1, 3, 8])
-@pytest.mark.parametrize("n,k", [(1, 8), (13, 40), (9, 1032)])
+@pytest.mark.parametrize("n,k", [(1, 8), (13, 40), (9, 1032), (5, 1800)])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_gemv(m, n, k, dtype):
     """y = x @ W.T: tails of rows (n odd) and of the unrolled k loop, strided x."""
-    fn = emu.build(gemv_cuda.gemv(m, dtype=dtype), "ruda_gemv", "const T* x, long long ldx, const T* w, "
-                   "long long ldw, T* y, long long ldy, int N, int K")
+    fn = emu.build(gemv_cuda.gemv(m, dtype=dtype), "ruda_gemv", GEMV_PARAMS)
     rng = np.random.default_rng(n + k + m)
     xb = half_bits(rng.standard_normal((m, k + 8)), dtype)
     wb = half_bits(rng.standard_normal((n, k)), dtype)
     y = np.zeros((m, n + 5), np.uint16)
     per = gemv_cuda.ROWS * gemv_cuda.WARPS
     emu.launch(fn, (-(-n // per),), 32 * gemv_cuda.WARPS, xb, i64(k + 8), wb, i64(k), y, i64(n + 5),
-               i32(n), i32(k))
+               i32(n), i32(k), *NO_EXTRAS)
     want = half_values(xb, dtype)[:, :k] @ half_values(wb, dtype).T
     got = half_values(y, dtype)
     assert (got[:, n:] == 0).all()
@@ -82,10 +110,8 @@ def test_gemv(m, n, k, dtype):
 def test_gemv_swiglu(m):
     """W = [gate; up]: silu(g) * u with g and u rounded to bfloat16 first, exactly as the plain
     GEMV followed by the swiglu kernel rounds them."""
-    params = ("const T* x, long long ldx, const T* w, long long ldw, T* y, long long ldy, "
-              "int N, int K")
-    fused = emu.build(gemv_cuda.gemv(m, swiglu=True), "ruda_gemv", params)
-    plain = emu.build(gemv_cuda.gemv(m), "ruda_gemv", params)
+    fused = emu.build(gemv_cuda.gemv(m, swiglu=True), "ruda_gemv", GEMV_PARAMS)
+    plain = emu.build(gemv_cuda.gemv(m), "ruda_gemv", GEMV_PARAMS)
     swiglu = emu.build(nn_cuda.swiglu("bfloat16", False), "ruda_swiglu",
                        "const T* g, const T* u, T* y, long long n")
     rng = np.random.default_rng(m)
@@ -93,16 +119,77 @@ def test_gemv_swiglu(m):
     xb, wb = bf16_bits(rng.standard_normal((m, k))), bf16_bits(rng.standard_normal((2 * inter, k)) / 8)
     y = np.zeros((m, inter), np.uint16)
     emu.launch(fused, (-(-inter // gemv_cuda.WARPS),), 32 * gemv_cuda.WARPS, xb, i64(k), wb, i64(k), y,
-               i64(inter), i32(2 * inter), i32(k))
+               i64(inter), i32(2 * inter), i32(k), *NO_EXTRAS)
     gu = np.zeros((m, 2 * inter), np.uint16)
     emu.launch(plain, (-(-2 * inter // (gemv_cuda.ROWS * gemv_cuda.WARPS)),), 32 * gemv_cuda.WARPS, xb,
-               i64(k), wb, i64(k), gu, i64(2 * inter), i32(2 * inter), i32(k))
+               i64(k), wb, i64(k), gu, i64(2 * inter), i32(2 * inter), i32(k), *NO_EXTRAS)
     g, u = np.ascontiguousarray(gu[:, :inter]), np.ascontiguousarray(gu[:, inter:])
     want = np.zeros((m, inter), np.uint16)
     emu.launch(swiglu, (1,), 256, g, u, want, i64(g.size))
     np.testing.assert_array_equal(y, want)
     gd, ud = from_bits(g), from_bits(u)
     np.testing.assert_allclose(from_bits(y), gd / (1 + np.exp(-gd)) * ud, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("m,k,swiglu", [(1, 576, False), (3, 1024, True), (8, 40, False),
+                                         (2, 264, True)])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_gemv_norm_gives_the_bits_of_the_norm_kernel_then_the_gemv(m, k, swiglu, dtype):
+    """The GEMV that rms-normalizes x's rows itself: the same bits as the rows kernel (one warp
+    a row) followed by the plain (or swiglu) GEMV, for every row length it takes (K <= 1024)."""
+    n = 2 * 19 if swiglu else 21
+    rng = np.random.default_rng(k + m)
+    xb = half_bits(rng.standard_normal((m, k)) * 3, dtype)
+    gb = half_bits(rng.standard_normal(k), dtype)
+    wb = half_bits(rng.standard_normal((n, k)) / 8, dtype)
+    fused = emu.build(gemv_cuda.gemv(m, swiglu=swiglu, dtype=dtype, norm=True), "ruda_gemv",
+                      GEMV_PARAMS)
+    y = np.zeros((m, n // 2 if swiglu else n), np.uint16)
+    warps = n // 2 if swiglu else -(-n // gemv_cuda.ROWS)
+    launch = (-(-warps // gemv_cuda.WARPS),), 32 * gemv_cuda.WARPS
+    emu.launch(fused, *launch, xb, i64(k), wb, i64(k), y, i64(y.shape[1]), i32(n), i32(k),
+               gb, f32(1e-5), None, i64(0))
+    vpt = -(-(k // 8) // 32)
+    rows = emu.build(nn_cuda.rows("rms_norm", dtype, 32, 4, vpt, True, True, False, False),
+                     "ruda_rows", "const T* x, const T* w, const T* b, T* y, long long rows, int n, "
+                     "double eps")
+    h = np.zeros_like(xb)
+    emu.launch(rows, (-(-m // 4),), 128, xb, gb, None, h, i64(m), i32(k), f64(1e-5))
+    plain = emu.build(gemv_cuda.gemv(m, swiglu=swiglu, dtype=dtype), "ruda_gemv", GEMV_PARAMS)
+    want = np.zeros_like(y)
+    emu.launch(plain, *launch, h, i64(k), wb, i64(k), want, i64(y.shape[1]), i32(n), i32(k),
+               *NO_EXTRAS)
+    np.testing.assert_array_equal(y, want)
+    xd = half_values(xb, dtype).astype(np.float64)
+    hd = xd / np.sqrt((xd ** 2).mean(1, keepdims=True) + 1e-5) * half_values(gb, dtype)
+    prod = hd @ half_values(wb, dtype).astype(np.float64).T
+    if swiglu:
+        g, u = prod[:, :n // 2], prod[:, n // 2:]
+        prod = g / (1 + np.exp(-g)) * u
+    np.testing.assert_allclose(half_values(y, dtype), prod, rtol=3e-2, atol=3e-2 * np.abs(prod).max())
+
+
+@pytest.mark.parametrize("m", [1, 4])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_gemv_residual_rounds_as_the_two_calls(m, dtype):
+    """y = res + x @ W.T: the product rounded to the dtype, then the sum rounded, as the plain
+    GEMV followed by an add; res read through its row stride."""
+    n, k = 23, 72
+    rng = np.random.default_rng(m)
+    xb = half_bits(rng.standard_normal((m, k)), dtype)
+    wb = half_bits(rng.standard_normal((n, k)), dtype)
+    rb = half_bits(rng.standard_normal((m, n + 3)) * 4, dtype)
+    fused = emu.build(gemv_cuda.gemv(m, dtype=dtype, residual=True), "ruda_gemv", GEMV_PARAMS)
+    plain = emu.build(gemv_cuda.gemv(m, dtype=dtype), "ruda_gemv", GEMV_PARAMS)
+    launch = (-(-n // (gemv_cuda.ROWS * gemv_cuda.WARPS)),), 32 * gemv_cuda.WARPS
+    y, p = np.zeros((m, n), np.uint16), np.zeros((m, n), np.uint16)
+    emu.launch(fused, *launch, xb, i64(k), wb, i64(k), y, i64(n), i32(n), i32(k), None, f32(0.0),
+               rb, i64(n + 3))
+    emu.launch(plain, *launch, xb, i64(k), wb, i64(k), p, i64(n), i32(n), i32(k), *NO_EXTRAS)
+    store = HALF[dtype]
+    want = (half_values(rb, dtype)[:, :n].astype(np.float32) +
+            half_values(p, dtype).astype(np.float32)).astype(store)
+    np.testing.assert_array_equal(half_values(y, dtype), want)
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])

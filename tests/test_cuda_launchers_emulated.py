@@ -60,7 +60,7 @@ def _function(key, make_source, name):
     fn = emu.build(src, name, _params(src, name))
 
     def launch(grid, block, args):
-        conv = [a if isinstance(a, np.ndarray) else None if isinstance(a, np.uint64)
+        conv = [a if isinstance(a, np.ndarray) else None if a is None or isinstance(a, np.uint64)
                 else _CTYPES[type(a)](a) for a in args]
         launched.append(name)
         emu.launch(fn, grid, block[0], *conv)
@@ -112,6 +112,30 @@ def test_linear_swiglu_and_gemv():
     np.testing.assert_allclose(f64(plain.view(BF16)), gu, rtol=2 ** -7, atol=2 ** -7 * np.abs(gu).max())
     assert _gemv.gemv(x.view(np.uint16)[None], w.view(np.uint16)[None], 3, 264, 74) is None  # not W.T
     assert launched == ["ruda_gemv", "ruda_gemv"]
+
+
+def test_rms_norm_linear_and_add_linear():
+    """The GEMV's norm and residual variants through their launchers: shapes, the kernel's
+    extra arguments, and declining rows longer than NORM_MAX_K."""
+    rng = np.random.default_rng(4)
+    x, g, w = bf16(rng.standard_normal((2, 64)) * 3), bf16(rng.standard_normal(64)), \
+        bf16(rng.standard_normal((40, 64)) / 8)
+    y = _nn.rms_norm_linear(x, g, w, 1e-5, False)
+    h = f64(x) / np.sqrt((f64(x) ** 2).mean(-1, keepdims=True) + 1e-5) * f64(g)
+    assert y.shape == (2, 40) and y.dtype == x.dtype
+    np.testing.assert_allclose(f64(y), h @ f64(w).T, rtol=3e-2, atol=3e-2)
+    s = _nn.rms_norm_linear(x, g, w, 1e-5, True)
+    gu = h @ f64(w).T
+    assert s.shape == (2, 20)
+    np.testing.assert_allclose(f64(s), gu[:, :20] / (1 + np.exp(-gu[:, :20])) * gu[:, 20:],
+                               rtol=5e-2, atol=5e-2)
+    r = bf16(rng.standard_normal((2, 40)))
+    z = _nn.add_linear(r, x, w)
+    np.testing.assert_allclose(f64(z), f64(r) + f64(x) @ f64(w).T, rtol=2e-2, atol=3e-2)
+    long = bf16(rng.standard_normal((1, 1032)))
+    assert _nn.rms_norm_linear(long, bf16(rng.standard_normal(1032)),
+                               bf16(rng.standard_normal((8, 1032))), 1e-5, False) is NotImplemented
+    assert launched == ["ruda_gemv"] * 3
 
 
 def test_rope_kv_put():

@@ -150,6 +150,38 @@ def test_linear_swiglu(nn, rows, inter, k):
     np.testing.assert_array_equal(_get(got), _get(want.native))
 
 
+@pytest.mark.skipif(BF16 is None, reason="needs ml_dtypes")
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("rows,out,k,swiglu", [(1, 960, 576, False), (3, 74, 264, True),
+                                               (8, 50, 1024, False), (1, 3072, 576, True),
+                                               (2, 40, 1032, False)])
+def test_rms_norm_linear_and_add_linear(nn, dtype, rows, out, k, swiglu):
+    """The GEMV's norm and residual variants give exactly the norm kernel followed by the GEMV
+    (or its swiglu variant), and the GEMV followed by the add; rows longer than one warp's norm
+    decline (ruda.nn then composes the same two calls)."""
+    from ruda.backends.cuda import _gemv
+    dev = ruda.device("cuda")
+    rng = np.random.default_rng(rows + out + k)
+    x, _ = _host(rng.standard_normal((rows, k)) * 3, dtype)
+    g, _ = _host(rng.standard_normal(k), dtype)
+    w, _ = _host(rng.standard_normal((out, k)) / 8, dtype)
+    got = nn.rms_norm_linear(x, g, w, 1e-5, swiglu)
+    if k > _gemv.NORM_MAX_K:
+        assert got is NotImplemented
+    else:
+        xs, gs, ws = (ruda.Array.from_native(a, dev) for a in (x, g, w))
+        h = ruda.nn.rms_norm(xs, (k,), gs, 1e-5)
+        want = ruda.nn.linear_swiglu(h, ws) if swiglu else ruda.nn.linear(h, ws)
+        assert got.shape == want.shape and got.dtype == want.native.dtype
+        np.testing.assert_array_equal(_get(got), _get(want.native))
+    if swiglu:
+        return
+    r, _ = _host(rng.standard_normal((rows, out)), dtype)
+    got = nn.add_linear(r, x, w)
+    rs, xs, ws = (ruda.Array.from_native(a, dev) for a in (r, x, w))
+    np.testing.assert_array_equal(_get(got), _get((rs + ruda.nn.linear(xs, ws)).native))
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", ROW_SHAPES)
 def test_add_rms_norm(nn, dtype, shape):

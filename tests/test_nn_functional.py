@@ -217,6 +217,39 @@ def test_linear_swiglu(device):
         nn.linear_swiglu(put(x, device, dt), put(w[:, :20], device, dt))
 
 
+def test_rms_norm_linear_and_add_linear(device):
+    """A pre-norm block's fused pieces as torch composes them: linear (or silu(g) * u) of
+    rms_norm(x), and residual + linear(x); bias and no bias; bad input named."""
+    dt, tol = fdt(device)
+    rng = np.random.default_rng(23)
+    for lead in [(1, 1), (3,), (2, 4)]:
+        x, g = rng.standard_normal(lead + (24,)), rng.standard_normal(24)
+        w, b = rng.standard_normal((22, 24)) / 4, rng.standard_normal(22)
+        res = rng.standard_normal(lead + (22,))
+        tx, tg, tw, tb, tr = (torch.from_numpy(v) for v in (x, g, w, b, res))
+        th = F.rms_norm(tx, (24,), tg, 1e-5)
+        for bias, tbias in [(None, None), (b, tb)]:
+            put_b = None if bias is None else put(bias, device, dt)
+            got = nn.rms_norm_linear(put(x, device, dt), put(g, device, dt), put(w, device, dt),
+                                     put_b, eps=1e-5)
+            assert got.shape == lead + (22,)
+            close(got, F.linear(th, tw, tbias).numpy(), dt, tol * 10)
+            got = nn.rms_norm_linear(put(x, device, dt), put(g, device, dt), put(w, device, dt),
+                                     put_b, eps=1e-5, swiglu=True)
+            gt = F.linear(th, tw[:11], None if tbias is None else tbias[:11])
+            ut = F.linear(th, tw[11:], None if tbias is None else tbias[11:])
+            close(got, (F.silu(gt) * ut).numpy(), dt, tol * 10)
+            got = nn.add_linear(put(res, device, dt), put(x, device, dt), put(w, device, dt),
+                                put_b)
+            close(got, (tr + F.linear(tx, tw, tbias)).numpy(), dt, tol * 10)
+    with pytest.raises(ValueError, match=r"ruda.nn.linear: x: expected last axis of length"):
+        nn.rms_norm_linear(put(x, device, dt), put(g, device, dt), put(w[:, :20], device, dt))
+    with pytest.raises(ValueError, match=r"ruda.nn.rms_norm: weight: expected shape"):
+        nn.rms_norm_linear(put(x, device, dt), put(g[:20], device, dt), put(w, device, dt))
+    with pytest.raises(ValueError, match=r"ruda.nn.add_linear: residual: expected the product's shape"):
+        nn.add_linear(put(res[..., :20], device, dt), put(x, device, dt), put(w, device, dt))
+
+
 def test_linear_embedding(device):
     dt, tol = fdt(device)
     rng = np.random.default_rng(7)

@@ -139,7 +139,7 @@ NN_KERNELS = (
     "activation",
     "dropout", "apply_rope", "rope_kv_put", "sdpa", "top_k",
     "conv", "conv_transpose", "pool", "interpolate",
-    "linear_quantized", "linear_swiglu",
+    "linear_quantized", "linear_swiglu", "rms_norm_linear", "add_linear",
 )
 
 # Cephes' erf/erfc rational approximations (ndtr.c), the coefficient tables (T, U, P, Q) that

@@ -3,7 +3,8 @@ from ruda.nn._activations import (elu, gelu, glu, hardsigmoid, hardswish, leaky_
                                   logsumexp, relu, relu6, sigmoid, silu, softmax, softplus, swiglu)
 from ruda.nn._conv import (conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, fold,
                            unfold)
-from ruda.nn._layers import dropout, embedding, erf, linear, linear_swiglu, normalize, one_hot, pad
+from ruda.nn._layers import (add_linear, dropout, embedding, erf, linear, linear_swiglu, normalize,
+                             one_hot, pad, rms_norm_linear)
 from ruda.nn._norms import add_rms_norm, batch_norm, group_norm, layer_norm, rms_norm
 from ruda.nn._attention import scaled_dot_product_attention
 from ruda.nn._cache import KVCache
@@ -16,10 +17,10 @@ from ruda.nn._interpolate import interpolate
 from ruda.nn._quantized import QuantizedWeight
 
 __all__ = [
-    "add_rms_norm", "batch_norm", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+    "add_linear", "add_rms_norm", "batch_norm", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
     "dropout", "fold", "unfold", "elu", "embedding", "erf", "gelu", "glu", "group_norm",
     "hardsigmoid", "hardswish", "layer_norm", "leaky_relu", "linear", "linear_swiglu", "log_softmax", "logsumexp",
-    "normalize", "one_hot", "pad", "relu", "relu6", "rms_norm", "sigmoid", "silu", "softmax",
+    "normalize", "one_hot", "pad", "relu", "relu6", "rms_norm", "rms_norm_linear", "sigmoid", "silu", "softmax",
     "softplus", "swiglu",
     "KVCache", "apply_rope", "filter_logits", "rope_frequencies", "sample",
     "scaled_dot_product_attention", "top_k",

@@ -1,11 +1,12 @@
-"""Layers and small functions: linear, linear_swiglu, embedding, one_hot, erf, dropout, normalize,
-pad."""
+"""Layers and small functions: linear, linear_swiglu, rms_norm_linear, add_linear, embedding,
+one_hot, erf, dropout, normalize, pad."""
 import numbers
 
 import ruda as xp
 from ruda.nn import _check as c
 from ruda.nn import _quantized
 from ruda.nn._activations import swiglu
+from ruda.nn._norms import rms_norm
 
 
 def erf(x):
@@ -60,6 +61,57 @@ def linear_swiglu(x, weight, bias=None):
     y = linear(x, weight, bias)
     n = y.shape[-1] // 2
     return swiglu(y[..., :n], y[..., n:])
+
+
+def _plain(x, *arrays):
+    """Whether ``arrays`` are ruda arrays of x's dtype and device (a fused kernel may take them)."""
+    return x.__class__ is xp.Array and x.size > 0 and all(
+        a.__class__ is xp.Array and a.dtype == x.dtype and a.device == x.device for a in arrays)
+
+
+def rms_norm_linear(x, norm_weight, weight, bias=None, eps=None, swiglu=False):
+    """``linear(rms_norm(x, (in_features,), norm_weight, eps), weight, bias)``, or
+    :func:`linear_swiglu` of the normalized x with ``swiglu=True``: a pre-norm block's norm and
+    the projection that reads it. One kernel where the device has it (cuda: bfloat16/float16,
+    up to 8 rows of x, in_features <= 1024, no bias), else the two calls; the same values
+    either way."""
+    if bias is None and norm_weight is not None and _plain(x, norm_weight, weight) and \
+            weight.ndim == 2 and x.ndim and x.shape[-1] == weight.shape[1] and \
+            norm_weight.shape == (x.shape[-1],) and not (swiglu and weight.shape[0] % 2):
+        k = c.kernel(x, "rms_norm_linear")
+        if k is not None:
+            e = float(xp.finfo(c.compute_dtype(x.dtype)).eps) if eps is None else \
+                c.number("rms_norm_linear", "eps", eps, 0.0)
+            rows = x.size // x.shape[-1]
+            r = k(xp.reshape(x, (rows, x.shape[-1])).native, norm_weight.native, weight.native,
+                  e, bool(swiglu))
+            if r is not NotImplemented:
+                width = weight.shape[0] // 2 if swiglu else weight.shape[0]
+                return xp.reshape(c.wrap(r, x.device), x.shape[:-1] + (width,))
+    h = rms_norm(x, (x.shape[-1],) if getattr(x, "ndim", 0) else (), norm_weight, eps)
+    return (linear_swiglu if swiglu else linear)(h, weight, bias)
+
+
+def add_linear(residual, x, weight, bias=None):
+    """``residual + linear(x, weight, bias)`` in x's dtype, the product rounded first: a
+    residual block's output projection and the add after it. One kernel where the device has it
+    (cuda: bfloat16/float16, up to 8 rows of x, no bias), else the two calls; the same values
+    either way."""
+    if bias is None and _plain(x, residual, weight) and weight.ndim == 2 and x.ndim and \
+            x.shape[-1] == weight.shape[1] and residual.shape == x.shape[:-1] + (weight.shape[0],):
+        k = c.kernel(x, "add_linear")
+        if k is not None:
+            rows = x.size // x.shape[-1]
+            r = k(xp.reshape(residual, (rows, weight.shape[0])).native,
+                  xp.reshape(x, (rows, x.shape[-1])).native, weight.native)
+            if r is not NotImplemented:
+                return xp.reshape(c.wrap(r, x.device), residual.shape)
+    y = linear(x, weight, bias)
+    c.same("add_linear", "residual", residual, y)
+    if residual.shape != y.shape:
+        raise c.err(ValueError, "add_linear", "residual", f"the product's shape {y.shape}",
+                    residual.shape)
+    return residual + y
 
 
 def _index_range(fn, arg, idx, n):

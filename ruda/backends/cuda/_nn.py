@@ -89,18 +89,41 @@ def add_rms_norm(x, residual, weight, eps):
     return r if r is NotImplemented else tuple(shaped(a, x.shape) for a in r)
 
 
-def linear_swiglu(x, weight):
-    """x (rows, in) @ weight (2I, in).T, then silu(g) * u of the halves, in one launch: the
-    bfloat16 / float16 GEMV's swiglu variant, up to ``_gemv.MAX_ROWS`` rows; else NotImplemented."""
+def _gemv_call(x, weight, swiglu=False, norm=None, res=None):
+    """x (rows, in) @ weight (out, in).T through the bfloat16 / float16 GEMV's variants
+    (``_gemv.gemv``'s ``swiglu``, ``norm``, ``res``), or NotImplemented."""
     from ruda.backends.cuda import _gemv
     dt = dname(x)
     if dt not in HALVES or weight.dtype != x.dtype or x.ndim != 2 or not _gemv.ENABLED:
         return NotImplemented
     rows, k = x.shape
     with x.device:
+        if norm is not None:
+            norm = (contiguous(norm[0]).view(U16), norm[1])
         y = _gemv.gemv(x.view(U16)[None], weight.view(U16).T[None], rows, k, weight.shape[0],
-                       swiglu=True, dtype=dt)
+                       swiglu=swiglu, dtype=dt, norm=norm,
+                       res=None if res is None else res.view(U16))
     return NotImplemented if y is None else y.view(x.dtype)
+
+
+def linear_swiglu(x, weight):
+    """x (rows, in) @ weight (2I, in).T, then silu(g) * u of the halves, in one launch: the
+    bfloat16 / float16 GEMV's swiglu variant, up to ``_gemv.MAX_ROWS`` rows; else NotImplemented."""
+    return _gemv_call(x, weight, swiglu=True)
+
+
+def rms_norm_linear(x, norm_weight, weight, eps, swiglu):
+    """x (rows, in): ``linear`` (``swiglu``: ``linear_swiglu``) of x's rows rms-normalized with
+    ``norm_weight``, in one launch: the GEMV's norm variant (bfloat16 / float16, up to
+    ``_gemv.MAX_ROWS`` rows, in <= ``_gemv.NORM_MAX_K``: the bits of the norm kernel and the
+    GEMV); else NotImplemented."""
+    return _gemv_call(x, weight, swiglu=swiglu, norm=(norm_weight, eps))
+
+
+def add_linear(residual, x, weight):
+    """residual (rows, out) + x (rows, in) @ weight (out, in).T, in one launch: the GEMV's
+    residual variant (bfloat16 / float16, up to ``_gemv.MAX_ROWS`` rows); else NotImplemented."""
+    return _gemv_call(x, weight, res=residual)
 
 
 def swiglu(gate, up):

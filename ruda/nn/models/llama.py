@@ -198,22 +198,23 @@ class Llama(Generator):
                            device=self.device) for _ in range(cfg.layers)]
 
     def _attention(self, L, x, i, cos, sin, attend, attend_qkv=None):
-        """``attend(L, i, q, k, v)`` gets the rotated heads; ``attend_qkv(L, i, qkv)``, where
-        given, the fused projection itself (rotation and cache write in one call)."""
+        """``x + attention(rms_norm(x))``. ``attend(L, i, q, k, v)`` gets the rotated heads;
+        ``attend_qkv(L, i, qkv)``, where given, the fused projection itself (rotation and cache
+        write in one call)."""
         cfg = self.cfg
         B, T, _ = x.shape
         D, Hq, Hk = cfg.head_dim, cfg.heads, cfg.kv_heads
         if L["qkv"] is not None:
-            qkv = nn.linear(x, L["qkv"], L["qkv_b"])
+            qkv = nn.rms_norm_linear(x, L["in_norm"], L["qkv"], L["qkv_b"], cfg.eps)
             if attend_qkv is not None and not cfg.qk_norm:
                 o = attend_qkv(L, i, qkv)
-                return nn.linear(xp.reshape(xp.permute_dims(o, (0, 2, 1, 3)), (B, T, Hq * D)),
-                                 L["o"], L["o_b"])
+                return self._out(L, x, o)
             v = qkv[..., (Hq + Hk) * D:]
             if cfg.qk_norm:
                 q, k = qkv[..., :Hq * D], qkv[..., Hq * D:(Hq + Hk) * D]
         else:
-            q, k, v = (nn.linear(x, L[n], L.get(n + "_b")) for n in "qkv")
+            h = nn.rms_norm(x, (cfg.hidden,), L["in_norm"], cfg.eps)
+            q, k, v = (nn.linear(h, L[n], L.get(n + "_b")) for n in "qkv")
         v = xp.permute_dims(xp.reshape(v, (B, T, Hk, D)), (0, 2, 1, 3))
         if L["qkv"] is not None and not cfg.qk_norm:
             # q and k side by side in the fused projection: one rotation for both
@@ -228,17 +229,25 @@ class Llama(Generator):
                 k = nn.rms_norm(k, (D,), L["k_norm"], cfg.eps)
             q = nn.apply_rope(xp.permute_dims(q, (0, 2, 1, 3)), cos, sin)
             k = nn.apply_rope(xp.permute_dims(k, (0, 2, 1, 3)), cos, sin)
-        o = attend(L, i, q, k, v)
-        o = xp.reshape(xp.permute_dims(o, (0, 2, 1, 3)), (B, T, Hq * D))
-        return nn.linear(o, L["o"], L["o_b"])
+        return self._out(L, x, attend(L, i, q, k, v))
+
+    def _out(self, L, x, o):
+        """x + the output projection of the heads o (B, H, T, D)."""
+        B, H, T, D = o.shape
+        o = xp.reshape(xp.permute_dims(o, (0, 2, 1, 3)), (B, T, H * D))
+        return nn.add_linear(x, o, L["o"], L["o_b"])
 
     def _mlp(self, L, x):
+        """``x + mlp(rms_norm(x))``."""
+        eps = self.cfg.eps
         if L["gate_up"] is not None:
-            return nn.linear(nn.linear_swiglu(x, L["gate_up"], L["gate_up_b"]), L["down"],
-                             L["down_b"])
-        g = nn.linear(x, L["gate"], L.get("gate_b"))
-        u = nn.linear(x, L["up"], L.get("up_b"))
-        return nn.linear(nn.swiglu(g, u), L["down"], L["down_b"])
+            a = nn.rms_norm_linear(x, L["post_norm"], L["gate_up"], L["gate_up_b"], eps,
+                                   swiglu=True)
+        else:
+            h = nn.rms_norm(x, (self.cfg.hidden,), L["post_norm"], eps)
+            a = nn.swiglu(nn.linear(h, L["gate"], L.get("gate_b")),
+                          nn.linear(h, L["up"], L.get("up_b")))
+        return nn.add_linear(x, a, L["down"], L["down_b"])
 
     def forward(self, tokens, caches=None, start=0, mask=None, last_only=False):
         """Logits (B, T, vocab) for int tokens (B, T) at positions ``start ..``.
@@ -277,20 +286,15 @@ class Llama(Generator):
         return self._layers(x, cos, sin, attend, last_only)
 
     def _layers(self, x, cos, sin, attend, last_only, attend_qkv=None):
-        cfg = self.cfg
         if x.dtype != self.dtype:
             x = xp.astype(x, self.dtype)
-        # each residual add is fused with the norm that reads its sum (nn.add_rms_norm)
-        norms = [L["in_norm"] for L in self.layers[1:]] + [self.norm]
-        h = nn.rms_norm(x, (cfg.hidden,), (self.layers[0]["in_norm"] if self.layers else self.norm),
-                        cfg.eps)
-        for i, (L, after) in enumerate(zip(self.layers, norms)):
-            x, h = nn.add_rms_norm(x, self._attention(L, h, i, cos, sin, attend, attend_qkv),
-                                   (cfg.hidden,), L["post_norm"], cfg.eps)
-            x, h = nn.add_rms_norm(x, self._mlp(L, h), (cfg.hidden,), after, cfg.eps)
+        # each norm is fused with the projection that reads it, each residual add with the
+        # projection before it (nn.rms_norm_linear, nn.add_linear)
+        for i, L in enumerate(self.layers):
+            x = self._mlp(L, self._attention(L, x, i, cos, sin, attend, attend_qkv))
         if last_only:
-            h = h[:, -1:, :]
-        return nn.linear(h, self.lm_head)
+            x = x[:, -1:, :]
+        return nn.rms_norm_linear(x, self.norm, self.lm_head, eps=self.cfg.eps)
 
     def decode_step(self, tokens, pos, caches, mask=None):
         """Logits (B, 1, vocab) of one new token per row at position ``pos``, read from device

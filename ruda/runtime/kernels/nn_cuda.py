@@ -147,6 +147,16 @@ ruda_rows(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict_
     const T* xr = x + row * n;
     T* yr = y + row * n;
     A v[EPT];
+#if OP >= 2 && (HAS_W || HAS_B)
+    // the affine vectors requested with the row, not after its reduction: one round trip less
+    Pack pw[VECZ ? VPT : 1], pb[VECZ ? VPT : 1];
+#pragma unroll
+    for (int u = 0; u < (VECZ ? VPT : 0); ++u) {{
+        const int e = elem(t, u, 0);
+        if (HAS_W && e < n) pw[u].u = __ldg(reinterpret_cast<const uint4*>(w + e));
+        if (HAS_B && e < n) pb[u].u = __ldg(reinterpret_cast<const uint4*>(b + e));
+    }}
+#endif
 #pragma unroll
     for (int u = 0; u < VPT; ++u) {{
         if (VECZ) {{
@@ -210,7 +220,7 @@ ruda_rows(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict_
     for (int i = 0; i < EPT; ++i) if (elem(t, i / UNIT, i % UNIT) < n) {{ v[i] -= mean; s += v[i] * v[i]; }}
 #else
 #pragma unroll
-    for (int i = 0; i < EPT; ++i) s += v[i] * v[i];
+    for (int i = 0; i < EPT; ++i) s = fma(v[i], v[i], s);    // the fused GEMV's order (gemv_cuda)
 #endif
     const A rstd = (A)1 / sqrt(row_reduce<Sum>(s, sh) / (A)n + (A)eps);
 #pragma unroll
@@ -222,19 +232,14 @@ ruda_rows(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict_
         if (e >= n) continue;
         if (VECZ) {{
             Pack p;
-#if OP >= 2 && (HAS_W || HAS_B)
-            Pack pw, pb;
-            if (HAS_W) pw.u = __ldg(reinterpret_cast<const uint4*>(w + e));
-            if (HAS_B) pb.u = __ldg(reinterpret_cast<const uint4*>(b + e));
-#endif
 #pragma unroll
             for (int k = 0; k < UNIT; ++k) {{
                 A o = v[u * UNIT + k];
 #if OP >= 2 && HAS_W
-                o *= ld(pw.v[k]);
+                o *= ld(pw[u].v[k]);
 #endif
 #if OP >= 2 && HAS_B
-                o += ld(pb.v[k]);
+                o += ld(pb[u].v[k]);
 #endif
                 p.v[k] = st(o);
             }}
