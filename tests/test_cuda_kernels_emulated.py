@@ -226,11 +226,12 @@ def test_rows_with_residual(dtype, n, vec):
     np.testing.assert_allclose(back(y).astype(np.float64), want, rtol=tol, atol=tol)
 
 
-@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-def test_decode_vec_one_block_writes_the_output(dtype):
+@pytest.mark.parametrize("dtype,Hq", [("bfloat16", 6), ("float16", 6), ("bfloat16", 2)])
+def test_decode_vec_one_block_writes_the_output(dtype, Hq):
     """One query per head against few keys: grid (1, Hkv, B), the block folds the group's
-    heads and writes o itself (no partials); bool mask with a fully masked row (zeros)."""
-    B, Hq, Hkv, S, D = 2, 6, 2, 70, 64
+    heads and writes o itself (no partials); bool mask with a fully masked row (zeros), read
+    with each step's keys (a group of 3 prefetching the next step's, and one head)."""
+    B, Hkv, S, D = 2, 2, 70, 64
     G = Hq // Hkv
     src = att.decode_vec(dtype, D, G, "bool", None)
     fn = emu.build(src, "ruda_decode_vec", ATT_PARAMS + ", float* part, int chunk")

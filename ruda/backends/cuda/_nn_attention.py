@@ -35,7 +35,9 @@ DECODE_MIN_S = 256      # ... at least this many keys: split-key decode
 DECODE_MIN_CHUNK = 64   # keys per decode block, at least
 DECODE_BLOCKS_PER_SM = 4  # split the keys until there are this many blocks a multiprocessor
 DECODE_MAX_GROUP = 8    # query heads per kv head up to which one block serves the group
-DECODE_ONE_BLOCK_S = 512  # up to this many keys one 16-byte-load block takes them all (no merge)
+# up to this many keys one 16-byte-load block takes them all (no merge launch); beyond, split
+# blocks and the merge are faster (one block a kv head leaves most multiprocessors idle)
+DECODE_ONE_BLOCK_S = 128
 
 
 def _row_strides(a):

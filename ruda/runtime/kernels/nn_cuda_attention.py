@@ -32,17 +32,32 @@ struct Att {{
     long long o0_, long long o1_, long long o2_, float scale2_, int causal_, int window_
 #define ATT_INIT const Att p = {{q_, k_, v_, m_, o_, Hq_, Hkv_, L_, S_, {{q0_, q1_, q2_}}, {{k0_, k1_, k2_}}, \
     {{v0_, v1_, v2_}}, {{m0_, m1_, m2_, m3_}}, {{o0_, o1_, o2_}}, scale2_, causal_, window_}}
-// score (log2 domain) of key j for query i, given the raw dot product; -inf when masked
-__device__ __forceinline__ float score(const Att& p, float dot, int b, int h, int i, int j) {{
+// the mask's term (log2 domain) of key j for query i of head h: 0 or -inf (bool), the value
+// times log2(e) (additive); 0 without a mask
+__device__ __forceinline__ float mask_term(const Att& p, int b, int h, int i, int j) {{
+#if MASK == 1
+    return p.mask[b * p.ms[0] + h * p.ms[1] + i * p.ms[2] + j * p.ms[3]] ? 0.f : -INFINITY;
+#elif MASK == 2
+    return ldm(p.mask[b * p.ms[0] + h * p.ms[1] + i * p.ms[2] + j * p.ms[3]]) * 1.4426950408889634f;
+#else
+    return 0.f;
+#endif
+}}
+// score (log2 domain) of key j for query i, given the raw dot product and the mask's term; -inf
+// when masked
+__device__ __forceinline__ float score_with(const Att& p, float dot, int i, int j, float term) {{
     const int off = p.S - p.L;
     if (j >= p.S || (p.causal && j > i + off) || (p.window > 0 && j <= i + off - p.window)) return -INFINITY;
-    float s = dot * p.scale2;
 #if MASK == 1
-    if (!p.mask[b * p.ms[0] + h * p.ms[1] + i * p.ms[2] + j * p.ms[3]]) return -INFINITY;
+    return term == 0.f ? dot * p.scale2 : -INFINITY;
 #elif MASK == 2
-    s += ldm(p.mask[b * p.ms[0] + h * p.ms[1] + i * p.ms[2] + j * p.ms[3]]) * 1.4426950408889634f;
+    return dot * p.scale2 + term;
+#else
+    return dot * p.scale2;
 #endif
-    return s;
+}}
+__device__ __forceinline__ float score(const Att& p, float dot, int b, int h, int i, int j) {{
+    return score_with(p, dot, i, j, j < p.S ? mask_term(p, b, h, i, j) : 0.f);
 }}
 """
 
@@ -241,20 +256,31 @@ ruda_decode_vec(ATT_ARGS, float* __restrict__ part, int chunk) {{
     // this step's arithmetic; one head keeps the registers low for more blocks in flight instead
     constexpr bool PF = G > 1;
     Pack ku, vu, kn, vn;
+    float mt[G], mn[G];                 // the mask's terms of this step's key (and the next's)
     const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
     if (PF) {{
         const int j = j_begin + w * KPW + grp;
         kn.u = j < j_end ? *reinterpret_cast<const uint4*>(kk + j * p.ks[2]) : zero;
         vn.u = j < j_end ? *reinterpret_cast<const uint4*>(vv + j * p.vs[2]) : zero;
+#pragma unroll
+        for (int g = 0; g < G; ++g) mn[g] = j < j_end ? mask_term(p, b, hk * G + g, i, j) : 0.f;
     }}
     for (int j0 = j_begin + w * KPW; j0 < j_end; j0 += NWV * KPW) {{
         const int j = j0 + grp, jl = PF ? j + NWV * KPW : j;
         const bool valid = j < j_end;
-        if (PF) {{ ku = kn; vu = vn; }}
+        if (PF) {{
+            ku = kn; vu = vn;
+#pragma unroll
+            for (int g = 0; g < G; ++g) mt[g] = mn[g];
+        }}
         Pack& kl = PF ? kn : ku;
         Pack& vl = PF ? vn : vu;
+        float (&ml)[G] = PF ? mn : mt;
+        // K, V and the mask's terms requested together, one round trip a step
         kl.u = jl < j_end ? *reinterpret_cast<const uint4*>(kk + jl * p.ks[2]) : zero;
         vl.u = jl < j_end ? *reinterpret_cast<const uint4*>(vv + jl * p.vs[2]) : zero;
+#pragma unroll
+        for (int g = 0; g < G; ++g) ml[g] = jl < j_end ? mask_term(p, b, hk * G + g, i, jl) : 0.f;
         float s[G];
         bool any = false;
 #pragma unroll
@@ -264,7 +290,7 @@ ruda_decode_vec(ATT_ARGS, float* __restrict__ part, int chunk) {{
             for (int e = 0; e < VEC; ++e) dot += qr[g][e] * ld(ku.v[e]);
 #pragma unroll
             for (int o = LPK / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
-            s[g] = valid ? score(p, dot, b, hk * G + g, i, j) : -INFINITY;
+            s[g] = valid ? score_with(p, dot, i, j, mt[g]) : -INFINITY;
             any = any || s[g] != -INFINITY;
         }}
         if (!any) continue;
