@@ -23,7 +23,7 @@ def pytest_configure(config):
 def _install():
     from ruda.backends import Backend
     import ruda.backends.cuda as C
-    from ruda.backends.cuda import _bf16, _fast, _gemv, _ops
+    from ruda.backends.cuda import _bf16, _bf16_routes, _fast, _gemv, _ops
     from ruda.backends.host import _ops as host
     import test_cuda_bf16 as T
     B = _bf16.BF16
@@ -35,7 +35,7 @@ def _install():
         assert all(a.flags.c_contiguous for a in arrays), name
         return T.call_host_kernel(dll, name, *arrays, extra=extra)
 
-    def map_(obj, fn, _map=_bf16._map):      # NumPy returns scalars where CuPy returns 0-d arrays
+    def map_(obj, fn, _map=_bf16_routes._map):   # NumPy returns scalars where CuPy returns 0-d arrays
         return _map(np.asarray(obj) if isinstance(obj, np.generic) else obj, fn)
 
     def from_host(self, a):
@@ -57,7 +57,7 @@ def _install():
             return host.floor_divide(x1, x2) if op == "floordiv" else np.remainder(x1, x2)
     _ops._divmod_f = divmod_f
     _bf16._launch = launch
-    _bf16._map = map_
+    _bf16_routes._map = map_
     _bf16._ptr = lambda a: a.ctypes.data
     _bf16.scalar = lambda v: np.asarray(v, dtype=B).view(np.uint16).copy().view(B)
     C._exact_scalar = lambda v, dt: np.asarray(v, dtype=dt).copy()

@@ -16,7 +16,7 @@ bfloat16 (``xp.bfloat16``, ml_dtypes' type, an extension beyond the standard) is
 where ml_dtypes is installed: ``cupy.ndarray`` views with dtype bfloat16 over uint16 storage,
 computed by ruda (never by CuPy's bfloat16 loops) with ml_dtypes' semantics: float32 arithmetic
 rounded to nearest even; matmul and tensordot in cuBLAS with bfloat16 operands and result and
-float32 accumulation.  Promotion is the frontend's, as on every device.  ``_bf16`` has the
+float32 accumulation.  Promotion is the frontend's, as on every device.  ``_bf16_routes`` has the
 route of every op; the linalg decompositions and solvers and complex FFTs raise
 NotImplementedError for bfloat16.  Without ml_dtypes, bfloat16 is not listed and moving a
 bfloat16 array to cuda raises TypeError.
@@ -296,7 +296,7 @@ if cupy is not None:
     import array_api_compat.cupy as _ccp
     import cupyx
 
-    from ruda.backends.cuda import _bf16, _fast, _ops
+    from ruda.backends.cuda import _bf16, _bf16_routes, _fast, _ops
     from ruda.backends.cuda._ops import _exact_scalar
 
     _ndarray = cupy.ndarray
@@ -313,13 +313,13 @@ if cupy is not None:
         return getattr(_ccp, name, None)
 
     # Every op: CuPy's (array-api-compat's namespace) or ruda's fix in _ops, with bfloat16
-    # operands sent to their route in _bf16 (its ROUTES table), or recorded as a host fallback.
+    # operands sent to their route (_bf16_routes' ROUTES table), or recorded as a host fallback.
     for _name in OPS:
         _impl = _source(_name)
         if _impl is None:
             CudaBackend.host_fallback(_name, f"CuPy {cupy.__version__} has no {_name.replace('_', '.', 1) if _name.startswith(('linalg_', 'fft_')) else _name}")
             continue
-        setattr(CudaBackend, _name, staticmethod(_bf16.guard(_name, _impl)))
+        setattr(CudaBackend, _name, staticmethod(_bf16_routes.guard(_name, _impl)))
     del _name, _impl
     # The ops with more in front, spelled out.  ruda's own NVRTC kernels (_fast) for contiguous,
     # aligned operands of one dtype and shape (or a 0-d one); the rest goes on to the op above:
