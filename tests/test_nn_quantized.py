@@ -62,6 +62,17 @@ def test_linear_matches_dequantized(device, kind, rows):
     _check_linear(y, x, ref, b)
 
 
+@pytest.mark.parametrize("kind", ["q4_0", "q4_1"])
+@pytest.mark.parametrize("out", [41, 1031])
+def test_linear_odd_output_rows(device, kind, out):
+    """One row of x against an odd number of output rows: the host GEMV takes weight rows two
+    at a time (41: serially; 1031: in chunks of odd sizes on the thread pool)."""
+    rng = np.random.default_rng(out)
+    qw, ref = _weight(rng, kind, out, 128, device)
+    x = rng.standard_normal((1, 128)).astype(np.float32)
+    _check_linear(nn.linear(xp.asarray(x, device=device), qw), x, ref, None)
+
+
 def test_linear_batched_shape_and_composed_blocks(device, monkeypatch):
     """x (B, T, in); the composed path over several blocks of output rows (the host kernel
     switched off), which every device without a kernel takes."""

@@ -1,11 +1,12 @@
 """``linear_quantized`` on the host: x (rows, in) float32 times a GGML Q8_0/Q4_0/Q4_1 weight.
 
-Few rows (decode): a Numba GEMV that reads each quantized row once, in flat loops LLVM
+Few rows (decode): a Numba GEMV that reads each quantized row once, in loops LLVM
 vectorizes (AVX2 has no int64 -> float conversion, so the nibbles become floats through float
-arithmetic: ``hi = floor(v / 16)``, ``lo = v - 16 hi``). Q4: ``t = x_lo * lo + x_hi * hi``
-over the row in one flat loop (x split once per call into the low- and high-nibble halves of
-each block), then ``sum_b d_b * sum(t_b) + m_b * sum(x_b)`` (q4_0: ``m = -8 d``); several rows
-of x: each weight row dequantized once, then a dot product per row of x. Q8_0:
+arithmetic: ``hi = floor(v / 16)``, ``lo = v - 16 hi``). Q4: two weight rows at a time, each
+into 16 float lanes ``+= d_b * (x_lo * lo + x_hi * hi)`` over its blocks (x split once per call
+into the low- and high-nibble halves of each block), summed at the end, plus
+``sum_b m_b * sum(x_b)`` (q4_0: ``m = -8 d``); several rows of x: each weight row dequantized
+once, then a dot product per row of x. Q8_0:
 32 float lanes ``+= d * x * q`` over the blocks, summed at the end. Large matrices run on the
 thread pool, a chunk of output rows per task; small ones run serially (waking the pool costs
 more than they do). Many rows (prefill): blocks of output rows dequantized to float32 by Numba,
@@ -37,30 +38,42 @@ if _nb is not None:
 
     @_nb.njit(inline="always", fastmath=_FAST)
     def _rows_q4(xl, xh, xs, q, d, m, kind, out, o0, o1):
-        """out[:, o0:o1] for a q4_0 (kind 1) / q4_1 (kind 2) weight; xl, xh (R, in/2): the
-        elements of x that meet the low and the high nibbles; xs (R, blocks): x's block sums."""
-        R, h = xl.shape
+        """out[0, o0:o1] for a q4_0 (kind 1) / q4_1 (kind 2) weight and one row of x; xl, xh
+        (1, in/2): the elements of x that meet the low and the high nibbles; xs (1, blocks):
+        x's block sums. Two weight rows at a time, each into 16 float lanes over its blocks
+        (``d_b`` times the block's products), summed once at the end: no sum per block."""
         nb = d.shape[1]
         f = np.float32
-        t = np.empty(h, np.float32)
-        for o in range(o0, o1):
-            for r in range(R):
-                for i in range(h):
-                    lo, hi = _nibbles(q[o, i])
-                    t[i] = xl[r, i] * lo + xh[r, i] * hi
-                s = f(0.0)
-                for b in range(nb):
-                    u = f(0.0)
-                    for j in range(16):
-                        u += t[b * 16 + j]
-                    s += d[o, b] * u
+        xlr, xhr, xsr = xl[0], xh[0], xs[0]
+        a0 = np.empty(16, np.float32)
+        a1 = np.empty(16, np.float32)
+        for o in range(o0, o1, 2):
+            p = min(o + 1, o1 - 1)          # the pair's second row (the first again at an odd end)
+            q0, q1 = q[o], q[p]
+            for j in range(16):
+                a0[j] = 0
+                a1[j] = 0
+            s0 = f(0.0)
+            s1 = f(0.0)
+            for b in range(nb):
+                d0, d1 = d[o, b], d[p, b]
+                for j in range(16):
+                    xa, xb = xlr[b * 16 + j], xhr[b * 16 + j]
+                    lo, hi = _nibbles(q0[b * 16 + j])
+                    a0[j] += d0 * (xa * lo + xb * hi)
+                    lo, hi = _nibbles(q1[b * 16 + j])
+                    a1[j] += d1 * (xa * lo + xb * hi)
                 if kind == 2:
-                    for b in range(nb):
-                        s += m[o, b] * xs[r, b]
+                    s0 += m[o, b] * xsr[b]
+                    s1 += m[p, b] * xsr[b]
                 else:
-                    for b in range(nb):
-                        s -= f(8.0) * d[o, b] * xs[r, b]
-                out[r, o] = s
+                    s0 -= f(8.0) * d0 * xsr[b]
+                    s1 -= f(8.0) * d1 * xsr[b]
+            for j in range(16):
+                s0 += a0[j]
+                s1 += a1[j]
+            out[0, o] = s0
+            out[0, p] = s1
 
     @_nb.njit(inline="always", fastmath=_FAST)
     def _rows_q4_multi(x, q, d, m, kind, out, o0, o1):
