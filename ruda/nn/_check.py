@@ -99,6 +99,12 @@ def compute_dtype(dt):
     return xp.float32 if dt in _LOW else dt
 
 
+def norm_eps(fn, dt, eps):
+    """A norm's ``eps`` as a float: None gives the machine epsilon of the compute dtype of
+    ``dt`` (float32's for bfloat16), as torch; else a real number >= 0."""
+    return float(xp.finfo(compute_dtype(dt)).eps) if eps is None else number(fn, "eps", eps, 0.0)
+
+
 def up(x):
     """x in its compute dtype (a copy only for bfloat16/float16)."""
     cdt = compute_dtype(x.dtype)

@@ -39,19 +39,24 @@ def linear(x, weight, bias=None):
     return y
 
 
+def _plain(x, *arrays):
+    """Whether ``arrays`` are ruda arrays of x's dtype and device (a fused kernel may take them)."""
+    return x.__class__ is xp.Array and x.size > 0 and all(
+        a.__class__ is xp.Array and a.dtype == x.dtype and a.device == x.device for a in arrays)
+
+
 def linear_swiglu(x, weight, bias=None):
     """``swiglu(g, u)`` of ``linear(x, weight, bias)`` split in halves along its last axis (g
     first): a SwiGLU MLP's gate and up projections stacked as one ``(2 * hidden, in)`` weight.
-    One kernel where the device has it (cuda: bfloat16, up to 8 rows of x), else the two calls;
-    the same values either way."""
+    One kernel where the device has it (cuda: bfloat16/float16, up to 8 rows of x), else the two
+    calls; the same values either way."""
     fn = "linear_swiglu"
     shape = getattr(weight, "shape", None)
     if shape is not None and len(shape) == 2 and shape[0] % 2:
         raise c.err(ValueError, fn, "weight", "an even number of rows (gate and up stacked)",
                     f"shape {tuple(weight.shape)}")
-    if bias is None and x.__class__ is xp.Array and weight.__class__ is xp.Array and \
-            weight.ndim == 2 and x.ndim and x.shape[-1] == weight.shape[1] and \
-            x.dtype == weight.dtype and x.device == weight.device and x.size:
+    if bias is None and _plain(x, weight) and weight.ndim == 2 and x.ndim and \
+            x.shape[-1] == weight.shape[1]:
         k = c.kernel(x, fn)
         if k is not None:
             rows = x.size // x.shape[-1]
@@ -63,28 +68,22 @@ def linear_swiglu(x, weight, bias=None):
     return swiglu(y[..., :n], y[..., n:])
 
 
-def _plain(x, *arrays):
-    """Whether ``arrays`` are ruda arrays of x's dtype and device (a fused kernel may take them)."""
-    return x.__class__ is xp.Array and x.size > 0 and all(
-        a.__class__ is xp.Array and a.dtype == x.dtype and a.device == x.device for a in arrays)
-
-
 def rms_norm_linear(x, norm_weight, weight, bias=None, eps=None, swiglu=False):
     """``linear(rms_norm(x, (in_features,), norm_weight, eps), weight, bias)``, or
     :func:`linear_swiglu` of the normalized x with ``swiglu=True``: a pre-norm block's norm and
     the projection that reads it. One kernel where the device has it (cuda: bfloat16/float16,
     up to 8 rows of x, in_features <= 1024, no bias), else the two calls; the same values
     either way."""
+    if eps is not None:             # named as this function on every path
+        eps = c.number("rms_norm_linear", "eps", eps, 0.0)
     if bias is None and norm_weight is not None and _plain(x, norm_weight, weight) and \
             weight.ndim == 2 and x.ndim and x.shape[-1] == weight.shape[1] and \
             norm_weight.shape == (x.shape[-1],) and not (swiglu and weight.shape[0] % 2):
         k = c.kernel(x, "rms_norm_linear")
         if k is not None:
-            e = float(xp.finfo(c.compute_dtype(x.dtype)).eps) if eps is None else \
-                c.number("rms_norm_linear", "eps", eps, 0.0)
             rows = x.size // x.shape[-1]
             r = k(xp.reshape(x, (rows, x.shape[-1])).native, norm_weight.native, weight.native,
-                  e, bool(swiglu))
+                  c.norm_eps("rms_norm_linear", x.dtype, eps), bool(swiglu))
             if r is not NotImplemented:
                 width = weight.shape[0] // 2 if swiglu else weight.shape[0]
                 return xp.reshape(c.wrap(r, x.device), x.shape[:-1] + (width,))

@@ -55,8 +55,7 @@ def rms_norm(x, normalized_shape, weight=None, eps=None):
     c.floating(fn, "x", x)
     shape = c.normalized_shape(fn, x, normalized_shape)
     c.param(fn, "weight", weight, x, shape)
-    cdt = c.compute_dtype(x.dtype)
-    eps = float(xp.finfo(cdt).eps) if eps is None else c.number(fn, "eps", eps, 0.0)
+    eps = c.norm_eps(fn, x.dtype, eps)
     n = math.prod(shape)
     if x.size and n:
         w = None if weight is None else xp.reshape(weight, (n,))
@@ -85,8 +84,7 @@ def add_rms_norm(x, residual, normalized_shape, weight=None, eps=None):
         shape = c.normalized_shape(fn, x, normalized_shape)
         c.param(fn, "weight", weight, x, shape)
         if len(shape) == 1:
-            e = float(xp.finfo(c.compute_dtype(x.dtype)).eps) if eps is None else \
-                c.number(fn, "eps", eps, 0.0)
+            e = c.norm_eps(fn, x.dtype, eps)
             r = k(x.native, residual.native, None if weight is None else weight.native, e)
             if r is not NotImplemented:
                 return c.wrap(r[0], x.device), c.wrap(r[1], x.device)

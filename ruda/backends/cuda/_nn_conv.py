@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from ruda.backends.cuda import _bf16, _tf32
 from ruda.backends.cuda._nn_launch import (
     _cp, arg, contiguous, dname, empty, function, grid, rows_grid, shaped,
 )
@@ -21,6 +22,12 @@ from ruda.runtime.kernels import conv_cuda as gen
 from ruda.runtime.kernels import nn_cuda
 
 COLS_BYTES = 1 << 28             # columns of one block of images: 256 MiB
+# cudaDataType, cublasComputeType strict and with TF32, of the float32/float64 products
+_GEMM_TYPES = {
+    np.dtype(np.float32): (_bf16.CUDA_R_32F, _bf16.CUBLAS_COMPUTE_32F,
+                           _bf16.CUBLAS_COMPUTE_32F_FAST_TF32),
+    np.dtype(np.float64): (_bf16.CUDA_R_64F, _bf16.CUBLAS_COMPUTE_64F, _bf16.CUBLAS_COMPUTE_64F),
+}
 
 
 def _matmul(a, b):
@@ -28,15 +35,9 @@ def _matmul(a, b):
     backend's matmul computes it (TF32 as it allows). float32/float64 with one group or one
     image: one strided-batched GEMM with the weight's batch stride 0 (CuPy's broadcasting
     matmul builds pointer arrays on the device first, ~3x the host time a call)."""
-    from ruda.backends.cuda import _bf16, _tf32
     if _bf16.BF16 is not None and a.dtype == _bf16.BF16:
         return _bf16.matmul(a, b)
-    types = {  # cudaDataType, cublasComputeType strict and with TF32
-        np.dtype(np.float32): (_bf16.CUDA_R_32F, _bf16.CUBLAS_COMPUTE_32F,
-                               _bf16.CUBLAS_COMPUTE_32F_FAST_TF32),
-        np.dtype(np.float64): (_bf16.CUDA_R_64F, _bf16.CUBLAS_COMPUTE_64F,
-                               _bf16.CUBLAS_COMPUTE_64F),
-    }.get(a.dtype)
+    types = _GEMM_TYPES.get(a.dtype)
     G, co, K = a.shape
     n, L = b.shape[0], b.shape[3]
     if types is not None and (G == 1 or n == 1) and a.flags.c_contiguous and b.flags.c_contiguous:
