@@ -4,6 +4,7 @@ Attention runs by blocks of query rows: each block's scores against the keys it 
 (blocks wholly above the causal diagonal or outside the sliding window are never computed) go
 through one BLAS matmul, an in-place exp and a second matmul; K and V are never repeated for
 grouped-query attention (the query heads of one kv head are stacked as rows of one matmul).
+Scores are not shifted by their row's maximum where a bound shows that exp cannot overflow.
 """
 import functools
 
@@ -149,6 +150,20 @@ if _nb is not None:
                     o[d] *= inv
 
 
+_normalize_rows = None
+if _nb is not None:
+    @_nb.njit(cache=True, nogil=True, fastmath={"nsz", "arcp"})
+    def _normalize_rows(o, out):
+        """``_normalize`` of rows (n, Dv + 1) into (n, Dv): one pass without the GIL (NumPy's
+        broadcast divide loops in steps of a row, holding it)."""
+        n, Dv = out.shape
+        for i in range(n):
+            d = o[i, Dv]
+            r = 1 / d if d != 0 else d
+            for j in range(Dv):
+                out[i, j] = o[i, j] * r
+
+
 def _blas_one_thread():
     """A context limiting BLAS to one thread (threadpoolctl, where installed), else None.
 
@@ -175,19 +190,23 @@ def _split(units, work):
 
 
 def _attend(q4, k3, v3, mask, out, scale, causal, window, u0, u1):
-    """Attention of units [u0, u1) into out, by blocks of query rows.  Each unit's operands are
-    converted on its worker, not for all units before the threads start; V gets a column of
-    ones, so the second matmul also sums each row's weights (the denominator)."""
+    """Attention of units [u0, u1) into out, by blocks of query rows (causal blocks of at most
+    ``_SUB`` rows: the masked scores computed past the diagonal are a small block's).  Each
+    unit's operands are converted on its worker, not for all units before the threads start;
+    V gets a column of ones, so the second matmul also sums each row's weights (the
+    denominator).  Few, large NumPy calls: each one hands the GIL to the other workers."""
     _, G, L, D = q4.shape
     S, Dv = k3.shape[1], v3.shape[2]
     wdt = out.dtype
     off = S - L
-    rows = max(1, min(L, _TILE // max(1, G * S)))
+    rows = max(1, min(L, _TILE // max(1, G * S), _SUB if causal else L))
     buf = _workers.scratch("sdpa scores", G * rows * S, wdt)
     additive = mask is not None and mask.dtype != np.bool_
     for u in range(u0, u1):
         kT = np.asarray(k3[u], dtype=wdt).T
-        knorm = float(np.sqrt(np.max(np.einsum("dj,dj->j", kT, kT)))) if S else 0.0
+        qs = _workers.scratch("sdpa q", G * L * D, wdt).reshape(G, L, D)
+        np.multiply(q4[u], scale, out=qs)
+        shift = additive or not _bounded(kT, qs)
         v1 = _workers.scratch("sdpa v1", S * (Dv + 1), wdt).reshape(S, Dv + 1)
         v1[:, :Dv] = v3[u]
         v1[:, Dv] = 1
@@ -199,9 +218,9 @@ def _attend(q4, k3, v3, mask, out, scale, causal, window, u0, u1):
             if hi <= lo:
                 out[u, :, i0:i1] = 0
                 continue
-            qb = np.multiply(q4[u, :, i0:i1], scale, dtype=wdt).reshape(G * n, D)
-            s = buf[:G * n * (hi - lo)].reshape(G * n, hi - lo)
-            s = np.matmul(qb, kT[:, lo:hi], out=s).reshape(G, n, hi - lo)
+            s2 = buf[:G * n * (hi - lo)].reshape(G * n, hi - lo)   # the G heads' rows: one
+            np.matmul(qs[:, i0:i1].reshape(G * n, D), kT[:, lo:hi], out=s2)      # product
+            s = s2.reshape(G, n, hi - lo)
             if mask is not None:
                 mt = mask[u, :, i0:i1, lo:hi]
                 if mt.dtype == np.bool_:
@@ -209,21 +228,36 @@ def _attend(q4, k3, v3, mask, out, scale, causal, window, u0, u1):
                 else:
                     s += mt
             _band(s, i0, i1, lo, hi, off, causal, window)
-            if additive or not _bounded(knorm, qb):
+            if shift:
                 m = s.max(axis=-1, keepdims=True)
                 m[~np.isfinite(m)] = 0               # a row with no key: exp gives all 0
                 s -= m
             np.exp(s, out=s)
-            o = np.matmul(s.reshape(G * n, hi - lo), v1[lo:hi]).reshape(G, n, Dv + 1)
-            den = o[..., Dv:]
-            den[den == 0] = 1
-            np.divide(o[..., :Dv], den, out=out[u, :, i0:i1])
+            _normalize(np.matmul(s2, v1[lo:hi]).reshape(G, n, Dv + 1), out[u, :, i0:i1])
 
 
-def _bounded(knorm, qb):
-    """Whether every score of the rows qb against keys of norm at most ``knorm`` is within
+_SUB = 128       # query rows a block of causal attention at most
+
+
+def _normalize(o, out):
+    """out = o[..., :Dv] / o[..., Dv] (the products with V over the weights' sums), 0 in rows
+    whose weights are all 0 (no key left to them)."""
+    if _normalize_rows is not None and out.flags.c_contiguous:
+        _normalize_rows(o.reshape(-1, o.shape[-1]), out.reshape(-1, out.shape[-1]))
+        return
+    den = o[..., -1:]
+    den[den == 0] = 1
+    np.divide(o[..., :-1], den, out=out)
+
+
+def _bounded(kT, qs):
+    """Whether every score of the query rows qs (G, L, D) against the keys kT (D, S) is within
     ``_EXP_SAFE`` (False for NaN)."""
-    return knorm * float(np.sqrt(np.max(np.einsum("rd,rd->r", qb, qb)))) <= _EXP_SAFE
+    if not kT.shape[1] or not qs.shape[1]:
+        return True
+    knorm = np.max(np.einsum("dj,dj->j", kT, kT))
+    qnorm = np.max(np.einsum("gld,gld->gl", qs, qs))
+    return float(np.sqrt(knorm) * np.sqrt(qnorm)) <= _EXP_SAFE
 
 
 def _band(s, i0, i1, lo, hi, off, causal, window):
