@@ -164,6 +164,18 @@ if _nb is not None:
                 out[i, j] = o[i, j] * r
 
 
+_mask_after = None
+if _nb is not None:
+    @_nb.njit(cache=True, nogil=True)
+    def _mask_after(s, c):
+        """s[g, i, j] = -inf for j >= c + i: the keys after each query row's last."""
+        G, n, w = s.shape
+        for g in range(G):
+            for i in range(n):
+                for j in range(c + i, w):
+                    s[g, i, j] = -np.inf
+
+
 def _blas_one_thread():
     """A context limiting BLAS to one thread (threadpoolctl, where installed), else None.
 
@@ -266,7 +278,10 @@ def _band(s, i0, i1, lo, hi, off, causal, window):
     n = i1 - i0
     if causal and hi - 1 > i0 + off:                 # columns past row i0's last key
         c0 = i0 + off + 1                            # key c0 + j' is after row i' when j' >= i'
-        np.copyto(s[:, :, c0 - lo:], -np.inf, where=_cut(n, hi - c0, -1, True))
+        if _mask_after is not None and s.flags.c_contiguous:
+            _mask_after(s, c0 - lo)                  # without the GIL (copyto holds it)
+        else:
+            np.copyto(s[:, :, c0 - lo:], -np.inf, where=_cut(n, hi - c0, -1, True))
     if window is not None and lo <= i1 - 1 + off - window:   # columns before row i1-1's first
         c1 = i1 + off - window                       # key lo + j' is too old for row i' when
         d = i0 + off - window - lo                   # j' - i' <= d
