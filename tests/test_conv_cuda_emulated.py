@@ -88,10 +88,12 @@ def test_depthwise(case, dtype, with_bias):
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
 @pytest.mark.parametrize("case", [1, 3, 4, 5, 6, 7])
 @pytest.mark.parametrize("vec", [False, True])
-def test_im2col_then_product(case, dtype, vec):
+@pytest.mark.parametrize("plane", [False, True])
+def test_im2col_then_product(case, dtype, vec, plane):
     """Columns (N, C*K, L) with zeros in the padding (one column a thread, or 16 bytes of them
-    where L allows); the weight as (groups, Co/g, C/g*K) times them gives the convolution; then
-    the bias kernel adds b in place."""
+    where L allows; by rows of columns, or by planes of x held in shared memory); the weight as
+    (groups, Co/g, C/g*K) times them gives the convolution; then the bias kernel adds b in
+    place (16 bytes a thread likewise)."""
     x, w, b, stride, pad, dil, groups = _data(case, dtype)
     want, out = _torch(x, w, b, stride, pad, dil, groups)
     N, C = x.shape[:2]
@@ -100,15 +102,23 @@ def test_im2col_then_product(case, dtype, vec):
     if L % v:
         pytest.skip(f"L = {L} is not a multiple of {v}")
     k3 = as_3d(w.shape[2:], 1)
-    fn = emu.build(conv_cuda.im2col(dtype, k3, v), "ruda_im2col",
-                   "const T* x, T* cols, int rows, " + GEO)
     cols = _dev(np.full((N, C * K, L), np.nan), dtype)
-    # a grid smaller than the rows and the positions: both loops wrap
-    emu.launch(fn, (2, 3), 8, _dev(x, dtype), cols, i32(N * C * K), *_geo(x, out, stride, dil, pad))
+    geo = _geo(x, out, stride, dil, pad)
+    if plane:
+        cap = conv_cuda.plane_cap(out, w.shape[2:], stride, dil, _dev(x, dtype).itemsize)
+        fn = emu.build(conv_cuda.im2col_plane(dtype, k3, v, cap), "ruda_im2col_plane",
+                       "const T* x, T* cols, int planes, " + GEO)
+        # fewer blocks than planes, fewer threads than a plane's (tap, vector) pairs
+        emu.launch(fn, (3,), 8, _dev(x, dtype), cols, i32(N * C), *geo)
+    else:
+        fn = emu.build(conv_cuda.im2col(dtype, k3, v), "ruda_im2col",
+                       "const T* x, T* cols, int rows, " + GEO)
+        # a grid smaller than the rows and the positions: both loops wrap
+        emu.launch(fn, (2, 3), 8, _dev(x, dtype), cols, i32(N * C * K), *geo)
     c = _host(cols, dtype).reshape(N, groups, C // groups * K, L)
     y = w.reshape(groups, Co // groups, -1) @ c
     yd = _dev(y.reshape(N, Co, L), dtype)
-    fb = emu.build(conv_cuda.bias(dtype), "ruda_bias", "T* y, const T* b, int rows, int co, int L")
+    fb = emu.build(conv_cuda.bias(dtype, v), "ruda_bias", "T* y, const T* b, int rows, int co, int L")
     emu.launch(fb, (2, 5), 8, yd, _dev(b, dtype), i32(N * Co), i32(Co), i32(L))
     tol = TOL[dtype]
     np.testing.assert_allclose(_host(yd, dtype).reshape(want.shape), want, rtol=tol,

@@ -17,6 +17,7 @@ import pytest
 import _cuda_emu as emu
 import _fake_cupy
 from ruda.backends.cuda import _gemv, _nn, _nn_attention, _nn_conv, _nn_launch
+from ruda.runtime.kernels import conv_cuda
 
 pytestmark = pytest.mark.skipif(not emu.available(), reason="no g++ to run CUDA C on the host")
 ml_dtypes = pytest.importorskip("ml_dtypes")
@@ -76,8 +77,16 @@ def _emulated(monkeypatch):
     monkeypatch.setattr(_nn_attention, "sms", lambda: 2)
     monkeypatch.setattr(_nn_launch, "sms", lambda: 2)
     # cuBLAS's product: NumPy in float64, rounded to the operands' dtype
-    monkeypatch.setattr(_nn_conv, "_matmul", lambda a, b: dev((f64(a) @ f64(b)).astype(a.dtype)))
+    monkeypatch.setattr(_nn_conv, "_matmul", _product)
     launched.clear()
+
+
+def _product(a, b, out=None):
+    r = dev((f64(a) @ f64(b)).astype(a.dtype))
+    if out is None:
+        return r
+    out[...] = r
+    return out
 
 
 def bf16(a):
@@ -262,21 +271,25 @@ def test_arg_reduce(fast, name):
 
 
 @pytest.mark.parametrize("make,tol", [(bf16, 2e-2), (lambda a: dev(a.astype(np.float32)), 1e-5)])
-def test_conv(monkeypatch, make, tol):
+@pytest.mark.parametrize("planes", [True, False])
+def test_conv(monkeypatch, make, tol, planes):
     """Depthwise in one launch (bias fused); dense and grouped as im2col + product + bias, in
     blocks of images when the columns exceed COLS_BYTES; a pointwise conv without im2col (a
-    strided one with it); 1-d through 3-d."""
+    strided one with it); 1-d through 3-d. im2col by planes in shared memory, or (planes over
+    ``PLANE_BYTES``) by rows of columns."""
+    if not planes:
+        monkeypatch.setattr(conv_cuda, "PLANE_BYTES", 0)
     torch = pytest.importorskip("torch")
     F = torch.nn.functional
     rng = np.random.default_rng(7)
     cases = [((2, 4, 9, 7), (8, 1, 3, 3), (2, 1), ((1, 1), (1, 1)), (1, 2), 4, ["ruda_conv_dw"]),
              ((3, 4, 6, 5), (6, 2, 3, 2), (1, 1), ((1, 1), (0, 0)), (1, 1), 2,
-              ["ruda_im2col"] * 3 + ["ruda_bias"]),
-             ((2, 3, 40), (5, 3, 3), (2,), ((2, 2),), (2,), 1, ["ruda_im2col"] * 2 + ["ruda_bias"]),
+              ["ruda_im2col_plane"] * 3 + ["ruda_bias"]),
+             ((2, 3, 40), (5, 3, 3), (2,), ((2, 2),), (2,), 1, ["ruda_im2col_plane"] * 2 + ["ruda_bias"]),
              ((1, 2, 4, 3, 5), (3, 2, 2, 2, 3), (1, 1, 2), ((1, 1), (0, 0), (1, 1)), (1, 1, 1), 1,
-              ["ruda_im2col", "ruda_bias"]),
+              ["ruda_im2col_plane", "ruda_bias"]),
              ((3, 6, 5, 4), (4, 3, 1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 2, ["ruda_bias"]),  # pointwise
-             ((2, 4, 5, 4), (6, 4, 1, 1), (2, 1), ((0, 0), (0, 0)), (1, 1), 1, ["ruda_im2col"] + ["ruda_bias"])]
+             ((2, 4, 5, 4), (6, 4, 1, 1), (2, 1), ((0, 0), (0, 0)), (1, 1), 1, ["ruda_im2col_plane"] + ["ruda_bias"])]
     for xs, ws, stride, pads, dil, groups, kernels in cases:
         launched.clear()
         x, w, b = make(rng.standard_normal(xs)), make(rng.standard_normal(ws)), make(rng.standard_normal(ws[0]))
@@ -288,4 +301,5 @@ def test_conv(monkeypatch, make, tol):
             padding=tuple(lo for lo, _ in pads), dilation=dil, groups=groups).numpy()
         assert y.shape == want.shape and y.dtype == x.dtype
         np.testing.assert_allclose(f64(y), want, rtol=tol, atol=tol * np.abs(want).max())
-        assert launched == kernels
+        assert launched == (kernels if planes else
+                            [k.replace("_plane", "") for k in kernels])

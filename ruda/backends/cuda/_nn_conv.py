@@ -3,10 +3,11 @@ axes (sources from :mod:`ruda.runtime.kernels.conv_cuda`).
 
 Depthwise convolutions (``groups == C_in``, one input channel per group, any multiplier) run
 a direct kernel, bias included.  Everything else: an im2col kernel writes the columns of a
-block of images (at most ``COLS_BYTES``; a pointwise conv reads x itself), one cuBLAS product
-per block multiplies them by the weight straight into NCHW order (groups as a batch axis), then
-a bias kernel.  float32 products follow the process-wide TF32 setting
-(``ruda.backends.cuda.allow_tf32``); bfloat16 ones accumulate in float32 (``_bf16.matmul``).
+block of images (at most ``COLS_BYTES``; a pointwise conv reads x itself; a block a plane of x
+held in shared memory where it fits ``conv_cuda.PLANE_BYTES``), one cuBLAS product per block
+multiplies them by the weight straight into its slice of the NCHW output (groups as a batch
+axis), then a bias kernel.  float32 products follow the process-wide TF32 setting
+(``ruda.backends.cuda.allow_tf32``); bfloat16/float16 ones accumulate in float32.
 """
 import functools
 import math
@@ -15,43 +16,54 @@ import numpy as np
 
 from ruda.backends.cuda import _bf16, _tf32
 from ruda.backends.cuda._nn_launch import (
-    _cp, arg, contiguous, dname, empty, function, grid, rows_grid, shaped,
+    _cp, aligned, arg, contiguous, dname, empty, function, grid, rows_grid, shaped,
 )
 from ruda.runtime.kernels import as_3d
 from ruda.runtime.kernels import conv_cuda as gen
 from ruda.runtime.kernels import nn_cuda
 
 COLS_BYTES = 1 << 28             # columns of one block of images: 256 MiB
-# cudaDataType, cublasComputeType strict and with TF32, of the float32/float64 products
+# cudaDataType, cublasComputeType strict and with TF32, and the scalars' type of the products
 _GEMM_TYPES = {
     np.dtype(np.float32): (_bf16.CUDA_R_32F, _bf16.CUBLAS_COMPUTE_32F,
-                           _bf16.CUBLAS_COMPUTE_32F_FAST_TF32),
-    np.dtype(np.float64): (_bf16.CUDA_R_64F, _bf16.CUBLAS_COMPUTE_64F, _bf16.CUBLAS_COMPUTE_64F),
+                           _bf16.CUBLAS_COMPUTE_32F_FAST_TF32, np.float32),
+    np.dtype(np.float64): (_bf16.CUDA_R_64F, _bf16.CUBLAS_COMPUTE_64F, _bf16.CUBLAS_COMPUTE_64F,
+                           np.float64),
+    _bf16.F16: (_bf16.CUDA_R_16F, _bf16.CUBLAS_COMPUTE_32F, _bf16.CUBLAS_COMPUTE_32F, np.float32),
 }
+if _bf16.BF16 is not None:
+    _GEMM_TYPES[_bf16.BF16] = (_bf16.CUDA_R_16BF, _bf16.CUBLAS_COMPUTE_32F,
+                               _bf16.CUBLAS_COMPUTE_32F, np.float32)
 
 
-def _matmul(a, b):
-    """cuBLAS ``a (groups, co, K) @ b (n, groups, K, L)`` -> ``(n, groups, co, L)``, as the cuda
-    backend's matmul computes it (TF32 as it allows). float32/float64 with one group or one
-    image: one strided-batched GEMM with the weight's batch stride 0 (CuPy's broadcasting
-    matmul builds pointer arrays on the device first, ~3x the host time a call)."""
-    if _bf16.BF16 is not None and a.dtype == _bf16.BF16:
-        return _bf16.matmul(a, b)
+def _matmul(a, b, out=None):
+    """cuBLAS ``a (groups, co, K) @ b (n, groups, K, L)`` -> ``(n, groups, co, L)`` (into
+    ``out``, C-contiguous, where given), as the cuda backend's matmul computes it (TF32 as it
+    allows; 16-bit types accumulate in float32). One group or one image: one strided-batched
+    GEMM with the weight's batch stride 0 (CuPy's broadcasting matmul builds pointer arrays on
+    the device first, ~3x the host time a call)."""
     types = _GEMM_TYPES.get(a.dtype)
     G, co, K = a.shape
     n, L = b.shape[0], b.shape[3]
     if types is not None and (G == 1 or n == 1) and a.flags.c_contiguous and b.flags.c_contiguous:
-        dtype, strict, tf32 = types
-        one, zero = np.ones((), a.dtype), np.zeros((), a.dtype)
-        out = empty((n, G, co, L), a.dtype)
+        dtype, strict, tf32, scalar = types
+        one, zero = np.ones((), scalar), np.zeros((), scalar)
+        if out is None:
+            out = empty((n, G, co, L), a.dtype)
         _bf16.gemm_ex(_bf16.OP_N, _bf16.OP_N, L, co, K, b.data.ptr, L, K * L, a.data.ptr, K,
                       0 if G == 1 else co * K, out.data.ptr, n * G, dtype,
                       tf32 if a.dtype in _tf32.TF32_DTYPES and _tf32.tf32_allowed() else strict,
                       one, zero)
         return out
-    if a.dtype in _tf32.TF32_DTYPES:
-        return _tf32.call(_tf32.tf32_allowed(), _cp().matmul, a, b)
-    return _cp().matmul(a, b)
+    if _bf16.BF16 is not None and a.dtype == _bf16.BF16:
+        r = _bf16.matmul(a, b)
+    elif a.dtype in _tf32.TF32_DTYPES:
+        r = _tf32.call(_tf32.tf32_allowed(), _cp().matmul, a, b)
+    else:
+        r = _cp().matmul(a, b)
+    if out is not None:
+        _cp().copyto(arg(out), arg(r))
+    return r
 
 
 def conv(x, w, bias, stride, padding, dilation, groups):
@@ -82,23 +94,29 @@ def conv(x, w, bias, stride, padding, dilation, groups):
             return _add_bias(y, bias, dt, Co, L)
         vec = 16 // x.dtype.itemsize                         # 16-byte stores where rows allow
         vec = vec if L % vec == 0 else 1
-        im2col = function(("im2col", dt, k3, vec), lambda: gen.im2col(dt, k3, vec),
-                          "ruda_im2col")
+        cap = gen.plane_cap(out, w.shape[2:], stride, dilation, x.dtype.itemsize)
+        if cap is None:
+            im2col = function(("im2col", dt, k3, vec), lambda: gen.im2col(dt, k3, vec),
+                              "ruda_im2col")
+        else:
+            im2col = function(("im2col_plane", dt, k3, vec, cap),
+                              lambda: gen.im2col_plane(dt, k3, vec, cap), "ruda_im2col_plane")
         per = C * K * L * x.dtype.itemsize                  # column bytes of one image
         step = max(1, COLS_BYTES // per)
         yv = shaped(y, (N, groups, Co // groups, L))
         for n0 in range(0, N, step):
             n1 = min(N, n0 + step)
             cols = empty((n1 - n0, groups, C // groups * K, L), x.dtype)
-            rows = (n1 - n0) * C * K
-            im2col(rows_grid(rows, -(-L // vec)), (256,),
-                   (arg(x)[n0:n1], arg(cols), np.int32(rows)) + geo)
-            r = _matmul(wg, cols)
-            if n1 - n0 == N:
-                yv = r
+            if cap is None:
+                rows = (n1 - n0) * C * K
+                im2col(rows_grid(rows, -(-L // vec)), (256,),
+                       (arg(x)[n0:n1], arg(cols), np.int32(rows)) + geo)
             else:
-                _cp().copyto(arg(yv)[n0:n1], arg(r))
-        return _add_bias(shaped(yv, (N, Co) + out), bias, dt, Co, L)
+                planes = (n1 - n0) * C
+                im2col((grid(planes * 256),), (256,),
+                       (arg(x)[n0:n1], arg(cols), np.int32(planes)) + geo)
+            _matmul(wg, cols, yv[n0:n1])
+        return _add_bias(y, bias, dt, Co, L)
 
 
 @functools.lru_cache(maxsize=256)
@@ -116,7 +134,9 @@ def _geometry(sp, ks, stride, padding, dilation):
 def _add_bias(y, bias, dt, co, L):
     """y (N, co, *out) with bias (co,) added in place (None: y as it is)."""
     if bias is not None:
-        fn = function(("conv_bias", dt), lambda: gen.bias(dt), "ruda_bias")
+        vec = 16 // y.dtype.itemsize                         # 16-byte vectors where rows allow
+        vec = vec if L % vec == 0 and aligned(y) else 1
+        fn = function(("conv_bias", dt, vec), lambda: gen.bias(dt, vec), "ruda_bias")
         rows = y.size // L
         fn(rows_grid(rows, L), (256,), (arg(y), arg(bias), np.int32(rows), np.int32(co), np.int32(L)))
     return y

@@ -13,8 +13,12 @@ output element; consecutive threads take consecutive output columns, so loads co
     ``ruda_im2col``: columns ``(N, C * K, L)`` (K taps, L output positions) for a cuBLAS
     product with the weight seen as ``(groups, C_out / groups, C / groups * K)``; a 2-d grid
     (rows on y), ``vec`` columns a thread stored as one 16-byte vector where rows allow.
-``bias(dtype)``
-    ``ruda_bias``: ``y[n, o, l] += b[o]`` in place (A, one rounding); a 2-d grid.
+``im2col_plane(dtype, ks, vec, cap)``
+    ``ruda_im2col_plane``: the same columns, a block per plane of x held in shared memory
+    (planes up to ``PLANE_BYTES``): each input element read from memory once.
+``bias(dtype, vec)``
+    ``ruda_bias``: ``y[n, o, l] += b[o]`` in place (A, one rounding); a 2-d grid, ``vec``
+    elements a thread as one 16-byte vector where rows allow.
 """
 from ruda.runtime.kernels import nn_cuda
 
@@ -83,18 +87,18 @@ ruda_im2col(const T* __restrict__ x, T* __restrict__ cols, int rows, {geo}) {{
         for (int l0 = (blockIdx.x * blockDim.x + threadIdx.x) * VEC; l0 < L;
              l0 += gridDim.x * blockDim.x * VEC) {{
             union {{ uint4 u; T v[VEC]; }} p;
+            int od = OD == 1 ? 0 : l0 / OHW;             // one division a thread, then steps
+            const int q = l0 - od * OHW;
+            int oh = q / OW, ow = q - oh * OW;
 #pragma unroll
             for (int j = 0; j < VEC; ++j) {{
-                const int l = l0 + j;
-                const int od = OD == 1 ? 0 : l / OHW;
-                const int q = l - od * OHW;
-                const int oh = q / OW, ow = q - oh * OW;
                 const int id = od * sd - pd + a * dd, ih = oh * sh - ph + e * dh;
                 const int iw = ow * sw - pw + t * dw;
                 T v = (T)0;
                 if ((unsigned)id < (unsigned)D && (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W)
                     v = xc[((long long)id * H + ih) * W + iw];
-                if (VEC == 1) crow[l] = v; else p.v[j] = v;
+                if (VEC == 1) crow[l0] = v; else p.v[j] = v;
+                if (++ow == OW) {{ ow = 0; if (++oh == OH) {{ oh = 0; ++od; }} }}
             }}
             if (VEC > 1) *reinterpret_cast<uint4*>(crow + l0) = p.u;   // one 16-byte store
         }}
@@ -102,16 +106,83 @@ ruda_im2col(const T* __restrict__ x, T* __restrict__ cols, int rows, {geo}) {{
 }}
 """
 
-_BIAS = r"""
+# One block a plane (n, c) of x: the plane read once into shared memory, zero-padded to the
+# extents the taps reach (a warp a row), so that the columns need no bounds checks; then all
+# its KT rows of columns written from there, the (tap, vector) pairs of the plane shared out
+# over the threads as one range (no idle lanes at the end of each row)
+_IM2COL_PLANE = r"""
+#define VEC {vec}
+#define PCAP {cap}
+struct alignas(8) ruda_u2 {{ unsigned a, b; }};
+typedef {vt} VT;                                      // VEC elements
 extern "C" __global__ void __launch_bounds__(256)
-ruda_bias(T* __restrict__ y, const T* __restrict__ b, int rows, int co, int L) {
-    for (int r = blockIdx.y; r < rows; r += gridDim.y) {       // r = n * co + o
+ruda_im2col_plane(const T* __restrict__ x, T* __restrict__ cols, int planes, {geo}) {{
+    __shared__ uint4 sraw[PCAP * sizeof(T) / 16];
+    T* sx = reinterpret_cast<T*>(sraw);
+    const int OHW = OH * OW, L = OD * OHW, NV = L / VEC;
+    const int Dp = (OD - 1) * sd + (KD - 1) * dd + 1, Hp = (OH - 1) * sh + (KH - 1) * dh + 1;
+    const int Wp = (OW - 1) * sw + (KW - 1) * dw + 1, HWp = Hp * Wp;
+    const int RW = blockDim.x < 32 ? blockDim.x : 32;      // threads a padded row
+    const int lane = threadIdx.x % RW, warp = threadIdx.x / RW, warps = blockDim.x / RW;
+    for (int pl = blockIdx.x; pl < planes; pl += gridDim.x) {{
+        const T* xp = x + (long long)pl * D * H * W;
+        __syncthreads();                                  // the last plane's reads are done
+        for (int r = warp; r < Dp * Hp; r += warps) {{
+            const int z = r / Hp, id = z - pd, ih = r - z * Hp - ph;
+            const bool in = (unsigned)id < (unsigned)D && (unsigned)ih < (unsigned)H;
+            const T* xr = xp + ((long long)id * H + ih) * W;
+            for (int c = lane; c < Wp; c += RW) {{
+                const int iw = c - pw;
+                sx[r * Wp + c] = in && (unsigned)iw < (unsigned)W ? xr[iw] : (T)0;
+            }}
+        }}
+        __syncthreads();
+        T* cp = cols + (long long)pl * KT * L;
+        for (int k = threadIdx.x; k < KT * NV; k += blockDim.x) {{
+            const int tap = k / NV, l0 = (k - tap * NV) * VEC;
+            const int t = tap % KW, e = (tap / KW) % KH, a = tap / (KW * KH);
+            union {{ VT u; T v[VEC]; }} p;
+            int od = OD == 1 ? 0 : l0 / OHW;
+            const int q = l0 - od * OHW;
+            int oh = q / OW, ow = q - oh * OW;
+            int s = ((od * sd + a * dd) * Hp + oh * sh + e * dh) * Wp + ow * sw + t * dw;
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) {{
+                p.v[j] = sx[s];
+                s += sw;
+                if (++ow == OW) {{
+                    ow = 0;
+                    s += sh * Wp - OW * sw;
+                    if (++oh == OH) {{ oh = 0; s += sd * HWp - OH * sh * Wp; }}
+                }}
+            }}
+            *reinterpret_cast<VT*>(cp + (long long)tap * L + l0) = p.u;
+        }}
+    }}
+}}
+"""
+
+_BIAS = r"""
+#define VEC {vec}
+extern "C" __global__ void __launch_bounds__(256)
+ruda_bias(T* __restrict__ y, const T* __restrict__ b, int rows, int co, int L) {{
+    for (int r = blockIdx.y; r < rows; r += gridDim.y) {{       // r = n * co + o
         const A bo = ld(b[r % co]);
         T* yr = y + (long long)r * L;
-        for (int l = blockIdx.x * blockDim.x + threadIdx.x; l < L; l += gridDim.x * blockDim.x)
-            yr[l] = st(ld(yr[l]) + bo);
-    }
-}
+        for (int l = (blockIdx.x * blockDim.x + threadIdx.x) * VEC; l < L;
+             l += gridDim.x * blockDim.x * VEC) {{
+            if (VEC == 1) {{
+                yr[l] = st(ld(yr[l]) + bo);
+            }} else {{                                            // 16 bytes at once
+                union {{ uint4 u; T v[VEC]; }} p;
+                p.u = *reinterpret_cast<const uint4*>(yr + l);
+#pragma unroll
+                for (int j = 0; j < VEC; ++j) p.v[j] = st(ld(p.v[j]) + bo);
+                *reinterpret_cast<uint4*>(yr + l) = p.u;
+            }}
+        }}
+    }}
+}}
 """
 
 
@@ -137,7 +208,39 @@ def im2col(dtype, ks, vec=1):
     return nn_cuda.head(dtype) + _taps(ks) + _IM2COL.format(geo=_GEO, vec=int(vec))
 
 
-def bias(dtype):
+PLANE_BYTES = 48 << 10          # the largest plane ``im2col_plane`` holds in shared memory
+
+
+def plane_cap(out, ks, stride, dilation, itemsize):
+    """The shared-memory capacity (elements) ``im2col_plane`` is generated with for a conv of
+    these output sizes, kernel sizes, strides and dilations: its padded plane (the extents the
+    taps reach), rounded up to 2 KiB so that a few sizes share one build; None where that does
+    not fit ``PLANE_BYTES``."""
+    elements = 1
+    for o, k, s, d in zip(out, ks, stride, dilation):
+        elements *= (o - 1) * s + (k - 1) * d + 1
+    cap = -(-elements * itemsize // 2048) * 2048 // itemsize
+    return cap if cap * itemsize <= PLANE_BYTES else None
+
+
+def im2col_plane(dtype, ks, vec, cap):
+    """``im2col``'s columns by planes, entry ``ruda_im2col_plane(x, cols, planes, geometry)``
+    (planes = N * C, a 1-d grid; one block a plane, held zero-padded in shared memory of
+    ``cap`` elements: see ``plane_cap``). ``vec`` consecutive columns a thread, stored at
+    once: ``vec * sizeof(T)`` of 16, 8, 4 or one element (needs L % vec == 0)."""
+    size = int(vec) * nn_cuda.ITEMSIZE[dtype]
+    vt = _VECTOR.get(size) if vec > 1 else "T"
+    if vt is None:
+        raise ValueError(f"conv_cuda: im2col_plane: vec * itemsize must be 4, 8 or 16, got {size}")
+    return nn_cuda.head(dtype) + _taps(ks) + _IM2COL_PLANE.format(geo=_GEO, vec=int(vec),
+                                                                  cap=int(cap), vt=vt)
+
+
+_VECTOR = {16: "uint4", 8: "ruda_u2", 4: "unsigned"}     # bytes -> the type a thread stores
+
+
+def bias(dtype, vec=1):
     """``y (N, co, L) += b (co,)`` in place, entry ``ruda_bias(y, b, rows, co, L)`` (rows =
-    N * co, a 2-d grid)."""
-    return nn_cuda.head(dtype) + _BIAS
+    N * co, a 2-d grid). ``vec`` > 1: ``vec`` elements a thread as one 16-byte vector (needs
+    L % vec == 0, ``vec * sizeof(T) == 16`` and y 16-byte aligned)."""
+    return nn_cuda.head(dtype) + _BIAS.format(vec=int(vec))
