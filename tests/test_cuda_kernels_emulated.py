@@ -196,11 +196,11 @@ def test_gemv_residual_rounds_as_the_two_calls(m, dtype):
 @pytest.mark.parametrize("n,vec", [(64, True), (576, True), (37, False)])
 def test_rows_with_residual(dtype, n, vec):
     """rms_norm of x + res, the sum rounded to the dtype and written out as a separate add
-    would write it."""
+    would write it (short rows: two row groups a warp, the dead ones writing nothing)."""
     size = 2 if dtype in HALF else 4
     vec = vec and n % (16 // size) == 0
     unit = 16 // size if vec else 1
-    tpr, rpb = 32, 4
+    tpr, rpb = (16, 8) if -(-n // unit) <= 16 else (32, 4)
     vpt = -(-(-(-n // unit)) // tpr)
     src = nn_cuda.rows("rms_norm", dtype, tpr, rpb, vpt, vec, True, False, True)
     fn = emu.build(src, "ruda_rows", "const T* x, const T* w, const T* b, T* y, long long rows, "
@@ -290,10 +290,11 @@ def _att_args(q, k, v, o, causal, window):
 
 
 @pytest.mark.parametrize("op", ["softmax", "log_softmax", "layer_norm", "rms_norm"])
-@pytest.mark.parametrize("n,tpr,rpb", [(100, 32, 4), (4096, 256, 1)])
+@pytest.mark.parametrize("n,tpr,rpb", [(100, 32, 4), (4096, 256, 1), (56, 16, 8), (28, 8, 16)])
 def test_rows(op, n, tpr, rpb):
-    """The register row kernel, warp per row (scalar, a ragged last unit) and block per row
-    (16-byte vectors), float32, weight and bias where the op takes them."""
+    """The register row kernel, warp per row (scalar, a ragged last unit), block per row
+    (16-byte vectors) and rows sharing a warp (5 rows: the last warp's other row groups redo
+    the last row and store nothing), float32, weight and bias where the op takes them."""
     vec = n % 4 == 0
     unit = 4 if vec else 1
     vpt = -(-(-(-n // unit)) // tpr)

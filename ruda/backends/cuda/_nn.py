@@ -22,10 +22,14 @@ REG_UNITS = 4          # 16-byte vectors per thread kept in registers (scalar ro
 
 def row_config(n, itemsize, vec):
     """(threads per row, rows per block, units per thread) holding a row of ``n`` in registers,
-    or None when it does not fit (then the long-row kernel runs)."""
+    or None when it does not fit (then the long-row kernel runs). Rows of at most 16 units
+    share a warp (8 or 16 threads a row): a warp a row would leave half of it idle."""
     unit = 16 // itemsize if vec else 1
     per = REG_UNITS if vec else 4 * REG_UNITS
     units = -(-n // unit)
+    if units <= 16:
+        tpr = 8 if units <= 8 else 16
+        return tpr, 128 // tpr, 1
     if units <= 32 * per:
         return 32, 4, -(-units // 32)
     tpr = 64

@@ -8,8 +8,8 @@ header is needed.
 
 ``rows(op, dtype, tpr, rpb, vpt, vec, has_w, has_b, has_r)``
     softmax / log_softmax / layer_norm / rms_norm over rows of ``n`` elements, the row held in
-    registers: ``tpr`` threads per row (32: one warp per row, ``rpb`` rows per block; more: one
-    block per row), each holding ``vpt`` units (a unit is a 16-byte vector when ``vec``, else one
+    registers: ``tpr`` threads per row (8 or 16: rows sharing a warp; 32: one warp per row;
+    ``rpb`` rows per block; more: one block per row), each holding ``vpt`` units (a unit is a 16-byte vector when ``vec``, else one
     element).  Entry ``ruda_rows(x, w, b, y, rows, n, eps)``; ``has_r`` adds ``(res, sum)``:
     the row is ``sum = x + res`` (rounded to the dtype, then normalized), a residual add fused in.
 ``rows_long(op, dtype, vec, has_w, has_b)``
@@ -95,9 +95,10 @@ def head(dtype):
 _REDUCE = r"""
 struct Sum {{ __device__ static A op(A a, A b) {{ return a + b; }} }};
 struct Max {{ __device__ static A op(A a, A b) {{ return a > b ? a : b; }} }};
+// over the TPR lanes of a row where TPR < 32 (aligned groups: the xor stays inside them)
 template <class R> __device__ __forceinline__ A warp_reduce(A v) {{
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v = R::op(v, __shfl_xor_sync(0xffffffffu, v, o));
+    for (int o = (TPR < 32 ? TPR : 32) / 2; o > 0; o >>= 1) v = R::op(v, __shfl_xor_sync(0xffffffffu, v, o));
     return v;
 }}
 // all TPR threads of a row get the result; TPR > 32 means one row per block (RPB == 1)
@@ -142,8 +143,12 @@ ruda_rows(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict_
           long long rows, int n, double eps RES_ARGS) {{
     __shared__ A sh[32];
     const int t = threadIdx.x % TPR;
-    const long long row = (long long)blockIdx.x * RPB + threadIdx.x / TPR;
-    if (row >= rows) return;          // TPR == 32 here, or the whole block leaves together
+    long long row = (long long)blockIdx.x * RPB + threadIdx.x / TPR;
+    // past the last row: TPR >= 32 leaves (a whole warp, or the whole block); a smaller row
+    // group shares its warp's shuffles, so it redoes the last row and stores nothing
+    const bool live = row < rows;
+    if (!live && TPR >= 32) return;
+    if (!live) row = rows - 1;
     const T* xr = x + row * n;
     T* yr = y + row * n;
     A v[EPT];
@@ -169,7 +174,7 @@ ruda_rows(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict_
                 pr.u = __ldcs(reinterpret_cast<const uint4*>(res + row * n + e));
 #pragma unroll
                 for (int k = 0; k < UNIT; ++k) p.v[k] = st(ld(p.v[k]) + ld(pr.v[k]));
-                *reinterpret_cast<uint4*>(sum + row * n + e) = p.u;
+                if (live) *reinterpret_cast<uint4*>(sum + row * n + e) = p.u;
             }}
 #endif
 #pragma unroll
@@ -180,7 +185,7 @@ ruda_rows(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict_
 #if HAS_R
             if (e < n) {{
                 const T sv = st(v[u] + ld(__ldcs(res + row * n + e)));
-                sum[row * n + e] = sv;
+                if (live) sum[row * n + e] = sv;
                 v[u] = ld(sv);
             }}
 #endif
@@ -229,7 +234,7 @@ ruda_rows(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict_
 #pragma unroll
     for (int u = 0; u < VPT; ++u) {{
         const int e = elem(t, u, 0);
-        if (e >= n) continue;
+        if (e >= n || !live) continue;
         if (VECZ) {{
             Pack p;
 #pragma unroll
@@ -313,7 +318,7 @@ ruda_rows(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict_
 
 def rows(op, dtype, tpr, rpb, vpt, vec, has_w=False, has_b=False, has_r=False):
     """Row kernel with the row in registers (see the module docstring)."""
-    assert tpr % 32 == 0 and tpr <= 1024 and (tpr == 32 or rpb == 1)
+    assert tpr in (8, 16) or (tpr % 32 == 0 and tpr <= 1024 and (tpr == 32 or rpb == 1))
     return head(dtype) + _ROWS.format(tpr=tpr, rpb=rpb, vpt=vpt, vec=int(vec), op=OPS[op],
                                       has_w=int(has_w), has_b=int(has_b), has_r=int(has_r))
 
