@@ -213,7 +213,7 @@ def test_linear_swiglu(device):
             close(got, (F.silu(g) * u).numpy(), dt, tol * 10)
     with pytest.raises(ValueError, match=r"ruda.nn.linear_swiglu: weight: expected an even number"):
         nn.linear_swiglu(put(x, device, dt), put(w[:21], device, dt))
-    with pytest.raises(ValueError, match=r"ruda.nn.linear: x: expected last axis of length"):
+    with pytest.raises(ValueError, match=r"ruda.nn.linear_swiglu: x: expected last axis of length"):
         nn.linear_swiglu(put(x, device, dt), put(w[:, :20], device, dt))
 
 
@@ -242,10 +242,19 @@ def test_rms_norm_linear_and_add_linear(device):
             got = nn.add_linear(put(res, device, dt), put(x, device, dt), put(w, device, dt),
                                 put_b)
             close(got, (tr + F.linear(tx, tw, tbias)).numpy(), dt, tol * 10)
-    with pytest.raises(ValueError, match=r"ruda.nn.linear: x: expected last axis of length"):
+    # errors name the function called and its own argument, on every path
+    with pytest.raises(ValueError, match=r"ruda.nn.rms_norm_linear: x: expected last axis of length"):
         nn.rms_norm_linear(put(x, device, dt), put(g, device, dt), put(w[:, :20], device, dt))
-    with pytest.raises(ValueError, match=r"ruda.nn.rms_norm: weight: expected shape"):
+    with pytest.raises(ValueError, match=r"ruda.nn.rms_norm_linear: norm_weight: expected shape"):
         nn.rms_norm_linear(put(x, device, dt), put(g[:20], device, dt), put(w, device, dt))
+    with pytest.raises(ValueError, match=r"ruda.nn.rms_norm_linear: weight: expected an even number"):
+        nn.rms_norm_linear(put(x, device, dt), put(g, device, dt), put(w[:21], device, dt),
+                           swiglu=True)
+    with pytest.raises(ValueError, match=r"ruda.nn.add_linear: weight: expected 2 dimensions"):
+        nn.add_linear(put(res, device, dt), put(x, device, dt), put(w[0], device, dt))
+    with pytest.raises(ValueError, match=r"ruda.nn.add_linear: bias: expected shape"):
+        nn.add_linear(put(res, device, dt), put(x, device, dt), put(w, device, dt),
+                      put(w[:3, 0], device, dt))
     with pytest.raises(ValueError, match=r"ruda.nn.add_linear: residual: expected the product's shape"):
         nn.add_linear(put(res[..., :20], device, dt), put(x, device, dt), put(w, device, dt))
 

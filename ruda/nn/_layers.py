@@ -19,24 +19,37 @@ def linear(x, weight, bias=None):
     """``x @ weight.T + bias`` with torch's ``[out_features, in_features]`` weight layout (the
     weight is read transposed, not copied). x ``(..., in)``; bias ``(out,)`` or None. A
     ``ruda.nn.QuantizedWeight`` weight is multiplied without dequantizing it whole (float x)."""
+    if not isinstance(weight, _quantized.QuantizedWeight):
+        _linear_args("linear", x, weight, bias)
+    return _product(x, weight, bias)
+
+
+def _product(x, weight, bias):
+    """``x @ weight.T + bias`` of checked arguments (a QuantizedWeight checks its own)."""
     if isinstance(weight, _quantized.QuantizedWeight):
         return _quantized.linear(x, weight, bias)
-    c.real("linear", "x", x)
-    c.same("linear", "weight", weight, x)
-    if weight.ndim != 2:
-        raise c.err(ValueError, "linear", "weight", "2 dimensions (out_features, in_features)",
-                    f"shape {weight.shape}")
-    if x.ndim == 0 or x.shape[-1] != weight.shape[1]:
-        raise c.err(ValueError, "linear", "x", f"last axis of length in_features={weight.shape[1]}",
-                    f"shape {x.shape}")
     y = xp.matmul(x, xp.matrix_transpose(weight))
+    return y if bias is None else y + bias
+
+
+def _linear_args(fn, x, weight, bias, swiglu=False):
+    """The checks of a projection's arguments, errors named as function ``fn``."""
+    c.real(fn, "x", x)
+    c.same(fn, "weight", weight, x)
+    if weight.ndim != 2:
+        raise c.err(ValueError, fn, "weight", "2 dimensions (out_features, in_features)",
+                    f"shape {weight.shape}")
+    if swiglu and weight.shape[0] % 2:
+        raise c.err(ValueError, fn, "weight", "an even number of rows (gate and up stacked)",
+                    f"shape {tuple(weight.shape)}")
+    if x.ndim == 0 or x.shape[-1] != weight.shape[1]:
+        raise c.err(ValueError, fn, "x", f"last axis of length in_features={weight.shape[1]}",
+                    f"shape {x.shape}")
     if bias is not None:
-        c.same("linear", "bias", bias, x)
+        c.same(fn, "bias", bias, x)
         if tuple(bias.shape) != (weight.shape[0],):
-            raise c.err(ValueError, "linear", "bias", f"shape ({weight.shape[0]},)",
+            raise c.err(ValueError, fn, "bias", f"shape ({weight.shape[0]},)",
                         f"shape {bias.shape}")
-        y = y + bias
-    return y
 
 
 def _plain(x, *arrays):
@@ -50,20 +63,29 @@ def linear_swiglu(x, weight, bias=None):
     first): a SwiGLU MLP's gate and up projections stacked as one ``(2 * hidden, in)`` weight.
     One kernel where the device has it (cuda: bfloat16/float16, up to 8 rows of x), else the two
     calls; the same values either way."""
-    fn = "linear_swiglu"
-    shape = getattr(weight, "shape", None)
-    if shape is not None and len(shape) == 2 and shape[0] % 2:
-        raise c.err(ValueError, fn, "weight", "an even number of rows (gate and up stacked)",
-                    f"shape {tuple(weight.shape)}")
-    if bias is None and _plain(x, weight) and weight.ndim == 2 and x.ndim and \
-            x.shape[-1] == weight.shape[1]:
-        k = c.kernel(x, fn)
+    _swiglu_args("linear_swiglu", x, weight, bias)
+    return _swiglu_product(x, weight, bias)
+
+
+def _swiglu_args(fn, x, weight, bias):
+    if isinstance(weight, _quantized.QuantizedWeight):
+        if weight.shape[0] % 2:
+            raise c.err(ValueError, fn, "weight", "an even number of rows (gate and up stacked)",
+                        f"shape {tuple(weight.shape)}")
+    else:
+        _linear_args(fn, x, weight, bias, swiglu=True)
+
+
+def _swiglu_product(x, weight, bias):
+    """``linear_swiglu`` of checked arguments."""
+    if bias is None and _plain(x, weight):
+        k = c.kernel(x, "linear_swiglu")
         if k is not None:
             rows = x.size // x.shape[-1]
             r = k(xp.reshape(x, (rows, x.shape[-1])).native, weight.native)
             if r is not NotImplemented:
                 return xp.reshape(c.wrap(r, x.device), x.shape[:-1] + (weight.shape[0] // 2,))
-    y = linear(x, weight, bias)
+    y = _product(x, weight, bias)
     n = y.shape[-1] // 2
     return swiglu(y[..., :n], y[..., n:])
 
@@ -74,21 +96,28 @@ def rms_norm_linear(x, norm_weight, weight, bias=None, eps=None, swiglu=False):
     the projection that reads it. One kernel where the device has it (cuda: bfloat16/float16,
     up to 8 rows of x, in_features <= 1024, no bias), else the two calls; the same values
     either way."""
-    if eps is not None:             # named as this function on every path
-        eps = c.number("rms_norm_linear", "eps", eps, 0.0)
-    if bias is None and norm_weight is not None and _plain(x, norm_weight, weight) and \
-            weight.ndim == 2 and x.ndim and x.shape[-1] == weight.shape[1] and \
-            norm_weight.shape == (x.shape[-1],) and not (swiglu and weight.shape[0] % 2):
-        k = c.kernel(x, "rms_norm_linear")
+    fn = "rms_norm_linear"                # errors named as this function on every path
+    if eps is not None:
+        eps = c.number(fn, "eps", eps, 0.0)
+    quantized = isinstance(weight, _quantized.QuantizedWeight)
+    if swiglu:
+        _swiglu_args(fn, x, weight, bias)
+    elif not quantized:
+        _linear_args(fn, x, weight, bias)
+    c.floating(fn, "x", x)
+    c.param(fn, "norm_weight", norm_weight, x, (x.shape[-1],) if x.ndim else ())
+    if bias is None and norm_weight is not None and not quantized and \
+            _plain(x, norm_weight, weight):
+        k = c.kernel(x, fn)
         if k is not None:
             rows = x.size // x.shape[-1]
             r = k(xp.reshape(x, (rows, x.shape[-1])).native, norm_weight.native, weight.native,
-                  c.norm_eps("rms_norm_linear", x.dtype, eps), bool(swiglu))
+                  c.norm_eps(fn, x.dtype, eps), bool(swiglu))
             if r is not NotImplemented:
                 width = weight.shape[0] // 2 if swiglu else weight.shape[0]
                 return xp.reshape(c.wrap(r, x.device), x.shape[:-1] + (width,))
-    h = rms_norm(x, (x.shape[-1],) if getattr(x, "ndim", 0) else (), norm_weight, eps)
-    return (linear_swiglu if swiglu else linear)(h, weight, bias)
+    h = rms_norm(x, (x.shape[-1],) if x.ndim else (), norm_weight, eps)
+    return (_swiglu_product if swiglu else _product)(h, weight, bias)
 
 
 def add_linear(residual, x, weight, bias=None):
@@ -96,8 +125,10 @@ def add_linear(residual, x, weight, bias=None):
     residual block's output projection and the add after it. One kernel where the device has it
     (cuda: bfloat16/float16, up to 8 rows of x, no bias), else the two calls; the same values
     either way."""
-    if bias is None and _plain(x, residual, weight) and weight.ndim == 2 and x.ndim and \
-            x.shape[-1] == weight.shape[1] and residual.shape == x.shape[:-1] + (weight.shape[0],):
+    if not isinstance(weight, _quantized.QuantizedWeight):
+        _linear_args("add_linear", x, weight, bias)
+    if bias is None and _plain(x, residual, weight) and \
+            residual.shape == x.shape[:-1] + (weight.shape[0],):
         k = c.kernel(x, "add_linear")
         if k is not None:
             rows = x.size // x.shape[-1]
@@ -105,7 +136,7 @@ def add_linear(residual, x, weight, bias=None):
                   xp.reshape(x, (rows, x.shape[-1])).native, weight.native)
             if r is not NotImplemented:
                 return xp.reshape(c.wrap(r, x.device), residual.shape)
-    y = linear(x, weight, bias)
+    y = _product(x, weight, bias)
     c.same("add_linear", "residual", residual, y)
     if residual.shape != y.shape:
         raise c.err(ValueError, "add_linear", "residual", f"the product's shape {y.shape}",
