@@ -127,13 +127,15 @@ def test_conv_half(name):
 
 @pytest.mark.parametrize("numba", [True, False])
 def test_host_kernel_matches_composed(monkeypatch, numba):
-    """The cpu conv kernel (im2col + BLAS, Numba depthwise; depthwise through im2col where
-    Numba is missing) against torch and the composed namespace path, in float32 and float64,
-    at shapes that reach each branch."""
+    """The cpu conv kernel (im2col + BLAS, Numba depthwise; depthwise through im2col and stride
+    1 through the phase copies where Numba is missing) against torch and the composed namespace
+    path, in float32 and float64, at shapes that reach each branch."""
     from ruda.backends.host import _nn_conv
     from ruda.nn import _conv
     if not numba:
         monkeypatch.setattr(_nn_conv, "_depthwise", None)
+        monkeypatch.setattr(_nn_conv, "_shift_rows", None)
+    monkeypatch.setattr(_nn_conv, "_ROWS", 1 << 14)       # bands of a few output rows
     rng = np.random.default_rng(5)
     for xs, ws, kw in [((2, 8, 10, 9), (16, 8, 3, 3), dict(padding=1)),
                        ((2, 8, 10, 9), (8, 1, 3, 3), dict(padding=1, groups=8)),
@@ -147,7 +149,9 @@ def test_host_kernel_matches_composed(monkeypatch, numba):
                                                          groups=6)),    # of at most 8
                        ((1, 4, 7, 6), (6, 2, 1, 1), dict(stride=2, groups=2)),
                        ((1, 16, 48, 48), (8, 16, 3, 3), dict(padding=1)),   # threaded copy
-                       ((2, 32, 48, 48), (8, 32, 3, 3), dict(padding=1))]:  # images on threads
+                       ((2, 32, 48, 48), (8, 32, 3, 3), dict(padding=1)),   # images on threads
+                       ((2, 16, 13, 12), (8, 16, 3, 3), dict(stride=2, padding=1)),  # phases
+                       ((1, 16, 12, 11), (6, 16, 3, 2), dict(padding=(2, 0), dilation=(2, 3)))]:
         for dt in (np.float32, np.float64):
             a, w = rng.standard_normal(xs).astype(dt), rng.standard_normal(ws).astype(dt)
             b = rng.standard_normal(ws[0]).astype(dt)
