@@ -14,8 +14,8 @@ output element; consecutive threads take consecutive output columns, so loads co
     product with the weight seen as ``(groups, C_out / groups, C / groups * K)``; a 2-d grid
     (rows on y), ``vec`` columns a thread stored as one 16-byte vector where rows allow.
 ``im2col_plane(dtype, ks, vec, cap)``
-    ``ruda_im2col_plane``: the same columns, a block per plane of x held in shared memory
-    (planes up to ``PLANE_BYTES``): each input element read from memory once.
+    ``ruda_im2col_plane``: the same columns, a block per plane of x held zero-padded in
+    shared memory (padded planes up to ``PLANE_BYTES``): each input element read once.
 ``bias(dtype, vec)``
     ``ruda_bias``: ``y[n, o, l] += b[o]`` in place (A, one rounding); a 2-d grid, ``vec``
     elements a thread as one 16-byte vector where rows allow.
