@@ -111,8 +111,8 @@ def _tile(kern, m, cout_g, k, gemm, pack, ins, yshape):
         return ref
     be = kern.be
     ctx = be.ctx
-    bucket = tune.bucket((m, cout_g, k))
-    dims = tuple(int(d) for d in bucket.split("x"))
+    dims = tune.bucket_dims((m, cout_g, k))
+    bucket = tune.bucket(dims)
     key = (mode, tune.default_path(), bucket, ref)
     choices = ctx.ext.setdefault("conv", {})
     if key in choices:

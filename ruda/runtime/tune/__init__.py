@@ -32,7 +32,8 @@ Use (a backend, once per kernel family and call site)::
 * Notice: a tuning run that lasts over a second (``Tuner(notice_after=)``) says on stderr, once,
   what it tunes on which device, that the choice is cached, and how to skip it.
 * Key: device fingerprint (backend, name, driver) | ruda version | op | dtype | shape bucket
-  (:func:`bucket`: each dimension rounded up to a power of two; or pass a bucket string).
+  (:func:`bucket`, of :func:`bucket_dims`: each dimension rounded up to a power of two; or pass
+  a bucket string).
 * ``RUDA_TUNE=off|on|force`` (:func:`mode`): off = never measure, use the default (reference)
   candidate; on = cached choice, tune on a miss; force = re-tune each key once per process.
 * Cache: ``$RUDA_TUNE_CACHE`` or ``platformdirs.user_cache_dir("ruda")/tune-v1.json``; atomic
@@ -42,11 +43,11 @@ Use (a backend, once per kernel family and call site)::
 from ruda.runtime.tune._cache import TuneCache, default_path
 from ruda.runtime.tune._timers import CallableTimer, HostTimer, Timer, check_timer
 from ruda.runtime.tune._tuner import (
-    MODES, STATS, Candidate, Fingerprint, TuneError, Tuner, bucket, compare, default_budget, mode,
-    stats, tolerance,
+    MODES, STATS, Candidate, Fingerprint, TuneError, Tuner, bucket, bucket_dims, compare,
+    default_budget, mode, stats, tolerance,
 )
 
 __all__ = [
     "TuneCache", "default_path", "CallableTimer", "HostTimer", "Timer", "check_timer", "MODES", "STATS", "Candidate", "Fingerprint", "TuneError", "Tuner",
-    "bucket", "compare", "default_budget", "mode", "stats", "tolerance",
+    "bucket", "bucket_dims", "compare", "default_budget", "mode", "stats", "tolerance",
 ]

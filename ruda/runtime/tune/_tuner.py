@@ -81,13 +81,14 @@ class Fingerprint:
         return f"{self.backend}|{self.name}|{self.driver}"
 
 
+def bucket_dims(shape):
+    """A shape's bucket dimensions: each rounded up to a power of two (0 and 1 stay)."""
+    return tuple(d if d <= 1 else 1 << (d - 1).bit_length() for d in map(int, shape))
+
+
 def bucket(shape):
-    """Shape bucket: each dimension rounded up to a power of two (0 and 1 stay), as ``"AxBxC"``."""
-    out = []
-    for d in shape:
-        d = int(d)
-        out.append(d if d <= 1 else 1 << (d - 1).bit_length())
-    return "x".join(map(str, out)) or "scalar"
+    """Shape bucket: ``bucket_dims`` as ``"AxBxC"``."""
+    return "x".join(map(str, bucket_dims(shape))) or "scalar"
 
 
 # rtol against max|reference|: norm-wise, so accumulation-order differences pass and
