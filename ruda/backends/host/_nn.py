@@ -5,8 +5,8 @@ blocks of rows that stay in the caches, a block per thread (ufuncs release the G
 read of x and one write of the result, where composed NumPy makes five passes. ``layer_norm``
 and ``rms_norm`` are Numba row loops (a parallel and a serial build, ``_jit.py``; cached),
 accumulating in float64 (``add_rms_norm``: the residual add in the same loop, decoding-sized
-rows); where Numba is missing they run blocked NumPy. float32 erf, gelu, elu, silu, sigmoid,
-softplus, hardsigmoid, hardswish, relu6 and glu are single Numba loops without libm calls, so
+rows); where Numba is missing they run blocked NumPy. float32 erf, gelu (both), elu, silu,
+sigmoid, softplus, hardsigmoid, hardswish, relu6 and glu are single Numba loops without libm calls, so
 LLVM vectorizes them; float64 and Numba-less runs use NumPy block functions (both in
 ``_nn_math.py``). ``dropout`` draws ruda.random's Philox words in the same pass
 (``_philox.py``). bfloat16 computes in float32 and rounds once.
@@ -304,6 +304,8 @@ def activation(x, name, p1, p2):
         xf, of = xw.reshape(-1), out.reshape(-1)
         _spread(xf.size, lambda a, b: _erf32_flat.one_thread(xf[a:b], of[a:b], name == "gelu"))
     elif name in _ACT32 and xw.dtype == np.float32 and _act32_flat is not None:
+        if name == "gelu_tanh":
+            p1 = p2 = 0.0                  # no parameter (p2: the erf tables, unused)
         xf, of, kind, p1, p2 = xw.reshape(-1), out.reshape(-1), _ACT32[name], float(p1), float(p2)
         _spread(xf.size, lambda a, b: _act32_flat.one_thread(xf[a:b], of[a:b], kind, p1, p2))
     elif xw.size:

@@ -94,8 +94,8 @@ if _nb is not None:
     @parallel_kernel(nogil=True, fastmath=False, cache=True)
     def _act32_flat(x, out, kind, p1, p2):
         """float32 elu (kind 0, alpha p1), silu (1), sigmoid (2), softplus (3, beta p1,
-        threshold p2), hardsigmoid (4), hardswish (5), relu6 (6), one loop each (so each
-        vectorizes); NaN stays NaN."""
+        threshold p2), hardsigmoid (4), hardswish (5), relu6 (6), gelu with tanh (7), one loop
+        each (so each vectorizes); NaN stays NaN."""
         f = np.float32
         a, t, zero, one = f(p1), f(p2), f(0.0), f(1.0)
         if kind == 0:
@@ -117,6 +117,11 @@ if _nb is not None:
             for i in _nb.prange(x.size):
                 v = x[i]
                 r = min(max(v, zero), f(6.0))
+                out[i] = r if v == v else v
+        elif kind == 7:             # (1 + tanh(u)) / 2 = sigmoid(2 u): no cancellation for x < 0
+            for i in _nb.prange(x.size):
+                v = x[i]
+                r = v * _sigmoid32(f(1.5957691216057308) * v * (one + f(0.044715) * v * v))
                 out[i] = r if v == v else v
         elif kind == 4 or kind == 5:
             for i in _nb.prange(x.size):
@@ -177,7 +182,7 @@ else:
     _erf32_flat = _act32_flat = _glu32_rows = _swiglu32_rows = _lse32_rows = None
 
 _ACT32 = {"elu": 0, "silu": 1, "sigmoid": 2, "softplus": 3, "hardsigmoid": 4,
-          "hardswish": 5, "relu6": 6}                                           # _act32_flat's kinds
+          "hardswish": 5, "relu6": 6, "gelu_tanh": 7}                           # _act32_flat's kinds
 
 
 # -- beyond the contract's names (None on other devices: ruda.nn composes there) -----------
