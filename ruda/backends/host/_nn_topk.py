@@ -19,6 +19,7 @@ except ImportError:          # optional: the candidates are then collected by Nu
 _BF16 = _dtypes.bfloat16
 _SAMPLE = 4096
 _HEAP_K = 256      # a heap of up to this many entries per row (Numba)
+_CHUNK = 32        # entries of a row tested against the heap's root at once
 
 if _nb is not None:
     @_nb.njit(inline="always")
@@ -59,11 +60,23 @@ if _nb is not None:
             hi = np.arange(k)
             for p in range(k // 2 - 1, -1, -1):
                 _sift(hv, hi, p, k)
-            for j in range(k, n):
-                v = row[j]
-                if _worse(hv[0], hi[0], v, j):
-                    hv[0], hi[0] = v, j
-                    _sift(hv, hi, 0, k)
+            j = k
+            while j < n:
+                # an entry enters only if it is NaN or above the root's value (the root's index
+                # is lower, so a tie ranks below it): a chunk holding none is one vector test
+                e = min(n, j + _CHUNK)
+                t = hv[0]
+                hit = False
+                for u in range(j, e):
+                    v = row[u]
+                    hit |= (v > t) | (v != v)
+                if hit:
+                    for u in range(j, e):
+                        v = row[u]
+                        if _worse(hv[0], hi[0], v, u):
+                            hv[0], hi[0] = v, u
+                            _sift(hv, hi, 0, k)
+                j = e
             for m in range(k, 0, -1):
                 out[r, m - 1] = hi[0]
                 hv[0], hi[0] = hv[m - 1], hi[m - 1]
