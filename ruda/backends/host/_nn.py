@@ -4,7 +4,7 @@ Contract: ruda/nn/README.md. ``softmax`` and ``swiglu`` run NumPy's SIMD ufuncs 
 blocks of rows that stay in the caches, a block per thread (ufuncs release the GIL): one
 read of x and one write of the result, where composed NumPy makes five passes. ``layer_norm``
 and ``rms_norm`` are Numba row loops (a parallel and a serial build, ``_jit.py``; cached),
-accumulating in float64 (``add_rms_norm``: the residual add in the same loop, decoding-sized
+accumulating in float64 (sums reassociated, so they vectorize) (``add_rms_norm``: the residual add in the same loop, decoding-sized
 rows); where Numba is missing they run blocked NumPy. float32 erf, gelu (both), elu, silu,
 sigmoid, softplus, hardsigmoid, hardswish, relu6 and glu are single Numba loops without libm calls, so
 LLVM vectorizes them; float64 and Numba-less runs use NumPy block functions (both in
@@ -138,12 +138,13 @@ if _nb is not None:
 
     # (.serial for decoding: waking the thread team for one row costs far more than the row,
     # and fights BLAS's threads for the cores)
-    @parallel_kernel(fastmath=False, cache=True)
+    _REDUCE = {"reassoc"}      # float64 sums in any order: vectorized, not one add at a time
+    @parallel_kernel(fastmath=_REDUCE, cache=True)
     def _ln_rows(x, w, b, eps, out):
         for i in _nb.prange(x.shape[0]):
             _ln_row(x, w, b, eps, out, i)
 
-    @parallel_kernel(fastmath=False, cache=True)
+    @parallel_kernel(fastmath=_REDUCE, cache=True)
     def _rms_rows(x, w, eps, out):
         for i in _nb.prange(x.shape[0]):
             _rms_row(x, w, eps, out, i)
@@ -155,7 +156,7 @@ if _nb is not None:
                 s[i, j] = x[i, j] + r[i, j]
             _rms_row(s, w, eps, out, i)
 
-    @parallel_kernel(fastmath=False, cache=True)
+    @parallel_kernel(fastmath=_REDUCE, cache=True)
     def _l2_rows(x, eps, out):
         """out[i] = x[i] / max(||x[i]||_2, eps), the norm accumulated in float64."""
         for i in _nb.prange(x.shape[0]):
@@ -166,7 +167,7 @@ if _nb is not None:
             for j in range(x.shape[1]):
                 out[i, j] = x[i, j] * r
 
-    @parallel_kernel(fastmath=False, cache=True)
+    @parallel_kernel(fastmath=_REDUCE, cache=True)
     def _gn_rows(x, groups, w, b, eps, out):
         N, C, sp = x.shape
         cg = C // groups
