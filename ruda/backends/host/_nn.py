@@ -1,8 +1,8 @@
 """Fused nn kernels on the host (the names in ``ruda.backends.NN_KERNELS``; None where absent).
 
-Contract: ruda/nn/README.md. ``softmax`` and ``swiglu`` run NumPy's SIMD ufuncs in place over
-blocks of rows that stay in the caches, a block per thread (ufuncs release the GIL): one
-read of x and one write of the result, where composed NumPy makes five passes. ``layer_norm``
+Contract: ruda/nn/README.md. ``softmax`` (float32: a Numba loop summing exp in float64 lanes,
+then writing the result) and ``swiglu`` run over blocks of rows that stay in the caches, a
+block per thread (NumPy's ufuncs and the nogil loops release the GIL). ``layer_norm``
 and ``rms_norm`` are Numba row loops (a parallel and a serial build, ``_jit.py``; cached),
 accumulating in float64 (sums reassociated, so they vectorize) (``add_rms_norm``: the residual add in the same loop, decoding-sized
 rows); where Numba is missing they run blocked NumPy. float32 erf, gelu (both), elu, silu,
@@ -17,7 +17,7 @@ from ruda import _dtypes
 from ruda.backends import _workers
 from ruda.backends.host._jit import parallel_kernel
 from ruda.backends.host._nn_math import (_ACT32, _act, _act32_flat, _erf32_flat, _glu32_rows,
-                                         _lse32_rows, _sigmoid, _swiglu32_rows)
+                                         _lse32_rows, _sigmoid, _softmax32_rows, _swiglu32_rows)
 
 _BF16 = _dtypes.bfloat16
 _BLOCK = 1 << 16            # elements of one block of rows (256 KiB of float32)
@@ -63,6 +63,9 @@ def softmax(x, log):
 
     def run(r0, r1):
         xs, o = xw[r0:r1], out[r0:r1]
+        if fused:
+            _softmax32_rows(xs, xs.max(axis=1), log, o)
+            return
         m = xs.max(axis=1, keepdims=True)
         m[m == -np.inf] = 0                   # a row of -inf: 0/0 = NaN, as torch
         np.subtract(xs, m, out=o)
@@ -73,6 +76,7 @@ def softmax(x, log):
             np.exp(o, out=o)
             o /= o.sum(axis=1, keepdims=True)
 
+    fused = xw.dtype == np.float32 and _softmax32_rows is not None
     with np.errstate(invalid="ignore", divide="ignore"):
         _blocks(rows, n, run)
     return out if odt == out.dtype else out.astype(odt)

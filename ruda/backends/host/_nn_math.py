@@ -178,8 +178,49 @@ if _nb is not None:
                 e, q = _exp32_parts(x[i, j] - mf)
                 s += np.float64(e * q + e)
             out[i] = np.log(s) + np.float64(mf)
+
+    @_nb.njit(inline="always")
+    def _exp32_below(d):
+        """exp(d) for float32 d <= 0, 0 below -87.3 (so exp(-inf) is 0)."""
+        e, q = _exp32_parts(d)
+        return np.float32(0.0) if d < np.float32(-87.3) else e * q + e
+
+    @_nb.njit(nogil=True, fastmath=False, cache=True)
+    def _softmax32_rows(x, m, log, out):
+        """float32 softmax (log: log_softmax) of each row given its maximum m (NumPy's SIMD
+        max: NaN where the row holds one): one pass summing exp(x - m) in 16 float64 lanes (no
+        write; the lanes let the loop vectorize), one writing exp(x - m) / sum (or x - m -
+        log(sum)); a row whose m is NaN or +-inf gives NaN, as torch."""
+        rows, n = x.shape
+        n16 = n - n % 16
+        f = np.float32
+        acc = np.empty(16, np.float64)
+        for i in range(rows):
+            mf = m[i]
+            if mf != mf or mf == np.inf or mf == -np.inf:
+                for j in range(n):
+                    out[i, j] = np.nan
+                continue
+            acc[:] = 0.0
+            for j0 in range(0, n16, 16):
+                for k in range(16):
+                    acc[k] += np.float64(_exp32_below(x[i, j0 + k] - mf))
+            s = 0.0
+            for k in range(16):
+                s += acc[k]
+            for j in range(n16, n):
+                s += np.float64(_exp32_below(x[i, j] - mf))
+            if log:
+                c = f(mf + np.log(s))
+                for j in range(n):
+                    out[i, j] = x[i, j] - c
+            else:
+                r = f(1.0 / s)
+                for j in range(n):
+                    out[i, j] = _exp32_below(x[i, j] - mf) * r
 else:
     _erf32_flat = _act32_flat = _glu32_rows = _swiglu32_rows = _lse32_rows = None
+    _softmax32_rows = None
 
 _ACT32 = {"elu": 0, "silu": 1, "sigmoid": 2, "softplus": 3, "hardsigmoid": 4,
           "hardswish": 5, "relu6": 6, "gelu_tanh": 7}                           # _act32_flat's kinds
