@@ -121,11 +121,12 @@ def gelu(x, approximate="none"):
     approximation ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``."""
     if approximate not in ("none", "tanh"):
         raise c.err(ValueError, "gelu", "approximate", "'none' or 'tanh'", repr(approximate))
-    r = _fused("gelu", x, "gelu_tanh" if approximate == "tanh" else "gelu", 0.0, ERF_TABLES)
+    tanh = approximate == "tanh"
+    r = _fused("gelu", x, "gelu_tanh" if tanh else "gelu", 0.0, 0.0 if tanh else ERF_TABLES)
     if r is not None:
         return r
     y = c.up(x)
-    if approximate == "tanh":
+    if tanh:
         inner = (y + 0.044715 * (y * y * y)) * _SQRT_2_PI
         return c.down(0.5 * y * (1.0 + xp.tanh(inner)), x.dtype)
     return c.down(0.5 * y * (1.0 + xp.erf(y * _SQRT1_2)), x.dtype)

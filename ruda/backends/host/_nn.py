@@ -4,10 +4,10 @@ Contract: ruda/nn/README.md. ``softmax`` (float32: a Numba loop summing exp in f
 then writing the result) and ``swiglu`` run over blocks of rows that stay in the caches, a
 block per thread (NumPy's ufuncs and the nogil loops release the GIL). ``layer_norm``
 and ``rms_norm`` are Numba row loops (a parallel and a serial build, ``_jit.py``; cached),
-accumulating in float64 (sums reassociated, so they vectorize) (``add_rms_norm``: the residual add in the same loop, decoding-sized
-rows); where Numba is missing they run blocked NumPy. float32 erf, gelu (both), elu, silu,
-sigmoid, softplus, hardsigmoid, hardswish, relu6 and glu are single Numba loops without libm calls, so
-LLVM vectorizes them; float64 and Numba-less runs use NumPy block functions (both in
+accumulating in float64, the sums reassociated so that they vectorize (``add_rms_norm``: the
+residual add in the same loop, decoding-sized rows); where Numba is missing they run blocked
+NumPy. float32 erf, gelu (both forms), elu, silu, sigmoid, softplus, hardsigmoid, hardswish,
+relu6 and glu are single Numba loops without libm calls, so LLVM vectorizes them; float64 and Numba-less runs use NumPy block functions (both in
 ``_nn_math.py``). ``dropout`` draws ruda.random's Philox words in the same pass
 (``_philox.py``). bfloat16 computes in float32 and rounds once.
 """
@@ -140,9 +140,10 @@ if _nb is not None:
         for j in range(n):
             out[i, j] = x[i, j] * r * w[j]
 
+    _REDUCE = {"reassoc"}      # float64 sums in any order: vectorized, not one add at a time
+
     # (.serial for decoding: waking the thread team for one row costs far more than the row,
     # and fights BLAS's threads for the cores)
-    _REDUCE = {"reassoc"}      # float64 sums in any order: vectorized, not one add at a time
     @parallel_kernel(fastmath=_REDUCE, cache=True)
     def _ln_rows(x, w, b, eps, out):
         for i in _nb.prange(x.shape[0]):
@@ -309,8 +310,6 @@ def activation(x, name, p1, p2):
         xf, of = xw.reshape(-1), out.reshape(-1)
         _spread(xf.size, lambda a, b: _erf32_flat.one_thread(xf[a:b], of[a:b], name == "gelu"))
     elif name in _ACT32 and xw.dtype == np.float32 and _act32_flat is not None:
-        if name == "gelu_tanh":
-            p1 = p2 = 0.0                  # no parameter (p2: the erf tables, unused)
         xf, of, kind, p1, p2 = xw.reshape(-1), out.reshape(-1), _ACT32[name], float(p1), float(p2)
         _spread(xf.size, lambda a, b: _act32_flat.one_thread(xf[a:b], of[a:b], kind, p1, p2))
     elif xw.size:
