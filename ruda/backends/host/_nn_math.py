@@ -154,45 +154,47 @@ if _nb is not None:
                 v = g[i, j]
                 out[i, j] = v * _sigmoid32(v) * u[i, j]
 
-    @parallel_kernel(fastmath=False, cache=True)
-    def _lse32_rows(x, m, out):
-        """float32 logsumexp of each row given its maximum m (NumPy's SIMD max: NaN where the
-        row holds one): m + log(sum(exp(x - m))), summed in 16 float64 lanes (so the loop
-        vectorizes); a row whose m is NaN or +-inf gives m."""
-        rows, n = x.shape
-        n16 = n - n % 16
-        for i in _nb.prange(rows):
-            mf = m[i]
-            if mf != mf or mf == np.inf or mf == -np.inf:
-                out[i] = mf
-                continue
-            acc = np.zeros(16, np.float64)
-            for j0 in range(0, n16, 16):
-                for k in range(16):
-                    e, q = _exp32_parts(x[i, j0 + k] - mf)
-                    acc[k] += np.float64(e * q + e)
-            s = 0.0
-            for k in range(16):
-                s += acc[k]
-            for j in range(n16, n):
-                e, q = _exp32_parts(x[i, j] - mf)
-                s += np.float64(e * q + e)
-            out[i] = np.log(s) + np.float64(mf)
-
     @_nb.njit(inline="always")
     def _exp32_below(d):
         """exp(d) for float32 d <= 0, 0 below -87.3 (so exp(-inf) is 0)."""
         e, q = _exp32_parts(d)
         return np.float32(0.0) if d < np.float32(-87.3) else e * q + e
 
+    @_nb.njit(inline="always")
+    def _sum_exp32(row, mf, acc):
+        """sum(exp(row - mf)) in float64 for a float32 row whose maximum is mf, accumulated in
+        the 16 lanes of acc (so the loop vectorizes)."""
+        n = row.size
+        n16 = n - n % 16
+        acc[:] = 0.0
+        for j0 in range(0, n16, 16):
+            for k in range(16):
+                acc[k] += np.float64(_exp32_below(row[j0 + k] - mf))
+        s = 0.0
+        for k in range(16):
+            s += acc[k]
+        for j in range(n16, n):
+            s += np.float64(_exp32_below(row[j] - mf))
+        return s
+
+    @parallel_kernel(fastmath=False, cache=True)
+    def _lse32_rows(x, m, out):
+        """float32 logsumexp of each row given its maximum m (NumPy's SIMD max: NaN where the
+        row holds one): m + log(sum(exp(x - m))); a row whose m is NaN or +-inf gives m."""
+        for i in _nb.prange(x.shape[0]):
+            mf = m[i]
+            if mf != mf or mf == np.inf or mf == -np.inf:
+                out[i] = mf
+                continue
+            out[i] = np.log(_sum_exp32(x[i], mf, np.empty(16, np.float64))) + np.float64(mf)
+
     @_nb.njit(nogil=True, fastmath=False, cache=True)
     def _softmax32_rows(x, m, log, out):
         """float32 softmax (log: log_softmax) of each row given its maximum m (NumPy's SIMD
-        max: NaN where the row holds one): one pass summing exp(x - m) in 16 float64 lanes (no
-        write; the lanes let the loop vectorize), one writing exp(x - m) / sum (or x - m -
-        log(sum)); a row whose m is NaN or +-inf gives NaN, as torch."""
+        max: NaN where the row holds one): one pass summing exp(x - m) (no write), one writing
+        exp(x - m) / sum (or x - m - log(sum)); a row whose m is NaN or +-inf gives NaN, as
+        torch."""
         rows, n = x.shape
-        n16 = n - n % 16
         f = np.float32
         acc = np.empty(16, np.float64)
         for i in range(rows):
@@ -201,15 +203,7 @@ if _nb is not None:
                 for j in range(n):
                     out[i, j] = np.nan
                 continue
-            acc[:] = 0.0
-            for j0 in range(0, n16, 16):
-                for k in range(16):
-                    acc[k] += np.float64(_exp32_below(x[i, j0 + k] - mf))
-            s = 0.0
-            for k in range(16):
-                s += acc[k]
-            for j in range(n16, n):
-                s += np.float64(_exp32_below(x[i, j] - mf))
+            s = _sum_exp32(x[i], mf, acc)
             if log:
                 c = f(mf + np.log(s))
                 for j in range(n):
