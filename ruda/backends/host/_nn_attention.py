@@ -150,7 +150,7 @@ if _nb is not None:
                     o[d] *= inv
 
 
-_normalize_rows = None
+_normalize_rows = _mask_after = None
 if _nb is not None:
     @_nb.njit(cache=True, nogil=True, fastmath={"nsz", "arcp"})
     def _normalize_rows(o, out):
@@ -163,9 +163,6 @@ if _nb is not None:
             for j in range(Dv):
                 out[i, j] = o[i, j] * r
 
-
-_mask_after = None
-if _nb is not None:
     @_nb.njit(cache=True, nogil=True)
     def _mask_after(s, c):
         """s[g, i, j] = -inf for j >= c + i: the keys after each query row's last."""
