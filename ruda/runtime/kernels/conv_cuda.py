@@ -113,7 +113,6 @@ ruda_im2col(const T* __restrict__ x, T* __restrict__ cols, int rows, {geo}) {{
 _IM2COL_PLANE = r"""
 #define VEC {vec}
 #define PCAP {cap}
-struct alignas(8) ruda_u2 {{ unsigned a, b; }};
 typedef {vt} VT;                                      // VEC elements
 extern "C" __global__ void __launch_bounds__(256)
 ruda_im2col_plane(const T* __restrict__ x, T* __restrict__ cols, int planes, {geo}) {{
@@ -226,17 +225,13 @@ def plane_cap(out, ks, stride, dilation, itemsize):
 def im2col_plane(dtype, ks, vec, cap):
     """``im2col``'s columns by planes, entry ``ruda_im2col_plane(x, cols, planes, geometry)``
     (planes = N * C, a 1-d grid; one block a plane, held zero-padded in shared memory of
-    ``cap`` elements: see ``plane_cap``). ``vec`` consecutive columns a thread, stored at
-    once: ``vec * sizeof(T)`` of 16, 8, 4 or one element (needs L % vec == 0)."""
+    ``cap`` elements: see ``plane_cap``). ``vec`` as for ``im2col``: one column a thread, or
+    16 bytes of consecutive columns stored at once (needs L % vec == 0)."""
     size = int(vec) * nn_cuda.ITEMSIZE[dtype]
-    vt = _VECTOR.get(size) if vec > 1 else "T"
-    if vt is None:
-        raise ValueError(f"conv_cuda: im2col_plane: vec * itemsize must be 4, 8 or 16, got {size}")
-    return nn_cuda.head(dtype) + _taps(ks) + _IM2COL_PLANE.format(geo=_GEO, vec=int(vec),
-                                                                  cap=int(cap), vt=vt)
-
-
-_VECTOR = {16: "uint4", 8: "ruda_u2", 4: "unsigned"}     # bytes -> the type a thread stores
+    if vec > 1 and size != 16:
+        raise ValueError(f"conv_cuda: im2col_plane: vec * itemsize must be 16, got {size}")
+    return nn_cuda.head(dtype) + _taps(ks) + _IM2COL_PLANE.format(
+        geo=_GEO, vec=int(vec), cap=int(cap), vt="uint4" if vec > 1 else "T")
 
 
 def bias(dtype, vec=1):
