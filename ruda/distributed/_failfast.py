@@ -15,10 +15,14 @@ Under the launcher (one machine) each rank also leaves files in
     <rank>.timeout  the watchdog's message: a blocking call waited too long
     <rank>.end      the script ended normally (written last)
 """
+import fcntl
 import json
 import os
 import signal
+import stat
 import sys
+import termios
+import time
 import traceback
 
 import numpy as np
@@ -97,7 +101,26 @@ def fail(text, status=1):
     except Exception:  # noqa: BLE001
         pass
     mark("failed", json.dumps({"status": status, "text": text}))
+    drain_pipes()
     abort_job(status)
+
+
+def drain_pipes(limit=1.0):
+    """Wait (at most ``limit`` s) until mpiexec has read what this rank wrote to its stdout and
+    stderr pipes: the abort tears the job down, and bytes still in a pipe are lost."""
+    end = time.monotonic() + limit
+    unread = bytearray(4)
+    for fd in (1, 2):
+        try:
+            if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+                continue
+            while time.monotonic() < end:
+                fcntl.ioctl(fd, termios.FIONREAD, unread)
+                if int.from_bytes(unread, sys.byteorder) == 0:
+                    break
+                time.sleep(0.002)
+        except OSError:     # a closed descriptor: nothing to wait for
+            continue
 
 
 def abort_job(status=1, use_mpi=True):
