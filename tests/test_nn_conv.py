@@ -125,16 +125,19 @@ def test_conv_half(name):
         np.testing.assert_allclose(g, ref, rtol=tol, atol=tol * np.abs(ref).max())
 
 
-@pytest.mark.parametrize("numba", [True, False])
-def test_host_kernel_matches_composed(monkeypatch, numba):
+@pytest.mark.parametrize("missing", [None, "numba", "threadpoolctl"])
+def test_host_kernel_matches_composed(monkeypatch, missing):
     """The cpu conv kernel (im2col + BLAS, Numba depthwise; depthwise through im2col and stride
-    1 through the phase copies where Numba is missing) against torch and the composed namespace
-    path, in float32 and float64, at shapes that reach each branch."""
-    from ruda.backends.host import _nn_conv
+    1 through the phase copies where Numba is missing; one task thread where threadpoolctl is)
+    against torch and the composed namespace path, in float32 and float64, at shapes that
+    reach each branch."""
+    from ruda.backends.host import _nn_attention, _nn_conv
     from ruda.nn import _conv
-    if not numba:
+    if missing == "numba":
         monkeypatch.setattr(_nn_conv, "_depthwise", None)
         monkeypatch.setattr(_nn_conv, "_shift_rows", None)
+    if missing == "threadpoolctl":      # what _blas_one_thread finds without it
+        monkeypatch.setattr(_nn_attention, "_BLAS", [None])
     monkeypatch.setattr(_nn_conv, "_ROWS", 1 << 14)       # bands of a few output rows
     rng = np.random.default_rng(5)
     for xs, ws, kw in [((2, 8, 10, 9), (16, 8, 3, 3), dict(padding=1)),

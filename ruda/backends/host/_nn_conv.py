@@ -12,6 +12,8 @@ buffer) and multiplied by the weight as one batched sgemm/dgemm per group, strai
 NCHW output. float32/float64 compute in themselves; bfloat16 and float16 in float32, rounded
 once.
 """
+import contextlib
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
@@ -390,7 +392,9 @@ def _rows_gemm(x, w, bias, stride, padding, dilation, out):
     PL = PH * PW + PW + KW * dw           # a phase plane and slack for the wide rows' taps
     R = max(1, min(OH, _ROWS // (K * PW)))
     tasks = [(n, i0) for n in range(N) for i0 in range(0, OH, R)]
-    T = min(_workers.THREADS, len(tasks))
+    # tasks on threads only where BLAS can be held to one thread a task (threadpoolctl)
+    one_blas = _blas_one_thread()
+    T = min(_workers.THREADS, len(tasks)) if one_blas is not None else 1
     b3 = None if bias is None else bias.reshape(Co, 1, 1)
     # stride 1 with Numba: the shifted copies straight from x, the bias added in the crop
     direct = sh == sw == 1 and _shift_rows is not None
@@ -446,6 +450,6 @@ def _rows_gemm(x, w, bias, stride, padding, dilation, out):
                 np.copyto(y[n, :, i0:i1], ac)
             else:
                 np.add(ac, b3, out=y[n, :, i0:i1])
-    with _blas_one_thread():
+    with one_blas or contextlib.nullcontext():
         _workers.run(run, T)
     return y
