@@ -10,6 +10,7 @@ TypeError raised while the arguments bound (the function never ran) to :func:`ke
 without it a Python wrapper does the same in an ``except`` clause.
 """
 import functools
+import itertools
 import sys
 import types
 
@@ -52,6 +53,9 @@ KEYWORDS = {
                   "move yours there with ruda.moveaxis or ruda.permute_dims"),
     "axis2": ((), "ruda.linalg.diagonal and ruda.linalg.trace use the last two axes; "
                   "move yours there with ruda.moveaxis or ruda.permute_dims"),
+    "size": (("shape",), None),
+    "inplace": ((), "ruda.nn functions return a new array: assign it, x = f(x)"),
+    "largest": ((), "ruda.nn.top_k returns the largest; for the smallest negate: top_k(-x, k)"),
 }
 for _k in ("a", "arr", "ary", "array", "input", "m"):   # NumPy's and PyTorch's array keywords
     KEYWORDS[_k] = ((), "pass the array positionally")
@@ -59,11 +63,11 @@ del _k
 
 
 def public_name(fn):
-    """``ruda.sum``, ``ruda.linalg.inv``, ``ruda.fft.fft``: where the namespace exposes fn."""
-    mod = getattr(fn, "__module__", None) or "ruda"
-    if mod.startswith("ruda.") and mod.split(".")[1].startswith("_"):
-        mod = "ruda"
-    return f"{mod}.{fn.__name__}"
+    """``ruda.sum``, ``ruda.linalg.inv``, ``ruda.nn.softmax``, ``ruda.random.normal``: where
+    the namespace exposes fn (its module's path up to the first private part)."""
+    parts = (getattr(fn, "__module__", None) or "ruda").split(".")
+    public = list(itertools.takewhile(lambda p: not p.startswith("_"), parts))
+    return f"{'.'.join(public) or 'ruda'}.{fn.__name__}"
 
 
 def keyword_error(fn, kwnames, exc):
@@ -84,7 +88,8 @@ def keyword_error(fn, kwnames, exc):
             why = f"{k} is positional-only: pass it without {k}="
         else:
             continue
-        plain = sig.replace(parameters=[q.replace(annotation=q.empty) for q in params.values()],
+        shown = list(params.values())[1 if "." in fn.__qualname__ else 0:]   # a method: no self
+        plain = sig.replace(parameters=[q.replace(annotation=q.empty) for q in shown],
                             return_annotation=sig.empty)   # the parameters, not their types
         return TypeError(f"{name}: {why}{' ' if why.endswith('?') else '. '}It takes {name}{plain}")
     text = str(exc)   # e.g. "got multiple values for argument 'shape'": say whose
@@ -133,9 +138,32 @@ def install(namespace, names):
     for n in names:
         fn = namespace[n]
         if fn.__class__ is types.FunctionType:
-            fn = namespace[n] = _speedups.function("plain", fn, None) if _C else _python_wrapper(fn)
+            fn = namespace[n] = _hinted(fn)
         if fn.__class__ is not types.FunctionType:
             pickled_by_name(fn)
+
+
+def install_methods(cls, names):
+    """Keyword hints for the methods ``names`` of class ``cls``."""
+    for n in names:
+        fn = _hinted(cls.__dict__[n])
+        setattr(cls, n, fn)
+        pickled_by_name(fn)
+
+
+def install_public(module_all, namespace):
+    """Keyword hints for the public functions of a package (``namespace``, its globals()),
+    each installed in the module that defines it, so that pickle finds the same object."""
+    for n in module_all:
+        fn = namespace[n]
+        if fn.__class__ is types.FunctionType:
+            home = vars(sys.modules[fn.__module__])
+            install(home, (fn.__name__,))
+            namespace[n] = home[fn.__name__]
+
+
+def _hinted(fn):
+    return _speedups.function("plain", fn, None) if _C else _python_wrapper(fn)
 
 
 def pickled_by_name(f):

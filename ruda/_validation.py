@@ -62,7 +62,10 @@ def dtype(fn, dt, dev, arg="dtype"):
             if cand is not None and _dtypes.is_dtype(cand):
                 dt = cand
         if not _dtypes.is_dtype(dt):
-            raise TypeError(f"ruda.{fn}: {arg} must be a ruda dtype such as ruda.float32; got {dt!r}")
+            hint = (" (ruda.bfloat16 is None where ml_dtypes is not installed: "
+                    "pip install ruda[bf16])" if dt is None and _dtypes.bfloat16 is None else "")
+            raise TypeError(f"ruda.{fn}: {arg} must be a ruda dtype such as ruda.float32; "
+                            f"got {dt!r}{hint}")
     dt = np.dtype(dt)
     if not dev.backend.supports(dt):
         raise TypeError(f"ruda.{fn}: {arg}={_dtypes.name(dt)} is not supported on device "

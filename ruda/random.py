@@ -20,7 +20,7 @@ relative; ``permutation`` sorts 64-bit random keys.
 import math
 import operator
 
-from ruda import _creation, _data_type, _dtypes, _elementwise as ew, _manipulation, _sorting
+from ruda import _creation, _data_type, _dtypes, _elementwise as ew, _hints, _manipulation, _sorting
 from ruda import _validation as v
 from ruda._array import Array
 
@@ -245,3 +245,9 @@ def _real(fn, arg, value):
     if not v.is_scalar(value) or isinstance(value, complex | bool):
         raise TypeError(f"ruda.random.{fn}: {arg} must be a real number; got {value!r}")
     return float(value)
+
+
+# a NumPy keyword (normal(size=3)) gets the array API's spelling in its TypeError
+_hints.install(globals(), ("philox4x32", "default_rng"))
+_hints.install_methods(Generator, ("bits", "random", "uniform", "normal", "integers",
+                                   "permutation", "bernoulli"))

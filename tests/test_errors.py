@@ -91,6 +91,16 @@ def test_dtype_argument_errors(device):
             xp.zeros(3, dtype=d, device=device)
 
 
+def test_missing_bfloat16_is_named(monkeypatch):
+    """Without ml_dtypes ruda.bfloat16 is None: passing it says so."""
+    from ruda import _dtypes
+    monkeypatch.setattr(_dtypes, "bfloat16", None)
+    with pytest.raises(TypeError, match=r"ruda\.astype: dtype must be a ruda dtype such as "
+                       r"ruda\.float32; got None \(ruda\.bfloat16 is None where ml_dtypes is "
+                       r"not installed: pip install ruda\[bf16\]\)"):
+        xp.astype(xp.ones(3), None)
+
+
 def test_axis_errors(device):
     x = _arr(device, supported(device, "real floating")[0], (2, 3))
     with pytest.raises(IndexError, match=r"ruda\.flip: axis=-3 is out of bounds for an array of 2 dimensions"):
@@ -194,6 +204,40 @@ def test_numpy_keyword_spellings_get_hints(device):
     # the methods delegate to the namespace functions: the same hint
     with pytest.raises(TypeError, match=r"ruda\.std: .*'ddof'; the array API spells it correction="):
         x.std(ddof=1)
+
+
+def test_pytorch_and_numpy_keywords_in_nn_and_random_get_hints(device):
+    """ruda.nn takes the array API's keywords where PyTorch's differ, ruda.random the array
+    API's shape= where NumPy's Generator takes size=: the TypeError says which."""
+    import ruda.nn as nn
+    f = supported(device, "real floating")[0]
+    m = _arr(device, f, (2, 3))
+    g = xp.random.Generator(0)
+    for fn, args, kwargs, pattern in [
+            (nn.softmax, (m,), {"dim": -1}, r"^ruda\.nn\.softmax: unexpected keyword argument 'dim'; "
+                                           r"the array API spells it axis=\. It takes "
+                                           r"ruda\.nn\.softmax\(x, axis=-1, dtype=None\)$"),
+            (nn.log_softmax, (m,), {"dim": 1}, r"ruda\.nn\.log_softmax: .*'dim'; .*spells it axis="),
+            (nn.top_k, (m, 2), {"dim": -1}, r"ruda\.nn\.top_k: .*'dim'; .*spells it axis="),
+            (nn.top_k, (m, 2), {"largest": False}, r"ruda\.nn\.top_k: .*'largest'; .*top_k\(-x, k\)"),
+            (nn.relu, (m,), {"inplace": True}, r"ruda\.nn\.relu: .*'inplace'; ruda\.nn functions "
+                                               r"return a new array"),
+            (nn.layer_norm, (), {"input": m, "normalized_shape": (3,)},
+             r"ruda\.nn\.layer_norm: .*'input'; pass the array positionally"),
+            (g.normal, (), {"size": 3}, r"^ruda\.random\.normal: unexpected keyword argument 'size'; "
+                                        r"the array API spells it shape=\. It takes ruda\.random\.normal"
+                                        r"\(loc=0\.0, scale=1\.0, shape=\(\), \*, dtype=None, device=None\)$"),
+            (g.integers, (0, 5), {"size": 3}, r"ruda\.random\.integers: .*'size'; .*spells it shape=")]:
+        with pytest.raises(TypeError, match=pattern):
+            fn(*args, **kwargs)
+    # the hinted functions still run, pickle as themselves and keep their signatures
+    import inspect
+    import pickle
+    np.testing.assert_allclose(np.asarray(nn.softmax(xp.asarray([[0.0, 0.0]]), axis=-1)), [[0.5, 0.5]])
+    assert g.normal(shape=(4,), device=device).shape == (4,)
+    for fn in (nn.softmax, nn.scaled_dot_product_attention, xp.random.Generator.normal):
+        assert pickle.loads(pickle.dumps(fn)) is fn
+    assert str(inspect.signature(nn.softmax)) == "(x, axis=-1, dtype=None)"
 
 
 def test_errors_inside_a_function_keep_their_message(device):

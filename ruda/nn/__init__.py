@@ -30,3 +30,8 @@ __all__ = [
     "max_pool3d",
     "QuantizedWeight",
 ]
+
+# a PyTorch keyword (softmax(x, dim=-1)) gets the array API's spelling in its TypeError
+from ruda import _hints  # noqa: E402
+
+_hints.install_public(__all__, globals())
