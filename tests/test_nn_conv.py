@@ -147,7 +147,10 @@ def test_host_kernel_matches_composed(monkeypatch, missing):
                                                            groups=8)),
                        ((2, 160, 7, 6), (160, 1, 3, 3), dict(stride=2, padding=1, groups=160)),
                        ((5, 3, 20, 20), (3, 1, 3, 3), dict(padding=1, groups=3)),
-                       ((3, 12, 6, 7), (12, 1, 3, 3), dict(padding=1, groups=12)),  # rows
+                       ((3, 12, 6, 7), (12, 1, 3, 3), dict(padding=1, groups=12)),
+                       ((2, 4, 5, 1), (8, 1, 3, 3), dict(padding=1, groups=4)),   # x2, W 1
+                       ((2, 4, 1, 6), (4, 1, 3, 3), dict(padding=1, groups=4)),   # H 1
+                       ((3, 12, 6, 7), (12, 1, 3, 3), dict(padding=(1, 2), groups=12)),  # rows
                        ((2, 6, 5, 3), (12, 1, 3, 2), dict(padding=(0, 2), dilation=(1, 2),
                                                          groups=6)),    # of at most 8
                        ((1, 4, 7, 6), (6, 2, 1, 1), dict(stride=2, groups=2)),
@@ -173,6 +176,23 @@ def test_host_kernel_matches_composed(monkeypatch, missing):
                                    kw.get("groups", 1), tuple(got.shape[2:]))
             np.testing.assert_allclose(np.asarray(got), np.asarray(comp) + b[:, None, None],
                                        rtol=tol, atol=tol)
+
+
+def test_host_depthwise_edges_keep_non_finite_values_in_place():
+    """The stride-1 3x3 depthwise kernel computes each plane at its own pitch, where the taps
+    past a row's ends wrap onto the neighbouring row: an inf or NaN there must reach exactly
+    the outputs it reaches in torch, and an inf weight meets the padding's zeros as there."""
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((2, 3, 5, 6))
+    a[0, 0, 2, 0], a[0, 1, 1, 5], a[1, 2, 3, 0] = np.inf, -np.inf, np.nan
+    w = rng.standard_normal((3, 1, 3, 3))
+    w[2, 0, 1, 0] = np.inf
+    for dt in (np.float32, np.float64):
+        got = np.asarray(nn.conv2d(xp.asarray(a.astype(dt)), xp.asarray(w.astype(dt)),
+                                   padding=1, groups=3))
+        want = F.conv2d(T(a), T(w), padding=1, groups=3).numpy()
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 def _err(cls, pattern, f, *args, **kw):

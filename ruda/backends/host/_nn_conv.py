@@ -168,6 +168,55 @@ if _nb is not None:
             _crop(acc, out[n, o], 0, OH, PW)
 
     @_nb.njit(nogil=True, fastmath=False, cache=True)
+    def _depthwise_same3(x, w, b, out, u0, u1):
+        """``_depthwise`` for 3x3, stride 1, padding 1, dilation 1 (MobileNet's): planes u in
+        [u0, u1) computed at the plane's own pitch W from one flat copy with W + 1 zeros above
+        and below, straight into out (no phase buffer, no crop). Taps of the left and right
+        kernel columns wrap across rows there, so at the plane's first and last column their
+        sum is replaced by the weights times the padding's zeros (a select, not a product with
+        a mask: a value beyond the edge must not reach the output, even an inf)."""
+        N, C, H, W = x.shape
+        Co = w.shape[0]
+        m = Co // C
+        HW = H * W
+        buf = np.zeros(HW + 2 * W + 2, x.dtype)
+        inner = buf[W + 1:][:HW]
+        first = np.empty(HW, np.bool_)
+        last = np.empty(HW, np.bool_)
+        for q in range(HW):
+            first[q] = q % W == 0
+            last[q] = q % W == W - 1
+        p0, p1, p2 = buf[0:][:HW], buf[1:][:HW], buf[2:][:HW]
+        p3, p4, p5 = buf[W:][:HW], buf[W + 1:][:HW], buf[W + 2:][:HW]
+        p6, p7, p8 = buf[2 * W:][:HW], buf[2 * W + 1:][:HW], buf[2 * W + 2:][:HW]
+        xf = x.reshape(N * C, HW)
+        of = out.reshape(N * Co, HW)
+        zero = x.dtype.type(0)
+        n, o = u0 // Co, u0 % Co
+        for u in range(u0, u1):
+            src = xf[n * C + o // m]
+            for q in range(HW):
+                inner[q] = src[q]
+            w0, w1, w2 = w[o, 0, 0], w[o, 0, 1], w[o, 0, 2]
+            w3, w4, w5 = w[o, 1, 0], w[o, 1, 1], w[o, 1, 2]
+            w6, w7, w8 = w[o, 2, 0], w[o, 2, 1], w[o, 2, 2]
+            pad_left = w0 * zero + w3 * zero + w6 * zero
+            pad_right = w2 * zero + w5 * zero + w8 * zero
+            bo = b[o]
+            d = of[u]
+            for q in range(HW):
+                left = w0 * p0[q] + w3 * p3[q] + w6 * p6[q]
+                right = w2 * p2[q] + w5 * p5[q] + w8 * p8[q]
+                acc = bo + w1 * p1[q] + w4 * p4[q] + w7 * p7[q]
+                acc += pad_left if first[q] else left
+                acc += pad_right if last[q] else right
+                d[q] = acc
+            o += 1
+            if o == Co:
+                o = 0
+                n += 1
+
+    @_nb.njit(nogil=True, fastmath=False, cache=True)
     def _shift_rows(x, shifted, PW, pt, pl, dw):
         """shifted[c, t, k] = x zero-padded (pt rows, pl columns) at pitch PW, flattened, at k +
         t * dw: the padded plane written row by row into t = 0 (the interior only: the zeros of
@@ -188,16 +237,23 @@ if _nb is not None:
 
     @_nb.njit(nogil=True, fastmath=False, cache=True)
     def _crop_bias(acc, b, y, i0, PW):
-        """y[c, i0 + i, j] = acc[c, i * PW + j] + b[c] for the rows the band holds."""
+        """y[c, i0 + i, j] = sum over a of acc[a, c, i * PW + j] (the kernel rows' products,
+        summed in order) + b[c], for the rows the band holds."""
         OW = y.shape[2]
-        R = min(y.shape[1] - i0, acc.shape[1] // PW)
+        R = min(y.shape[1] - i0, acc.shape[2] // PW)
         for c in range(y.shape[0]):
             bc = b[c]
             for i in range(R):
                 dr = y[c, i0 + i]
-                sr = acc[c, i * PW:]
+                sr = acc[0, c, i * PW:]
                 for j in range(OW):
-                    dr[j] = sr[j] + bc
+                    dr[j] = sr[j]
+                for a in range(1, acc.shape[0]):
+                    sr = acc[a, c, i * PW:]
+                    for j in range(OW):
+                        dr[j] += sr[j]
+                for j in range(OW):
+                    dr[j] += bc
 
     @_nb.njit(nogil=True, fastmath={"contract", "reassoc"}, cache=True)
     def _thin(x, w, b, out, sh, sw, dh, dw, ph, pw, n0, n1):
@@ -255,7 +311,7 @@ if _nb is not None:
                         _crop(acc[j], out[n, o0 + j], i0, rows, PW)
 
 else:
-    _depthwise = _thin = _shift_rows = _crop_bias = None
+    _depthwise = _depthwise_same3 = _thin = _shift_rows = _crop_bias = None
 
 
 def _work(dt):
@@ -283,13 +339,20 @@ def conv(x, w, bias, stride, padding, dilation, groups):
     bw = np.zeros(Co, wdt) if bias is None else np.ascontiguousarray(bias, dtype=wdt)
     if groups == C and w.shape[1] == 1 and nd == 2 and _depthwise is not None:
         y = np.empty((N, Co) + out, dtype=wdt)
-        args = (xw, ww.reshape(Co, ks[0], ks[1]), bw, y, stride[0], stride[1], dilation[0],
-                dilation[1], padding[0][0], padding[1][0])
+        w3 = ww.reshape(Co, ks[0], ks[1])
+        if ks == (3, 3) and stride == dilation == (1, 1) and padding == ((1, 1), (1, 1)):
+            def planes(a, b):
+                _depthwise_same3(xw, w3, bw, y, a, b)
+        else:
+            args = (xw, w3, bw, y, stride[0], stride[1], dilation[0], dilation[1],
+                    padding[0][0], padding[1][0])
+
+            def planes(a, b):
+                _depthwise(*args, a, b)
         # planes split over the host's workers: Numba's thread team would hand off faster
         # (~80 us less a call on 2 cores), but its spinning idle threads slow the BLAS and
         # elementwise work after it by more (a MobileNetV2 forward: ~160 ms -> ~200)
-        _workers.run_split(N * Co, lambda a, b: _depthwise(*args, a, b),
-                           _workers.THREADS if y.size >= 1 << 15 else 1)
+        _workers.run_split(N * Co, planes, _workers.THREADS if y.size >= 1 << 15 else 1)
     elif groups == 1 and C <= _THIN and ks == (3, 3) and _thin is not None:
         y = np.empty((N, Co) + out, dtype=wdt)
         args = (xw, ww, bw, y, stride[0], stride[1], dilation[0], dilation[1], padding[0][0],
@@ -407,8 +470,9 @@ def _rows_gemm(x, w, bias, stride, padding, dilation, out):
     wk = np.ascontiguousarray(w.transpose(2, 0, 1, 3)).reshape(KH, Co, C * KW)
 
     def run(i):
-        acc = np.empty((Co, R * PW), x.dtype)
-        tmp = np.empty((Co, R * PW), x.dtype) if KH > 1 else None
+        # direct: each kernel row's product in its own slab, summed in the crop (no add passes)
+        acc = np.empty((KH if direct else 1, Co, R * PW), x.dtype)
+        tmp = np.empty((Co, R * PW), x.dtype) if KH > 1 and not direct else None
         shifted = np.zeros((C, KW, sh, PL), x.dtype)
         rows = shifted.reshape(C * KW, sh * PL)
         if not direct:
@@ -433,7 +497,13 @@ def _rows_gemm(x, w, bias, stride, padding, dilation, out):
                 have = n
             i1 = min(OH, i0 + R)
             L = (i1 - i0) * PW
-            ac = acc if L == acc.shape[1] else acc[:, :L]
+            if direct:
+                for a, o in enumerate(row_offsets):
+                    o += i0 * PW
+                    np.matmul(wk[a], rows[:, o:o + L], out=acc[a] if L == R * PW else acc[a, :, :L])
+                _crop_bias(acc, bz, y[n], i0, PW)
+                continue
+            ac = acc[0] if L == R * PW else acc[0, :, :L]
             for a, o in enumerate(row_offsets):
                 o += i0 * PW
                 if a == 0:
@@ -442,9 +512,6 @@ def _rows_gemm(x, w, bias, stride, padding, dilation, out):
                     tm = tmp if L == tmp.shape[1] else tmp[:, :L]
                     np.matmul(wk[a], rows[:, o:o + L], out=tm)
                     np.add(ac, tm, out=ac)
-            if direct:
-                _crop_bias(acc, bz, y[n], i0, PW)
-                continue
             ac = ac.reshape(Co, i1 - i0, PW)[:, :, :OW]
             if b3 is None:
                 np.copyto(y[n, :, i0:i1], ac)
