@@ -17,12 +17,12 @@ on two uniforms; ``integers`` maps 64 random bits per value (128 for ranges abov
 range by a multiply-high, so no value is more likely than another by more than range / 2**64
 relative; ``permutation`` sorts 64-bit random keys.
 """
-import math
-import operator
+import math as _math
+import operator as _operator
 
-from ruda import _creation, _data_type, _dtypes, _elementwise as ew, _hints, _manipulation, _sorting
-from ruda import _validation as v
-from ruda._array import Array
+from ruda import _creation, _data_type, _dtypes, _elementwise as _ew, _hints, _manipulation, _sorting
+from ruda import _validation as _v
+from ruda._array import Array as _Array
 
 __all__ = ["Generator", "default_rng", "philox4x32"]
 
@@ -60,7 +60,7 @@ def philox4x32(counter, key, rounds=10, *, wide=None):
     results are the same bits either way)."""
     c0, c1, c2, c3 = counter
     wide = _wide(c0) if wide is None else wide
-    k0, k1 = (operator.index(k) & _MASK for k in key)
+    k0, k1 = (_operator.index(k) & _MASK for k in key)
     for r in range(rounds):
         if r:
             k0, k1 = (k0 + _W0) & _MASK, (k1 + _W1) & _MASK
@@ -104,7 +104,7 @@ class Generator:
     """
 
     def __init__(self, seed=0):
-        seed = operator.index(seed)
+        seed = _operator.index(seed)
         if not 0 <= seed < 2**64:
             raise ValueError(f"ruda.random.Generator: seed must be in [0, 2**64); got {seed}")
         self.seed = seed
@@ -115,9 +115,9 @@ class Generator:
 
     def bits(self, shape=(), *, device=None):
         """The raw uint32 words of the next call's stream, in C order."""
-        shape = v.shape("random.bits", shape)
-        dev = v.device_or_default(device)
-        return _manipulation.reshape(self._words(math.prod(shape), dev), shape)
+        shape = _v.shape("random.bits", shape)
+        dev = _v.device_or_default(device)
+        return _manipulation.reshape(self._words(_math.prod(shape), dev), shape)
 
     def _words(self, n, dev):
         c = self.calls
@@ -132,8 +132,8 @@ class Generator:
 
     def _float_dtype(self, fn, dtype, dev):
         if dtype is None:
-            return v.default_dtype(dev, "real floating")
-        dt = v.dtype(f"random.{fn}", dtype, dev)
+            return _v.default_dtype(dev, "real floating")
+        dt = _v.dtype(f"random.{fn}", dtype, dev)
         if dt.kind != "f":
             raise TypeError(f"ruda.random.{fn}: dtype must be a real floating dtype; got "
                             f"{_dtypes.name(dt)}")
@@ -153,10 +153,10 @@ class Generator:
 
     def random(self, shape=(), *, dtype=None, device=None):
         """Uniform floats in [0, 1)."""
-        shape = v.shape("random.random", shape)
-        dev = v.device_or_default(device)
+        shape = _v.shape("random.random", shape)
+        dev = _v.device_or_default(device)
         dt = self._float_dtype("random", dtype, dev)
-        return _manipulation.reshape(self._uniform01(math.prod(shape), dt, dev), shape)
+        return _manipulation.reshape(self._uniform01(_math.prod(shape), dt, dev), shape)
 
     def uniform(self, low=0.0, high=1.0, shape=(), *, dtype=None, device=None):
         """Uniform floats in [low, high) (high itself may come from rounding, as in NumPy)."""
@@ -168,31 +168,31 @@ class Generator:
         loc, scale = _real("normal", "loc", loc), _real("normal", "scale", scale)
         if scale < 0:
             raise ValueError(f"ruda.random.normal: scale must be non-negative; got {scale}")
-        shape = v.shape("random.normal", shape)
-        dev = v.device_or_default(device)
+        shape = _v.shape("random.normal", shape)
+        dev = _v.device_or_default(device)
         dt = self._float_dtype("normal", dtype, dev)
-        n = math.prod(shape)
+        n = _math.prod(shape)
         u = _manipulation.reshape(self._uniform01(2 * n, dt, dev), (n, 2))
-        r = ew.sqrt(-2.0 * ew.log1p(-u[:, 0]))          # 1 - u in (0, 1]: log is finite
-        z = r * ew.cos((2 * math.pi) * u[:, 1])
+        r = _ew.sqrt(-2.0 * _ew.log1p(-u[:, 0]))          # 1 - u in (0, 1]: log is finite
+        z = r * _ew.cos((2 * _math.pi) * u[:, 1])
         return _manipulation.reshape(loc + scale * z, shape)
 
     def integers(self, low, high=None, shape=(), *, dtype=None, device=None):
         """Integers in [low, high) (``integers(high)``: [0, high)); dtype: the default integer."""
         if high is None:
             low, high = 0, low
-        low, high = operator.index(low), operator.index(high)
+        low, high = _operator.index(low), _operator.index(high)
         if high <= low:
             raise ValueError(f"ruda.random.integers: needs low < high; got low={low}, high={high}")
-        shape = v.shape("random.integers", shape)
-        dev = v.device_or_default(device)
-        dt = v.default_dtype(dev, "integral") if dtype is None else v.dtype("random.integers", dtype, dev)
+        shape = _v.shape("random.integers", shape)
+        dev = _v.device_or_default(device)
+        dt = _v.default_dtype(dev, "integral") if dtype is None else _v.dtype("random.integers", dtype, dev)
         if dt.kind not in "iu":
             raise TypeError(f"ruda.random.integers: dtype must be an integer dtype; got {_dtypes.name(dt)}")
         info = _dtypes.iinfo_object(dt)
         if low < info.min or high - 1 > info.max:
             raise ValueError(f"ruda.random.integers: [{low}, {high}) does not fit {_dtypes.name(dt)}")
-        n, r = math.prod(shape), high - low
+        n, r = _math.prod(shape), high - low
         limbs = 2 if r <= 2**32 else 4                 # 32 more random bits than the range
         w = _manipulation.reshape(self._words(limbs * n, dev), (n, limbs))
         q = _mulhigh([w[:, i] for i in range(limbs)], r)
@@ -204,13 +204,13 @@ class Generator:
 
     def permutation(self, x, *, device=None):
         """A random permutation of ``arange(x)`` for an int, else of array ``x`` along axis 0."""
-        if x.__class__ is Array:
+        if x.__class__ is _Array:
             if x.ndim == 0:
                 raise ValueError("ruda.random.permutation: x must have at least one dimension")
             idx = self.permutation(x.shape[0], device=x.device)
             return x[idx]
-        n = operator.index(x)
-        dev = v.device_or_default(device)
+        n = _operator.index(x)
+        dev = _v.device_or_default(device)
         w = _manipulation.reshape(self._words(2 * n, dev), (n, 2))
         idx = _sorting.argsort(w[:, 1], stable=True)             # 64-bit keys: low word first,
         return idx[_sorting.argsort(w[:, 0][idx], stable=True)]  # then the high word, stably
@@ -241,8 +241,8 @@ def default_rng(seed=0):
 
 
 def _real(fn, arg, value):
-    value = v.python_scalar(value)
-    if not v.is_scalar(value) or isinstance(value, complex | bool):
+    value = _v.python_scalar(value)
+    if not _v.is_scalar(value) or isinstance(value, complex | bool):
         raise TypeError(f"ruda.random.{fn}: {arg} must be a real number; got {value!r}")
     return float(value)
 

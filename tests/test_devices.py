@@ -2,6 +2,7 @@
 (``with ruda.default_device(...)`` > ``ruda.set_default_device`` > ``RUDA_DEVICE`` > cpu) and
 errors for unknown devices and for mixing devices, and the backends' queued copy to the host."""
 import os
+import re
 import subprocess
 import sys
 
@@ -79,6 +80,18 @@ def test_unknown_device_lists_available():
         if not any(str(d).startswith(kind) for d in xp.devices()):
             with pytest.raises(ValueError, match=rf"device '{kind}:7' is not available.*available devices: {listing}"):
                 xp.device(f"{kind}:7")
+
+
+@pytest.mark.parametrize("kind,extra", [("wgpu", r"ruda\[wgpu\]"),
+                                        ("cuda", r"ruda\[cuda12\] or ruda\[cuda13\]")])
+def test_a_backend_that_cannot_import_names_its_extra(monkeypatch, kind, extra):
+    from ruda import backends
+
+    def missing(k):
+        raise ImportError(f"No module named {k!r}")
+    monkeypatch.setattr(backends, "backend_class", missing)
+    assert re.fullmatch(rf"cannot import its backend \(No module named '{kind}'\); install {extra}",
+                        backends.unavailable(kind))
 
 
 def test_default_device_is_cpu_without_configuration(clean_default):

@@ -51,7 +51,8 @@ ARRAY = ["T", "mT", "device", "dtype", "ndim", "shape", "size", "to_device", "__
          "__neg__", "__or__", "__pos__", "__pow__", "__rshift__", "__setitem__", "__sub__",
          "__truediv__", "__xor__"]
 
-PUBLIC_MODULES = ["ruda", "ruda.linalg", "ruda.fft", "ruda.data", "ruda.distributed"]
+PUBLIC_MODULES = ["ruda", "ruda.linalg", "ruda.fft", "ruda.data", "ruda.distributed", "ruda.nn",
+                  "ruda.nn.models", "ruda.random"]
 
 
 def _public_submodule(mod, name):

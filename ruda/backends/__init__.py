@@ -355,6 +355,7 @@ def kinds():
 
 
 _broken = {}   # kind -> why its backend failed to load or discover
+_EXTRAS = {"wgpu": "ruda[wgpu]", "cuda": "ruda[cuda12] or ruda[cuda13]"}   # what brings it
 
 
 def discover(kind):
@@ -372,7 +373,8 @@ def unavailable(kind):
     try:
         cls = backend_class(kind)
     except ImportError as e:
-        return f"cannot import its backend ({e})"
+        extra = _EXTRAS.get(kind)
+        return f"cannot import its backend ({e})" + (f"; install {extra}" if extra else "")
     if kind in _broken:
         return f"its backend failed ({_broken[kind]})"
     if cls.discover():

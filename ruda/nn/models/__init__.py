@@ -4,7 +4,7 @@
 ``load(path, device=None, dtype=None, quantized=True)`` returns a decoder (``generate``,
 ``chat``, ``forward``, ``tokenizer``) for the architectures in ``SUPPORTED``, or for a BERT
 directory an encoder (:class:`Bert`: ``encode`` gives pooled sentence embeddings)."""
-import os
+import os as _os
 
 from ruda.nn.models.llama import ARCHITECTURES as _DECODERS, SUPPORTED, Llama
 from ruda.nn.models.bert import Bert
@@ -37,9 +37,9 @@ def load(path, device=None, dtype=None, quantized=True):
     Weights go to ``device`` (default: ruda's default device) straight from the memory-mapped
     file, cast to ``dtype`` when given. ``quantized`` (GGUF only): keep Q8_0/Q4_0/Q4_1 tensors
     quantized (``ruda.nn.QuantizedWeight``) rather than dequantizing them at load."""
-    p = os.fspath(path)
+    p = _os.fspath(path)
     if p.endswith(".gguf"):
-        if not os.path.isfile(p):
+        if not _os.path.isfile(p):
             raise _err(ValueError, "path", "an existing .gguf file", repr(p))
         try:
             from ruda.nn.models._gguf import load_gguf
@@ -48,7 +48,7 @@ def load(path, device=None, dtype=None, quantized=True):
                        f"in this build: {e})", repr(p)) from None
         config, weights, tok, tc = load_gguf(p, device, dtype, quantized)
         return _build(config, weights, tok, tc, None, device, dtype)
-    if not os.path.isdir(p):
+    if not _os.path.isdir(p):
         raise _err(ValueError, "path", "a model directory or a .gguf file", repr(p))
     from ruda.nn.models import _hf, bert
     config = _hf.read_config(p)
@@ -56,6 +56,6 @@ def load(path, device=None, dtype=None, quantized=True):
         return bert.load(p, device, dtype)
     _check_arch(config)                        # an unsupported model before reading weights
     weights = _hf.load_safetensors(p, device, dtype)
-    tok = _hf.load_tokenizer(p) if os.path.isfile(os.path.join(p, "tokenizer.json")) else None
+    tok = _hf.load_tokenizer(p) if _os.path.isfile(_os.path.join(p, "tokenizer.json")) else None
     return _build(config, weights, tok, _hf.read_json(p, "tokenizer_config.json"),
                   _hf.read_json(p, "generation_config.json"), device, dtype)
