@@ -157,6 +157,9 @@ def test_host_kernel_matches_composed(monkeypatch, missing):
                        ((1, 16, 48, 48), (8, 16, 3, 3), dict(padding=1)),   # threaded copy
                        ((2, 32, 48, 48), (8, 32, 3, 3), dict(padding=1)),   # images on threads
                        ((2, 16, 13, 12), (8, 16, 3, 3), dict(stride=2, padding=1)),  # phases
+                       ((2, 16, 9, 10), (8, 16, 3, 2), dict(padding="same", dilation=(1, 3))),
+                       ((2, 16, 6, 1), (8, 16, 3, 3), dict(padding=1)),     # x's own pitch
+                       ((1, 16, 5, 2), (8, 16, 3, 5), dict(padding=(1, 2))),
                        ((1, 16, 12, 11), (6, 16, 3, 2), dict(padding=(2, 0), dilation=(2, 3)))]:
         for dt in (np.float32, np.float64):
             a, w = rng.standard_normal(xs).astype(dt), rng.standard_normal(ws).astype(dt)

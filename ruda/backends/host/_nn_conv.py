@@ -236,6 +236,31 @@ if _nb is not None:
                     dt[k] = st[k]
 
     @_nb.njit(nogil=True, fastmath=False, cache=True)
+    def _shift_flat(x, shifted, pt, pl, dw):
+        """``_shift_rows`` at the input's own pitch W (stride 1, output width W): shifted[c, t]
+        row pt + i = x[c, i] shifted by t * dw - pl, zero past its ends, as one flat copy of
+        the plane then the few elements per row that it carried over from the next or
+        previous row zeroed (the zero rows above and below stay from the first call)."""
+        C, H, W = x.shape
+        KW = shifted.shape[1]
+        HW = H * W
+        base = pt * W
+        for c in range(C):
+            src = x[c].reshape(HW)
+            for t in range(KW):
+                sh = t * dw - pl
+                d = shifted[c, t, base:]
+                k0, k1 = max(0, -sh), min(HW, HW - sh)
+                dk, sk = d[k0:k1], src[k0 + sh:k1 + sh]
+                for k in range(k1 - k0):
+                    dk[k] = sk[k]
+                j0, j1 = (W - sh, W) if sh > 0 else (0, -sh)
+                for i in range(H):
+                    r = d[i * W:]
+                    for j in range(max(0, j0), min(W, j1)):
+                        r[j] = 0
+
+    @_nb.njit(nogil=True, fastmath=False, cache=True)
     def _crop_bias(acc, b, y, i0, PW):
         """y[c, i0 + i, j] = sum over a of acc[a, c, i * PW + j] (the kernel rows' products,
         summed in order) + b[c], for the rows the band holds."""
@@ -311,7 +336,7 @@ if _nb is not None:
                         _crop(acc[j], out[n, o0 + j], i0, rows, PW)
 
 else:
-    _depthwise = _depthwise_same3 = _thin = _shift_rows = _crop_bias = None
+    _depthwise = _depthwise_same3 = _thin = _shift_rows = _shift_flat = _crop_bias = None
 
 
 def _work(dt):
@@ -441,7 +466,10 @@ def _rows_gemm(x, w, bias, stride, padding, dilation, out):
     are a strided slab of ``shifted`` (rows (c, t) at one pitch): one sgemm per kernel row,
     accumulated, then the bias added where the band is cropped into the output. KW copies of
     the input instead of the KH * KW of a full im2col. Stride 1 with Numba copies and crops in
-    two small loops (``_shift_rows``, ``_crop_bias``), NumPy's strided copies otherwise."""
+    two small loops (``_shift_rows``, ``_crop_bias``; the kernel rows' products summed in the
+    crop), and where the output is as wide as x (``"same"``) at x's own pitch, each row's
+    shift zero past its ends (``_shift_flat``), so no product column is scratch; NumPy's
+    strided copies otherwise."""
     N, C, H, W = x.shape
     Co, _, KH, KW = w.shape
     OH, OW = out
@@ -452,6 +480,12 @@ def _rows_gemm(x, w, bias, stride, padding, dilation, out):
     y = np.empty((N, Co, OH, OW), x.dtype)
     PH = -(-max((OH - 1) * sh + (KH - 1) * dh + 1, pt + H) // sh)
     PW = -(-max((OW - 1) * sw + (KW - 1) * dw + 1, pl + W) // sw)
+    # stride 1 with Numba: the shifted copies straight from x, the bias added in the crop;
+    # where the output is as wide as x, at x's pitch (no scratch columns in the products)
+    direct = sh == sw == 1 and _shift_rows is not None
+    tight = direct and OW == W
+    if tight:
+        PW = W
     PL = PH * PW + PW + KW * dw           # a phase plane and slack for the wide rows' taps
     R = max(1, min(OH, _ROWS // (K * PW)))
     tasks = [(n, i0) for n in range(N) for i0 in range(0, OH, R)]
@@ -459,8 +493,6 @@ def _rows_gemm(x, w, bias, stride, padding, dilation, out):
     one_blas = _blas_one_thread()
     T = min(_workers.THREADS, len(tasks)) if one_blas is not None else 1
     b3 = None if bias is None else bias.reshape(Co, 1, 1)
-    # stride 1 with Numba: the shifted copies straight from x, the bias added in the crop
-    direct = sh == sw == 1 and _shift_rows is not None
     bz = np.zeros(Co, x.dtype) if bias is None else bias
     # rows (c, t) of each kernel row a's columns lie at one pitch in ``shifted`` (a copy of
     # the phases per kernel column t, shifted by its offset), so kernel row a is one sgemm on
@@ -486,7 +518,9 @@ def _rows_gemm(x, w, bias, stride, padding, dilation, out):
         have = -1
         for n, i0 in tasks[i * len(tasks) // T:(i + 1) * len(tasks) // T]:
             if n != have:
-                if direct:
+                if tight:
+                    _shift_flat(x[n], shifted.reshape(C, KW, PL), pt, pl, dw)
+                elif direct:
                     _shift_rows(x[n], shifted.reshape(C, KW, PL), PW, pt, pl, dw)
                 else:
                     np.copyto(inner, x[n])
