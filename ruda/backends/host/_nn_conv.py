@@ -376,8 +376,9 @@ def conv(x, w, bias, stride, padding, dilation, groups):
                 _depthwise(*args, a, b)
         # planes split over the host's workers: Numba's thread team would hand off faster
         # (~80 us less a call on 2 cores), but its spinning idle threads slow the BLAS and
-        # elementwise work after it by more (a MobileNetV2 forward: ~160 ms -> ~200)
-        _workers.run_split(N * Co, planes, _workers.THREADS if y.size >= 1 << 15 else 1)
+        # elementwise work after it by more (a MobileNetV2 forward: ~160 ms -> ~200); four
+        # ranges a thread, so that the caller takes more of them while a worker wakes up
+        _workers.run_split(N * Co, planes, 4 * _workers.THREADS if y.size >= 1 << 15 else 1)
     elif groups == 1 and C <= _THIN and ks == (3, 3) and _thin is not None:
         y = np.empty((N, Co) + out, dtype=wdt)
         args = (xw, ww, bw, y, stride[0], stride[1], dilation[0], dilation[1], padding[0][0],
