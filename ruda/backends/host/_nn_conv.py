@@ -2,7 +2,8 @@
 
 Depthwise convolution (groups == C_in, one input channel per group) runs a Numba direct loop,
 parallel over (image, output channel) planes on the host's workers: each plane padded into its
-stride phases in a per-thread buffer, then one vectorized axpy per kernel tap. A dense 3x3 conv
+stride phases in a per-thread buffer, then one vectorized axpy per kernel tap (3x3 stride 1
+padding 1: at the plane's own pitch, ``_depthwise_same3``). A dense 3x3 conv
 of at most ``_THIN`` input channels (an RGB stem) runs a Numba direct loop over images too
 (``_thin``). Everything else is im2col + BLAS: 2-d one-group convs with C_in * KW of at least
 ``_ROWS_MIN_K`` (on several threads) in (image, band of output rows) tasks, one sgemm per
