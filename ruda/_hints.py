@@ -8,13 +8,15 @@ Keyword hints cost nothing on a call that binds: with the C accelerator each fun
 ``ruda._speedups.Function`` (as the fast-path functions already are) whose call hands a
 TypeError raised while the arguments bound (the function never ran) to :func:`keyword_error`;
 without it a Python wrapper does the same in an ``except`` clause.
+
+It knows nothing of arrays (layer 1): the namespace and ``ruda.nn`` install it on their functions.
 """
 import functools
 import itertools
 import sys
 import types
 
-from ruda._array import _speedups
+from ruda.runtime.accelerator import speedups as _speedups
 
 # A keyword from NumPy/CuPy/PyTorch -> (the standard's keywords it may mean, tried in order on
 # the function's own parameters; a note when none of them fits or to say how values map)
@@ -219,7 +221,6 @@ NOTES = {
                 "(the dividend's sign) is not in the array API",
         "logspace": "use ruda.pow(10.0, ruda.linspace(start, stop, num))",
         "dtype": "dtypes are ruda attributes: ruda.float32, ruda.int64, ...",
-        "random": "ruda has no random module: draw with NumPy and call ruda.asarray(..., device=...)",
         "shape": "use x.shape",
         "ndim": "use x.ndim",
         "size": "use x.size",
@@ -239,7 +240,7 @@ NOTES = {
     },
 }
 # subpackages imported on request, not by ``import ruda``
-_SUBPACKAGES = ("data", "distributed", "bench")
+_SUBPACKAGES = ("nn", "data", "distributed", "bench")
 
 
 def module_getattr(modname):

@@ -284,6 +284,23 @@ def test_numpy_attribute_names_get_hints(module, name, pattern):
     assert not hasattr(module, name)
 
 
+def test_subpackages_not_yet_imported_are_named():
+    """``ruda.nn`` (and data, distributed) before ``import ruda.nn``: the error says to import
+    it (a fresh process: this one imported them already)."""
+    import subprocess
+    import sys
+    code = ("import ruda\n"
+            "for name in ('nn', 'data', 'distributed'):\n"
+            "    try:\n"
+            "        getattr(ruda, name)\n"
+            "    except AttributeError as e:\n"
+            "        print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == [
+        f"module 'ruda' has no attribute {n!r}; import ruda.{n} first"
+        for n in ("nn", "data", "distributed")], out.stdout + out.stderr
+
+
 def test_namespace_calls_warn_nothing(device):
     """ruda's own calls on ordinary input warn nothing (NumPy 2's fftn(s=..., axes=None)
     deprecation included): every warning is an error here."""

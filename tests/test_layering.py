@@ -2,8 +2,9 @@
 
 Each module may import only its own layer and those below it:
 
-1. ``ruda._dtypes``, ``ruda._version``, ``ruda.runtime``: kernel IR, renderers, packing, caches,
-   tuner, checksums; they know nothing of arrays.  The C accelerator ``ruda._speedups`` (it
+1. ``ruda._dtypes``, ``ruda._version``, ``ruda._hints`` (keyword and attribute hints for NumPy
+   and PyTorch spellings), ``ruda.runtime``: kernel IR, renderers, packing, caches, tuner,
+   checksums; they know nothing of arrays.  The C accelerator ``ruda._speedups`` (it
    imports no ruda module) sits here too: the array's base type and the CRC-32 come from it.
 2. ``ruda.backends``: the contract (``ruda/backends/__init__.py``) and one package per device.
 3. ``ruda._devices``, ``ruda._array``, ``ruda._host_conversion`` (the array's NumPy conversion
@@ -26,7 +27,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "ruda"
 
 # (module or package prefix, layer); the longest matching prefix wins.
 LAYERS = [
-    ("ruda._dtypes", 1), ("ruda._version", 1), ("ruda.runtime", 1),
+    ("ruda._dtypes", 1), ("ruda._version", 1), ("ruda._hints", 1), ("ruda.runtime", 1),
     ("ruda._speedups", 1),     # a C extension: imports no ruda module
     ("ruda.backends", 2),
     ("ruda._devices", 3), ("ruda._array", 3), ("ruda._host_conversion", 3),
