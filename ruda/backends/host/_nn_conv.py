@@ -249,13 +249,13 @@ if _nb is not None:
         for c in range(C):
             src = x[c].reshape(HW)
             for t in range(KW):
-                sh = t * dw - pl
+                s = t * dw - pl
                 d = shifted[c, t, base:]
-                k0, k1 = max(0, -sh), min(HW, HW - sh)
-                dk, sk = d[k0:k1], src[k0 + sh:k1 + sh]
+                k0, k1 = max(0, -s), min(HW, HW - s)
+                dk, sk = d[k0:k1], src[k0 + s:k1 + s]
                 for k in range(k1 - k0):
                     dk[k] = sk[k]
-                j0, j1 = (W - sh, W) if sh > 0 else (0, -sh)
+                j0, j1 = (W - s, W) if s > 0 else (0, -s)
                 for i in range(H):
                     r = d[i * W:]
                     for j in range(max(0, j0), min(W, j1)):
