@@ -481,13 +481,11 @@ def _rows_gemm(x, w, bias, stride, padding, dilation, out):
     K = C * KH * KW
     y = np.empty((N, Co, OH, OW), x.dtype)
     PH = -(-max((OH - 1) * sh + (KH - 1) * dh + 1, pt + H) // sh)
-    PW = -(-max((OW - 1) * sw + (KW - 1) * dw + 1, pl + W) // sw)
     # stride 1 with Numba: the shifted copies straight from x, the bias added in the crop;
     # where the output is as wide as x, at x's pitch (no scratch columns in the products)
     direct = sh == sw == 1 and _shift_rows is not None
     tight = direct and OW == W
-    if tight:
-        PW = W
+    PW = W if tight else -(-max((OW - 1) * sw + (KW - 1) * dw + 1, pl + W) // sw)
     PL = PH * PW + PW + KW * dw           # a phase plane and slack for the wide rows' taps
     R = max(1, min(OH, _ROWS // (K * PW)))
     tasks = [(n, i0) for n in range(N) for i0 in range(0, OH, R)]
@@ -504,9 +502,9 @@ def _rows_gemm(x, w, bias, stride, padding, dilation, out):
     wk = np.ascontiguousarray(w.transpose(2, 0, 1, 3)).reshape(KH, Co, C * KW)
 
     def run(i):
-        # direct: each kernel row's product in its own slab, summed in the crop (no add passes)
-        acc = np.empty((KH if direct else 1, Co, R * PW), x.dtype)
-        tmp = np.empty((Co, R * PW), x.dtype) if KH > 1 and not direct else None
+        # direct: each kernel row's product in its own slab, summed in the crop (no add
+        # passes); else the first slab accumulates the products made in the second
+        acc = np.empty((KH if direct else min(KH, 2), Co, R * PW), x.dtype)
         shifted = np.zeros((C, KW, sh, PL), x.dtype)
         rows = shifted.reshape(C * KW, sh * PL)
         if not direct:
@@ -533,22 +531,17 @@ def _rows_gemm(x, w, bias, stride, padding, dilation, out):
                 have = n
             i1 = min(OH, i0 + R)
             L = (i1 - i0) * PW
-            if direct:
-                for a, o in enumerate(row_offsets):
-                    o += i0 * PW
-                    np.matmul(wk[a], rows[:, o:o + L], out=acc[a] if L == R * PW else acc[a, :, :L])
-                _crop_bias(acc, bz, y[n], i0, PW)
-                continue
-            ac = acc[0] if L == R * PW else acc[0, :, :L]
+            ac = acc[:, :, :L]
             for a, o in enumerate(row_offsets):
                 o += i0 * PW
-                if a == 0:
-                    np.matmul(wk[0], rows[:, o:o + L], out=ac)
-                else:
-                    tm = tmp if L == tmp.shape[1] else tmp[:, :L]
-                    np.matmul(wk[a], rows[:, o:o + L], out=tm)
-                    np.add(ac, tm, out=ac)
-            ac = ac.reshape(Co, i1 - i0, PW)[:, :, :OW]
+                k = a if direct else min(a, 1)
+                np.matmul(wk[a], rows[:, o:o + L], out=ac[k])
+                if k and not direct:
+                    np.add(ac[0], ac[1], out=ac[0])
+            if direct:
+                _crop_bias(acc, bz, y[n], i0, PW)
+                continue
+            ac = ac[0].reshape(Co, i1 - i0, PW)[:, :, :OW]
             if b3 is None:
                 np.copyto(y[n, :, i0:i1], ac)
             else:
