@@ -20,7 +20,8 @@ relative; ``permutation`` sorts 64-bit random keys.
 import math as _math
 import operator as _operator
 
-from ruda import _creation, _data_type, _dtypes, _elementwise as _ew, _hints, _manipulation, _sorting
+from ruda import (_creation, _data_type, _dtypes, _elementwise as _ew, _hints, _manipulation,
+                  _sorting)
 from ruda import _validation as _v
 from ruda._array import Array as _Array
 

@@ -7,9 +7,10 @@ and ``rms_norm`` are Numba row loops (a parallel and a serial build, ``_jit.py``
 accumulating in float64, the sums reassociated so that they vectorize (``add_rms_norm``: the
 residual add in the same loop, decoding-sized rows); where Numba is missing they run blocked
 NumPy. float32 erf, gelu (both forms), elu, silu, sigmoid, softplus, hardsigmoid, hardswish,
-relu6 and glu are single Numba loops without libm calls, so LLVM vectorizes them; float64 and Numba-less runs use NumPy block functions (both in
-``_nn_math.py``). ``dropout`` draws ruda.random's Philox words in the same pass
-(``_philox.py``). bfloat16 computes in float32 and rounds once.
+relu6 and glu are single Numba loops without libm calls, so LLVM vectorizes them; float64
+and Numba-less runs use NumPy block functions (both in ``_nn_math.py``). ``dropout`` draws
+ruda.random's Philox words in the same pass (``_philox.py``). bfloat16 computes in float32
+and rounds once.
 """
 import numpy as np
 
