@@ -109,6 +109,7 @@ try:
 except ImportError:          # optional: decode rows and apply_rope then go through NumPy
     _nb = None
 
+_decode_fused = _normalize_rows = _mask_after = None
 if _nb is not None:
     @_nb.njit(cache=True, fastmath={"reassoc", "contract", "nsz", "arcp"})
     def _decode_fused(q, k, kf, v, vf, scale, lo, out):
@@ -149,9 +150,6 @@ if _nb is not None:
                 for d in range(Dv):
                     o[d] *= inv
 
-
-_normalize_rows = _mask_after = None
-if _nb is not None:
     @_nb.njit(cache=True, nogil=True, fastmath={"nsz", "arcp"})
     def _normalize_rows(o, out):
         """``_normalize`` of rows (n, Dv + 1) into (n, Dv): one pass without the GIL (NumPy's
