@@ -24,7 +24,7 @@ def _python(fn):
 
 
 def _function(kind, fn, extra):
-    """``fn`` with the C fast path ``kind`` (see m_function in ruda/_speedups.c)."""
+    """``fn`` with the C fast path ``kind`` (see m_function in ruda/_speedups_c/register.h)."""
     f = _speedups.function(kind, _python(fn), extra)
     _hints.pickled_by_name(f)
     return f
@@ -106,7 +106,7 @@ def install():
         name = fn.__name__
         _speedups.operators(name, _operators.reflected(fn), _operators.inplace(fn, name),
                             _devices.CPU.backend.binary_ufunc(name))
-    # `x * 2.5 + 1.0` reuses the temporary (see elide() in _speedups.c)
+    # `x * 2.5 + 1.0` reuses the temporary (see elide() in ruda/_speedups_c/elision.h)
     _speedups.elision(tuple(d for d in host if d.kind in "fc"))
     # the mapping slots' fast path takes int/slice/... keys of host arrays, the rest goes here
     _speedups.indexing(_indexing.getitem, _indexing.setitem,

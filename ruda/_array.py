@@ -31,14 +31,14 @@ _speedups = accelerator.speedups
 
 def check_build(speedups):
     """ImportError unless C module ``speedups`` knows exactly the table's binary elementwise ops
-    (ruda/_speedups.c's OP_NAMES against ruda.backends.ELEMENTWISE_BINARY_CATEGORIES)."""
+    (OP_NAMES of ruda/_speedups_c/state.h against ruda.backends.ELEMENTWISE_BINARY_CATEGORIES)."""
     from ruda.backends import ELEMENTWISE_BINARY
     built = getattr(speedups, "BINARY_OPS", ())
     if set(built) != set(ELEMENTWISE_BINARY) or len(built) != len(ELEMENTWISE_BINARY):
         raise ImportError(
             "ruda._speedups was built for other binary elementwise ops than "
-            "ruda.backends.ELEMENTWISE_BINARY_CATEGORIES (ruda/_speedups.c: OP_NAMES): missing in "
-            f"C {sorted(set(ELEMENTWISE_BINARY) - set(built))}, not in the table "
+            "ruda.backends.ELEMENTWISE_BINARY_CATEGORIES (ruda/_speedups_c/state.h: OP_NAMES): "
+            f"missing in C {sorted(set(ELEMENTWISE_BINARY) - set(built))}, not in the table "
             f"{sorted(set(built) - set(ELEMENTWISE_BINARY))}; rebuild it "
             "(python3 setup.py build_ext --inplace) or set RUDA_PURE_PYTHON=1")
 

@@ -81,7 +81,7 @@ def test_c_op_list_matches_the_table():
     c = _array._speedups.BINARY_OPS
     assert sorted(c) == sorted(ELEMENTWISE_BINARY)
     # and the C source's list is what the build holds
-    with open(_generate.PATH.with_name("_speedups.c")) as f:
+    with open(_generate.PATH.parent / "_speedups_c" / "state.h") as f:
         src = f.read()
     body = re.search(r"OP_NAMES\[N_OPS\] = \{(.*?)\};", src, re.S).group(1)
     assert tuple(re.findall(r'"(\w+)"', body)) == c
