@@ -85,6 +85,26 @@ def test_depthwise(case, dtype, with_bias):
     np.testing.assert_allclose(_host(y, dtype), want, rtol=tol, atol=tol * np.abs(want).max())
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "float16"])
+@pytest.mark.parametrize("case", [0, 1, 2, 3])
+@pytest.mark.parametrize("vec", [1, 4])
+def test_depthwise_by_planes(case, dtype, vec):
+    """The by-planes kernel on a grid smaller than the planes and the positions (both loops
+    wrap; a thread's vector crosses rows of the output), with and without bias."""
+    x, w, b, stride, pad, dil, groups = _data(case, dtype)
+    b = b if vec > 1 else None
+    want, out = _torch(x, w, b, stride, pad, dil, groups)
+    k3 = as_3d(w.shape[2:], 1)
+    fn = emu.build(conv_cuda.depthwise_plane(dtype, k3, vec), "ruda_conv_dw_plane",
+                   "const T* x, const T* w, const T* b, T* y, int planes, int C, int m, " + GEO)
+    y = _dev(np.full(want.shape, np.nan), dtype)
+    emu.launch(fn, (2, 3), 8, _dev(x, dtype), _dev(w, dtype), None if b is None else _dev(b, dtype), y,
+               i32(want.shape[0] * want.shape[1]), i32(x.shape[1]), i32(w.shape[0] // x.shape[1]),
+               *_geo(x, out, stride, dil, pad))
+    tol = TOL[dtype]
+    np.testing.assert_allclose(_host(y, dtype), want, rtol=tol, atol=tol * np.abs(want).max())
+
+
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
 @pytest.mark.parametrize("case", [1, 3, 4, 5, 6, 7])
 @pytest.mark.parametrize("vec", [False, True])

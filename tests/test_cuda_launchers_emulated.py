@@ -303,3 +303,29 @@ def test_conv(monkeypatch, make, tol, planes):
         np.testing.assert_allclose(f64(y), want, rtol=tol, atol=tol * np.abs(want).max())
         assert launched == (kernels if planes else
                             [k.replace("_plane", "") for k in kernels])
+
+
+@pytest.mark.parametrize("make,tol", [(bf16, 2e-2), (lambda a: dev(a.astype(np.float32)), 1e-5)])
+def test_depthwise_by_planes(make, tol):
+    """Depthwise at stride 1 on planes of at least ``DW_PLANE_MIN_L`` positions: one launch of
+    the by-planes kernel (bias fused; without bias, multiplier 2 and dilation in 1-d); strided
+    or smaller, the flat kernel."""
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    rng = np.random.default_rng(8)
+    cases = [((2, 3, 40, 30), (6, 1, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), True, "ruda_conv_dw_plane"),
+             ((3, 4, 600), (8, 1, 5), (1,), ((4, 4),), (2,), False, "ruda_conv_dw_plane"),
+             ((2, 4, 25, 23), (4, 1, 3, 3), (2, 2), ((1, 1), (2, 2)), (1, 2), True, "ruda_conv_dw"),
+             ((1, 2, 80, 70), (2, 1, 3, 3), (2, 1), ((1, 1), (1, 1)), (1, 1), True, "ruda_conv_dw")]
+    for xs, ws, stride, pads, dil, with_bias, kernel in cases:
+        launched.clear()
+        x, w = make(rng.standard_normal(xs)), make(rng.standard_normal(ws))
+        b = make(rng.standard_normal(ws[0])) if with_bias else None
+        y = _nn_conv.conv(x, w, b, stride, pads, dil, xs[1])
+        want = getattr(F, f"conv{len(xs) - 2}d")(
+            torch.from_numpy(f64(x)), torch.from_numpy(f64(w)),
+            None if b is None else torch.from_numpy(f64(b)), stride=stride,
+            padding=tuple(lo for lo, _ in pads), dilation=dil, groups=xs[1]).numpy()
+        assert y.shape == want.shape and y.dtype == x.dtype
+        np.testing.assert_allclose(f64(y), want, rtol=tol, atol=tol * np.abs(want).max())
+        assert launched == [kernel]

@@ -1,6 +1,6 @@
 """Bench cases of ruda.nn's convolution (group ``conv``): conv2d at ResNet and MobileNetV2 layer
 shapes, and the whole MobileNetV2 forward, batch 8, float32; on GPUs also a bfloat16 3x3 conv at
-64x256x56x56 and MobileNetV2 at batch 64.
+64x256x56x56, and MobileNetV2 and its depthwise layers at batch 64.
 
 Contestants: ruda on each device (ruda.nn) against torch on its device (torch.nn.functional:
 ``torch:cpu`` on the host, ``torch`` on cuda); others have no convolution and are skipped.
@@ -110,4 +110,11 @@ def cases(quick=False, sizes=None):
                         _make(xs, ws, dict(padding=1), "bfloat16", gpu_only=True),
                         flops=2 * 64 * 256 * 256 * 9 * 56 * 56, elements=int(np.prod(xs))))
         out.append(_mobilenet_v2(64, gpu_only=True))
+        for op, xs, ws, kw in SHAPES:     # depthwise at batch 64: kernel-bound, not launch-bound
+            if op.startswith("depthwise"):
+                xs = (64,) + xs
+                out.append(Case(GROUP, op, "x".join(map(str, xs)), "float32",
+                                _make(xs, ws, kw, "float32", gpu_only=True),
+                                flops=2 * int(np.prod(xs)) * 9 // kw.get("stride", 1) ** 2,
+                                elements=int(np.prod(xs))))
     return out

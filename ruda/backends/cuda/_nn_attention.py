@@ -28,7 +28,8 @@ from ruda.runtime.kernels import nn_cuda_attention as gen
 MAX_HEAD_DIM = 128
 # tensor-core kernel tiles: (query rows a block, row tiles of 16 a warp, keys a tile, blocks a
 # multiprocessor to bound registers for, 0: the compiler's choice).  One row tile a warp needs
-# ~170 registers at D = 128, so three 4-warp blocks share a multiprocessor; two need 255 and spill.
+# ~170 registers at D = 128, so three 4-warp blocks share a multiprocessor. Two a warp (each K/V
+# fragment serves 32 rows) need 247 with 32-key tiles, two blocks a multiprocessor: ~14% slower.
 MMA_TILES = (64, 1, 64, 0)
 DECODE_MAX_L = 16       # at most this many queries and ...
 DECODE_MIN_S = 256      # ... at least this many keys: split-key decode

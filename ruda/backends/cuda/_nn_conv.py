@@ -2,7 +2,9 @@
 axes (sources from :mod:`ruda.runtime.kernels.conv_cuda`).
 
 Depthwise convolutions (``groups == C_in``, one input channel per group, any multiplier) run
-a direct kernel, bias included.  Everything else: an im2col kernel writes the columns of a
+a direct kernel, bias included: by output planes at stride 1 where a plane has
+``DW_PLANE_MIN_L`` positions or more (strided, a thread's four outputs read x too sparsely),
+else a thread an output.  Everything else: an im2col kernel writes the columns of a
 block of images (at most ``COLS_BYTES``; a pointwise conv reads x itself; a block a plane of x
 held in shared memory where it fits ``conv_cuda.PLANE_BYTES``), one cuBLAS product per block
 multiplies them by the weight straight into its slice of the NCHW output (groups as a batch
@@ -23,6 +25,7 @@ from ruda.runtime.kernels import conv_cuda as gen
 from ruda.runtime.kernels import nn_cuda
 
 COLS_BYTES = 1 << 28             # columns of one block of images: 256 MiB
+DW_PLANE_MIN_L = 512             # output positions a plane from which depthwise runs by planes
 # cudaDataType, cublasComputeType strict and with TF32, and the scalars' type of the products
 _GEMM_TYPES = {
     np.dtype(np.float32): (_bf16.CUDA_R_32F, _bf16.CUBLAS_COMPUTE_32F,
@@ -81,6 +84,13 @@ def conv(x, w, bias, stride, padding, dilation, groups):
         if y.size == 0:
             return y
         if groups == C and w.shape[1] == 1:
+            if L >= DW_PLANE_MIN_L and all(s == 1 for s in stride):
+                fn = function(("conv_dw_plane", dt, k3), lambda: gen.depthwise_plane(dt, k3, 4),
+                              "ruda_conv_dw_plane")
+                fn(rows_grid(N * Co, -(-L // 4)), (256,), (arg(x), arg(w), arg(bias), arg(y),
+                                                            np.int32(N * Co), np.int32(C),
+                                                            np.int32(Co // C)) + geo)
+                return y
             wide = y.size >= nn_cuda.WIDE
             fn = function(("conv_dw", dt, k3, wide), lambda: gen.depthwise(dt, k3, wide),
                           "ruda_conv_dw")

@@ -9,6 +9,9 @@ output element; consecutive threads take consecutive output columns, so loads co
 ``depthwise(dtype, ks)``
     ``ruda_conv_dw``: groups == C, ``m = C_out / C`` outputs per input channel, direct: every
     tap read from x (out of range: zero padding), bias added, one rounding.
+``depthwise_plane(dtype, ks, vec)``
+    ``ruda_conv_dw_plane``: the same by output planes (a 2-d grid, the plane's taps in
+    registers, ``vec`` positions a thread), for planes of many positions.
 ``im2col(dtype, ks, vec)``
     ``ruda_im2col``: columns ``(N, C * K, L)`` (K taps, L output positions) for a cuBLAS
     product with the weight seen as ``(groups, C_out / groups, C / groups * K)``; a 2-d grid
@@ -33,6 +36,26 @@ _TAPS = r"""
 #define KT (KD * KH * KW)
 """
 
+# the taps of one depthwise output (od, oh, ow) of plane xc summed into acc; WEIGHT(k): tap k's
+_DW_TAPS = r"""
+#pragma unroll
+        for (int a = 0; a < KD; ++a) {
+            const int id = od * sd - pd + a * dd;
+            if ((unsigned)id >= (unsigned)D) continue;
+#pragma unroll
+            for (int e = 0; e < KH; ++e) {
+                const int ih = oh * sh - ph + e * dh;
+                if ((unsigned)ih >= (unsigned)H) continue;
+                const T* row = xc + ((long long)id * H + ih) * W;
+#pragma unroll
+                for (int t = 0; t < KW; ++t) {
+                    const int iw = ow * sw - pw + t * dw;
+                    if ((unsigned)iw < (unsigned)W) acc += ld(row[iw]) * WEIGHT((a * KH + e) * KW + t);
+                }
+            }
+        }
+"""
+
 _DW = r"""
 extern "C" __global__ void __launch_bounds__(256)
 ruda_conv_dw(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
@@ -49,24 +72,43 @@ ruda_conv_dw(const T* __restrict__ x, const T* __restrict__ w, const T* __restri
         const T* xc = x + (n * C + o / m) * plane;
         const T* wo = w + (long long)o * KT;
         A acc = (A)0;
+{taps}        if (b) acc += ld(b[o]);
+        y[i] = st(acc);
+    }}
+}}
+"""
+
+# Depthwise by planes: a 2-d grid (as im2col's) whose y axis walks the output planes (n, o) and
+# x axis a plane's positions, VEC consecutive ones a thread: the plane's taps in registers, one
+# 32-bit division a thread instead of four 64-bit ones per output
+_DW_PLANE = r"""
+#define VEC {vec}
+extern "C" __global__ void __launch_bounds__(256)
+ruda_conv_dw_plane(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
+                   T* __restrict__ y, int planes, int C, int m, {geo}) {{
+    const int OHW = OH * OW, L = OD * OHW, Cm = C * m;
+    for (int r = blockIdx.y; r < planes; r += gridDim.y) {{
+        const int o = r % Cm;
+        const T* xc = x + ((long long)(r / Cm) * C + o / m) * D * H * W;
+        T* yr = y + (long long)r * L;
+        A wk[KT];
 #pragma unroll
-        for (int a = 0; a < KD; ++a) {{
-            const int id = od * sd - pd + a * dd;
-            if ((unsigned)id >= (unsigned)D) continue;
+        for (int k = 0; k < KT; ++k) wk[k] = ld(w[(long long)o * KT + k]);
+        for (int l0 = (blockIdx.x * blockDim.x + threadIdx.x) * VEC; l0 < L;
+             l0 += gridDim.x * blockDim.x * VEC) {{
+            int od = OD == 1 ? 0 : l0 / OHW;
+            const int q = l0 - od * OHW;
+            int oh = q / OW, ow = q - oh * OW;
 #pragma unroll
-            for (int e = 0; e < KH; ++e) {{
-                const int ih = oh * sh - ph + e * dh;
-                if ((unsigned)ih >= (unsigned)H) continue;
-                const T* row = xc + ((long long)id * H + ih) * W;
-#pragma unroll
-                for (int t = 0; t < KW; ++t) {{
-                    const int iw = ow * sw - pw + t * dw;
-                    if ((unsigned)iw < (unsigned)W) acc += ld(row[iw]) * ld(wo[(a * KH + e) * KW + t]);
+            for (int j = 0; j < VEC; ++j) {{
+                if (l0 + j < L) {{
+                    A acc = (A)0;
+{taps}                    if (b) acc += ld(b[o]);
+                    yr[l0 + j] = st(acc);
                 }}
+                if (++ow == OW) {{ ow = 0; if (++oh == OH) {{ oh = 0; ++od; }} }}
             }}
         }}
-        if (b) acc += ld(b[o]);
-        y[i] = st(acc);
     }}
 }}
 """
@@ -196,7 +238,16 @@ def depthwise(dtype, ks, wide=False):
     """Direct depthwise convolution, entry ``ruda_conv_dw(x, w, b, y, total, C, m, geometry)``
     (``b`` may be null; ``w`` is ``(C * m, KD * KH * KW)``); output indices of
     ``nn_cuda.index_type(wide)``."""
-    return nn_cuda.head(dtype) + _taps(ks) + nn_cuda.index_type(wide) + _DW.format(geo=_GEO)
+    taps = "#define WEIGHT(k) ld(wo[k])" + _DW_TAPS + "#undef WEIGHT\n"
+    return nn_cuda.head(dtype) + _taps(ks) + nn_cuda.index_type(wide) + _DW.format(geo=_GEO, taps=taps)
+
+
+def depthwise_plane(dtype, ks, vec=4):
+    """Direct depthwise convolution by output planes, entry ``ruda_conv_dw_plane(x, w, b, y,
+    planes, C, m, geometry)`` (planes = N * C * m), a 2-d grid: x over a plane's positions,
+    ``vec`` consecutive ones a thread, y over the planes (both axes looped)."""
+    taps = "#define WEIGHT(k) wk[k]" + _DW_TAPS + "#undef WEIGHT\n"
+    return nn_cuda.head(dtype) + _taps(ks) + _DW_PLANE.format(geo=_GEO, vec=int(vec), taps=taps)
 
 
 def im2col(dtype, ks, vec=1):
