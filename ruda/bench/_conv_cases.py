@@ -93,28 +93,24 @@ def _mobilenet_v2(n, gpu_only=False):
                 flops=2 * 300.8e6 * n, elements=n * 3 * 224 * 224)
 
 
+def _conv_case(op, xs, ws, kw, dtype="float32", gpu_only=False):
+    """A conv2d case of x shape ``xs`` (batch first) and weight ``ws``; flops of the products."""
+    s = kw.get("stride", 1)
+    L = (xs[2] // s) * (xs[3] // s)
+    flops = 2 * xs[0] * ws[0] * ws[1] * ws[2] * ws[3] * L
+    return Case(GROUP, op, "x".join(map(str, xs)), dtype, _make(xs, ws, kw, dtype, gpu_only),
+                flops=flops, elements=int(np.prod(xs)))
+
+
 def cases(quick=False, sizes=None):
     n = 1 if quick else 8
-    out = []
-    for op, xs, ws, kw in SHAPES:
-        xs = (n,) + xs
-        s = kw.get("stride", 1)
-        L = (xs[2] // s) * (xs[3] // s)
-        flops = 2 * n * ws[0] * ws[1] * ws[2] * ws[3] * L
-        out.append(Case(GROUP, op, "x".join(map(str, xs)), "float32",
-                        _make(xs, ws, kw, "float32"), flops=flops, elements=int(np.prod(xs))))
+    out = [_conv_case(op, (n,) + xs, ws, kw) for op, xs, ws, kw in SHAPES]
     out.append(_mobilenet_v2(n))
-    if not quick:       # the GPU lines: bfloat16 ResNet layer and MobileNetV2 at batch 64
-        xs, ws = (64, 256, 56, 56), (256, 256, 3, 3)
-        out.append(Case(GROUP, "conv2d 3x3 256->256", "x".join(map(str, xs)), "bfloat16",
-                        _make(xs, ws, dict(padding=1), "bfloat16", gpu_only=True),
-                        flops=2 * 64 * 256 * 256 * 9 * 56 * 56, elements=int(np.prod(xs))))
+    if not quick:       # the GPU lines: bfloat16 ResNet layer, MobileNetV2 at batch 64 and its
+        # depthwise layers there (kernel-bound, not launch-bound)
+        out.append(_conv_case("conv2d 3x3 256->256", (64, 256, 56, 56), (256, 256, 3, 3),
+                              dict(padding=1), "bfloat16", gpu_only=True))
         out.append(_mobilenet_v2(64, gpu_only=True))
-        for op, xs, ws, kw in SHAPES:     # depthwise at batch 64: kernel-bound, not launch-bound
-            if op.startswith("depthwise"):
-                xs = (64,) + xs
-                out.append(Case(GROUP, op, "x".join(map(str, xs)), "float32",
-                                _make(xs, ws, kw, "float32", gpu_only=True),
-                                flops=2 * int(np.prod(xs)) * 9 // kw.get("stride", 1) ** 2,
-                                elements=int(np.prod(xs))))
+        out += [_conv_case(op, (64,) + xs, ws, kw, gpu_only=True)
+                for op, xs, ws, kw in SHAPES if op.startswith("depthwise")]
     return out
