@@ -9,7 +9,7 @@ into the low- and high-nibble halves of each block), summed at the end, plus
 once, then a dot product per row of x. Q8_0: two weight rows at a time (one row of x), each
 into 32 float lanes ``+= d * x * q`` over the blocks, summed at the end. Both ask for the
 weight rows ``_AHEAD`` rows ahead (``prefetch``): rows stream from memory while the loop computes,
-which alone stalls it (~1.3x a call with them). Large matrices run on the
+which alone stalls it (with them 1.25x a q4_1 call, 1.6x a q8_0 one whose rows come from L3). Large matrices run on the
 thread pool, a chunk of output rows per task; small ones run serially (waking the pool costs
 more than they do). Many rows (prefill): blocks of output rows dequantized to float32 by Numba,
 then one BLAS matmul per block. Without Numba the kernel declines and ruda.nn composes
@@ -40,15 +40,15 @@ if _nb is not None:
         return v - np.float32(16.0) * hi, hi
 
     @_nb.njit(inline="always")
-    def _ask_rows(a, o):
-        """Prefetches rows o and o + 1 of the C-contiguous 2-d array a (a row pair's data
-        arrives while the pairs before it compute: the rows stream from memory)."""
+    def _ask_rows(a, o, n):
+        """Prefetches rows [o, o + n) of the C-contiguous 2-d array a (their data arrives
+        while the rows before them compute: the rows stream from memory)."""
         flat = a.reshape(-1)
         step = 64 // a.itemsize
         start = o * a.shape[1]
-        for c in range(0, 2 * a.shape[1], step):
+        for c in range(0, n * a.shape[1], step):
             prefetch(flat, start + c)
-        prefetch(flat, start + 2 * a.shape[1] - 1)
+        prefetch(flat, start + n * a.shape[1] - 1)
 
     @_nb.njit(inline="always", fastmath=_FAST)
     def _rows_q4(xl, xh, xs, q, d, m, kind, out, o0, o1):
@@ -64,10 +64,10 @@ if _nb is not None:
         for o in range(o0, o1, 2):
             p = min(o + 1, o1 - 1)          # the pair's second row (the first again at an odd end)
             if o + _AHEAD < o1:
-                _ask_rows(q, o + _AHEAD)
-                _ask_rows(d, o + _AHEAD)
+                _ask_rows(q, o + _AHEAD, 2)
+                _ask_rows(d, o + _AHEAD, 2)
                 if kind == 2:
-                    _ask_rows(m, o + _AHEAD)
+                    _ask_rows(m, o + _AHEAD, 2)
             q0, q1 = q[o], q[p]
             for j in range(16):
                 a0[j] = 0
@@ -123,8 +123,8 @@ if _nb is not None:
             for o in range(o0, o1, 2):
                 p = min(o + 1, o1 - 1)
                 if o + _AHEAD < o1:
-                    _ask_rows(q, o + _AHEAD)
-                    _ask_rows(d, o + _AHEAD)
+                    _ask_rows(q, o + _AHEAD, 2)
+                    _ask_rows(d, o + _AHEAD, 2)
                 q0, q1 = q[o], q[p]
                 for j in range(32):
                     a0[j] = 0
@@ -146,7 +146,7 @@ if _nb is not None:
         lanes = np.empty(32, np.float32)
         for o in range(o0, o1):
             if o + _AHEAD < o1:
-                _ask_rows(q, o + _AHEAD)
+                _ask_rows(q, o + _AHEAD, 1)
             for r in range(R):
                 for j in range(32):
                     lanes[j] = 0

@@ -80,7 +80,7 @@ ruda_conv_dw(const T* __restrict__ x, const T* __restrict__ w, const T* __restri
 
 # Depthwise by planes: a 2-d grid (as im2col's) whose y axis walks the output planes (n, o) and
 # x axis a plane's positions, VEC consecutive ones a thread: the plane's taps in registers, one
-# 32-bit division a thread instead of four 64-bit ones per output
+# division a thread instead of four per output
 _DW_PLANE = r"""
 #define VEC {vec}
 extern "C" __global__ void __launch_bounds__(256)
