@@ -1,23 +1,21 @@
 """``linear_quantized`` on the host: x (rows, in) float32 times a GGML Q8_0/Q4_0/Q4_1 weight.
 
-Few rows (decode): a Numba GEMV that reads each quantized row once, in loops LLVM
-vectorizes (AVX2 has no int64 -> float conversion, so the nibbles become floats through float
-arithmetic: ``hi = floor(v / 16)``, ``lo = v - 16 hi``). Q4: two weight rows at a time, each
-into 16 float lanes ``+= d_b * (x_lo * lo + x_hi * hi)`` over its blocks (x split once per call
-into the low- and high-nibble halves of each block), summed at the end, plus
-``sum_b m_b * sum(x_b)`` (q4_0: ``m = -8 d``); several rows of x: each weight row dequantized
-once, then a dot product per row of x. Q8_0: two weight rows at a time (one row of x), each
-into 32 float lanes ``+= d * x * q`` over the blocks, summed at the end. Both ask for the
-weight rows ``_AHEAD`` rows ahead (``prefetch``): rows stream from memory while the loop computes,
-which alone stalls it (with them 1.25x a q4_1 call, 1.6x a q8_0 one whose rows come from L3). Large matrices run on the
-thread pool, a chunk of output rows per task; small ones run serially (waking the pool costs
-more than they do). Many rows (prefill): blocks of output rows dequantized to float32 by Numba,
+Few rows (decode): a Numba GEMV that reads each quantized row once. One row of x: two
+weight rows at a time through ``_simd``'s 16-lane block dot products (Q4: ``d_b * (x_lo . lo
++ x_hi . hi)`` with x split once per call into the elements that meet each block's low and
+high nibbles, plus ``sum_b m_b * sum(x_b)``, q4_0's ``m = -8 d``; Q8_0: ``d_b * (x_b . q_b)``),
+1.5x the same loops left to LLVM's vectorizer. Several rows of x: Q4 dequantizes each weight
+row once, then a dot product per row of x. Both ask for the weight rows ``_AHEAD`` rows ahead
+(``prefetch``): rows stream from memory while the loop computes, which alone stalls it.
+Large matrices run on the thread pool, a chunk of output rows per task; small ones run
+serially (waking the pool costs more than they do). Many rows (prefill): blocks of output rows dequantized to float32 by Numba,
 then one BLAS matmul per block. Without Numba the kernel declines and ruda.nn composes
 namespace ops.
 """
 import numpy as np
 
 from ruda.backends.host._jit import parallel_kernel, prefetch
+from ruda.backends.host._simd import q4_dot2, q8_dot2
 
 try:
     import numba as _nb
@@ -33,13 +31,6 @@ _FAST = {"reassoc", "contract", "nsz", "arcp"}    # lets LLVM vectorize the redu
 
 if _nb is not None:
     @_nb.njit(inline="always")
-    def _nibbles(byte):
-        """(low, high) nibble of a byte as float32, through float arithmetic (vectorizes)."""
-        v = np.float32(byte)
-        hi = np.floor(v * np.float32(0.0625))
-        return v - np.float32(16.0) * hi, hi
-
-    @_nb.njit(inline="always")
     def _ask_rows(a, o, n):
         """Prefetches rows [o, o + n) of the C-contiguous 2-d array a (their data arrives
         while the rows before them compute: the rows stream from memory)."""
@@ -54,13 +45,10 @@ if _nb is not None:
     def _rows_q4(xl, xh, xs, q, d, m, kind, out, o0, o1):
         """out[0, o0:o1] for a q4_0 (kind 1) / q4_1 (kind 2) weight and one row of x; xl, xh
         (1, in/2): the elements of x that meet the low and the high nibbles; xs (1, blocks):
-        x's block sums. Two weight rows at a time, each into 16 float lanes over its blocks
-        (``d_b`` times the block's products), summed once at the end: no sum per block."""
+        x's block sums. Two weight rows at a time (``q4_dot2``), plus ``sum_b m_b xs_b``."""
         nb = d.shape[1]
         f = np.float32
         xlr, xhr, xsr = xl[0], xh[0], xs[0]
-        a0 = np.empty(16, np.float32)
-        a1 = np.empty(16, np.float32)
         for o in range(o0, o1, 2):
             p = min(o + 1, o1 - 1)          # the pair's second row (the first again at an odd end)
             if o + _AHEAD < o1:
@@ -68,29 +56,14 @@ if _nb is not None:
                 _ask_rows(d, o + _AHEAD, 2)
                 if kind == 2:
                     _ask_rows(m, o + _AHEAD, 2)
-            q0, q1 = q[o], q[p]
-            for j in range(16):
-                a0[j] = 0
-                a1[j] = 0
-            s0 = f(0.0)
-            s1 = f(0.0)
+            s0, s1 = q4_dot2(xlr, xhr, q, d, o, p)
             for b in range(nb):
-                d0, d1 = d[o, b], d[p, b]
-                for j in range(16):
-                    xa, xb = xlr[b * 16 + j], xhr[b * 16 + j]
-                    lo, hi = _nibbles(q0[b * 16 + j])
-                    a0[j] += d0 * (xa * lo + xb * hi)
-                    lo, hi = _nibbles(q1[b * 16 + j])
-                    a1[j] += d1 * (xa * lo + xb * hi)
                 if kind == 2:
                     s0 += m[o, b] * xsr[b]
                     s1 += m[p, b] * xsr[b]
                 else:
-                    s0 -= f(8.0) * d0 * xsr[b]
-                    s1 -= f(8.0) * d1 * xsr[b]
-            for j in range(16):
-                s0 += a0[j]
-                s1 += a1[j]
+                    s0 -= f(8.0) * d[o, b] * xsr[b]
+                    s1 -= f(8.0) * d[p, b] * xsr[b]
             out[0, o] = s0
             out[0, p] = s1
 
@@ -112,36 +85,18 @@ if _nb is not None:
 
     @_nb.njit(inline="always", fastmath=_FAST)
     def _rows_q8(x, q, d, out, o0, o1):
-        """out[:, o0:o1] for a q8_0 weight: one row of x, two weight rows at a time, each
-        into 32 float lanes over its blocks; several rows, a weight row at a time."""
+        """out[:, o0:o1] for a q8_0 weight: one row of x, two weight rows at a time
+        (``q8_dot2``); several rows, a weight row at a time into 32 float lanes."""
         R = x.shape[0]
         nb = d.shape[1]
         if R == 1:
             xr = x[0]
-            a0 = np.empty(32, np.float32)
-            a1 = np.empty(32, np.float32)
             for o in range(o0, o1, 2):
                 p = min(o + 1, o1 - 1)
                 if o + _AHEAD < o1:
                     _ask_rows(q, o + _AHEAD, 2)
                     _ask_rows(d, o + _AHEAD, 2)
-                q0, q1 = q[o], q[p]
-                for j in range(32):
-                    a0[j] = 0
-                    a1[j] = 0
-                for b in range(nb):
-                    d0, d1 = d[o, b], d[p, b]
-                    for j in range(32):
-                        xv = xr[b * 32 + j]
-                        a0[j] += d0 * (xv * np.float32(q0[b * 32 + j]))
-                        a1[j] += d1 * (xv * np.float32(q1[b * 32 + j]))
-                s0 = np.float32(0.0)
-                s1 = np.float32(0.0)
-                for j in range(32):
-                    s0 += a0[j]
-                    s1 += a1[j]
-                out[0, o] = s0
-                out[0, p] = s1
+                out[0, o], out[0, p] = q8_dot2(xr, q, d, o, p)
             return
         lanes = np.empty(32, np.float32)
         for o in range(o0, o1):
