@@ -62,7 +62,7 @@ def test_linear_matches_dequantized(device, kind, rows):
     _check_linear(y, x, ref, b)
 
 
-@pytest.mark.parametrize("kind", ["q4_0", "q4_1"])
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("out", [41, 1031])
 def test_linear_odd_output_rows(device, kind, out):
     """One row of x against an odd number of output rows: the host GEMV takes weight rows two
@@ -71,6 +71,40 @@ def test_linear_odd_output_rows(device, kind, out):
     qw, ref = _weight(rng, kind, out, 128, device)
     x = rng.standard_normal((1, 128)).astype(np.float32)
     _check_linear(nn.linear(xp.asarray(x, device=device), qw), x, ref, None)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_norm_and_residual_projections(device, kind):
+    """rms_norm_linear (plain and swiglu) and add_linear with a QuantizedWeight: the composed
+    calls' values exactly (a device may fuse them), and float64 oracles within float32."""
+    rng = np.random.default_rng(50 + list(KINDS).index(kind))
+    qw, ref = _weight(rng, kind, 48, 96, device)
+    for lead in [(1, 1), (3,), (2, 4)]:
+        x = rng.standard_normal(lead + (96,)).astype(np.float32)
+        g = rng.uniform(0.5, 1.5, 96).astype(np.float32)
+        res = rng.standard_normal(lead + (48,)).astype(np.float32)
+        X, G, R = (xp.asarray(v, device=device) for v in (x, g, res))
+        h = nn.rms_norm(X, (96,), G, 1e-5)
+        y = nn.linear(h, qw)
+        got = nn.rms_norm_linear(X, G, qw, eps=1e-5)
+        assert got.dtype == xp.float32 and got.shape == lead + (48,)
+        np.testing.assert_array_equal(to_numpy(got), to_numpy(y))
+        xf = x.astype(np.float64)
+        hf = xf / np.sqrt((xf * xf).mean(-1, keepdims=True) + 1e-5) * g
+        _check_linear(xp.reshape(got, (-1, 48)),
+                      hf.reshape(-1, 96), ref, None)
+        got = nn.rms_norm_linear(X, G, qw, eps=1e-5, swiglu=True)
+        assert got.shape == lead + (24,)
+        np.testing.assert_array_equal(to_numpy(got), to_numpy(nn.swiglu(y[..., :24], y[..., 24:])))
+        got = nn.add_linear(R, X, qw)
+        assert got.dtype == xp.float32 and got.shape == lead + (48,)
+        np.testing.assert_array_equal(to_numpy(got), to_numpy(R + nn.linear(X, qw)))
+    with pytest.raises(ValueError, match=r"ruda.nn.rms_norm_linear: norm_weight: expected shape"):
+        nn.rms_norm_linear(X, G[:20], qw)
+    with pytest.raises(ValueError, match=r"ruda.nn.linear: x: expected last axis of length"):
+        nn.rms_norm_linear(X[..., :64], G[:64], qw)
+    with pytest.raises(ValueError, match=r"ruda.nn.add_linear: residual: expected the product's"):
+        nn.add_linear(R[..., :20], X, qw)
 
 
 def test_linear_batched_shape_and_composed_blocks(device, monkeypatch):

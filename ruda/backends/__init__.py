@@ -140,6 +140,7 @@ NN_KERNELS = (
     "dropout", "apply_rope", "rope_kv_put", "sdpa", "top_k",
     "conv", "conv_transpose", "pool", "interpolate",
     "linear_quantized", "linear_swiglu", "rms_norm_linear", "add_linear",
+    "rms_norm_linear_quantized", "add_linear_quantized",
 )
 
 # Cephes' erf/erfc rational approximations (ndtr.c), the coefficient tables (T, U, P, Q) that

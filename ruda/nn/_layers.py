@@ -116,8 +116,34 @@ def rms_norm_linear(x, norm_weight, weight, bias=None, eps=None, swiglu=False):
             if r is not NotImplemented:
                 width = weight.shape[0] // 2 if swiglu else weight.shape[0]
                 return xp.reshape(c.wrap(r, x.device), x.shape[:-1] + (width,))
+    if quantized and norm_weight is not None and norm_weight.dtype == x.dtype:
+        k = _quantized_kernel(x, weight, bias, "rms_norm_linear_quantized")
+        if k is not None:
+            r = k(_rows(x), norm_weight.native, *_quantized_parts(weight),
+                  c.norm_eps(fn, x.dtype, eps), bool(swiglu))
+            if r is not NotImplemented:
+                return xp.reshape(c.wrap(r, x.device), x.shape[:-1] + (r.shape[1],))
     h = rms_norm(x, (x.shape[-1],) if x.ndim else (), norm_weight, eps)
     return (_swiglu_product if swiglu else _product)(h, weight, bias)
+
+
+def _quantized_kernel(x, weight, bias, name):
+    """The device's fused kernel ``name`` for float32 x times QuantizedWeight ``weight`` on
+    x's device without a bias, or None (ruda.nn then composes the calls)."""
+    if bias is None and x.__class__ is xp.Array and x.dtype == xp.float32 and x.size \
+            and weight.device == x.device and x.shape[-1] == weight.shape[1]:
+        return c.kernel(x, name)
+    return None
+
+
+def _rows(x):
+    """x's native storage as (rows, last axis)."""
+    return xp.reshape(x, (x.size // x.shape[-1], x.shape[-1])).native
+
+
+def _quantized_parts(w):
+    """A QuantizedWeight's native (q, scales, mins, kind), as ``linear_quantized`` takes them."""
+    return w.q.native, w.scales.native, None if w.mins is None else w.mins.native, w.kind
 
 
 def add_linear(residual, x, weight, bias=None):
@@ -134,6 +160,14 @@ def add_linear(residual, x, weight, bias=None):
             rows = x.size // x.shape[-1]
             r = k(xp.reshape(residual, (rows, weight.shape[0])).native,
                   xp.reshape(x, (rows, x.shape[-1])).native, weight.native)
+            if r is not NotImplemented:
+                return xp.reshape(c.wrap(r, x.device), residual.shape)
+    if isinstance(weight, _quantized.QuantizedWeight) and residual.__class__ is xp.Array \
+            and residual.dtype == x.dtype and residual.device == x.device \
+            and residual.shape == x.shape[:-1] + (weight.shape[0],):
+        k = _quantized_kernel(x, weight, bias, "add_linear_quantized")
+        if k is not None:
+            r = k(_rows(residual), _rows(x), *_quantized_parts(weight))
             if r is not NotImplemented:
                 return xp.reshape(c.wrap(r, x.device), residual.shape)
     y = _product(x, weight, bias)

@@ -389,3 +389,23 @@ from ruda.backends.host._philox import dropout  # noqa: E402,F401
 from ruda.backends.host._nn_conv import conv  # noqa: E402,F401
 from ruda.backends.host._nn_pool import interpolate  # noqa: E402,F401
 from ruda.backends.host._nn_quant import linear_quantized  # noqa: E402,F401
+
+
+def rms_norm_linear_quantized(x, norm_weight, q, scales, mins, kind, eps, swiglu_halves):
+    """``linear_quantized`` of ``rms_norm(x, norm_weight, eps)``, and ``swiglu`` of the
+    product's halves with ``swiglu_halves``: the composed calls' own kernels in one call from
+    ruda.nn (a decoder layer's norms and projections without its checks and wrapping between
+    them), so the same values."""
+    h = rms_norm(x, norm_weight, eps)
+    y = NotImplemented if h is NotImplemented else \
+        linear_quantized(h, q, scales, mins, kind, None)
+    if y is NotImplemented or not swiglu_halves:
+        return y
+    n = y.shape[1] // 2
+    return swiglu(y[:, :n], y[:, n:])
+
+
+def add_linear_quantized(residual, x, q, scales, mins, kind):
+    """``residual + linear_quantized(x, ...)``: the composed calls' kernels in one call."""
+    y = linear_quantized(x, q, scales, mins, kind, None)
+    return y if y is NotImplemented else residual + y
