@@ -49,9 +49,10 @@ def _check_linear(y, x, ref, b):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("rows", [1, 5, 19])
+@pytest.mark.parametrize("rows", [1, 5, 19, 100])
 def test_linear_matches_dequantized(device, kind, rows):
-    """1 and 5 rows: the host GEMV; 19: dequantized blocks and a matmul (prefill)."""
+    """1, 5 and 19 rows: the host GEMV (rows of x one, two and four at a time); 100:
+    dequantized blocks and a matmul (prefill)."""
     rng = np.random.default_rng(10 * rows + list(KINDS).index(kind))
     qw, ref = _weight(rng, kind, 40, 128, device)
     x = rng.standard_normal((rows, 128)).astype(np.float32)

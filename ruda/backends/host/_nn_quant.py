@@ -1,28 +1,29 @@
 """``linear_quantized`` on the host: x (rows, in) float32 times a GGML Q8_0/Q4_0/Q4_1 weight.
 
-Few rows (decode): a Numba GEMV that reads each quantized row once. One row of x: two
-weight rows at a time through ``_simd``'s 16-lane block dot products (Q4: ``d_b * (x_lo . lo
-+ x_hi . hi)`` with x split once per call into the elements that meet each block's low and
-high nibbles, plus ``sum_b m_b * sum(x_b)``, q4_0's ``m = -8 d``; Q8_0: ``d_b * (x_b . q_b)``),
-1.5x the same loops left to LLVM's vectorizer. Several rows of x: Q4 dequantizes each weight
-row once, then a dot product per row of x. Both ask for the weight rows ``_AHEAD`` rows ahead
-(``prefetch``): rows stream from memory while the loop computes, which alone stalls it.
-Large matrices run on the thread pool, a chunk of output rows per task; small ones run
-serially (waking the pool costs more than they do). Many rows (prefill): blocks of output rows dequantized to float32 by Numba,
-then one BLAS matmul per block. Without Numba the kernel declines and ruda.nn composes
-namespace ops.
+Up to 96 rows of x (decode, short prompts): a Numba GEMV that reads each quantized row once,
+two weight rows at a time against four, two or one rows of x through ``_simd``'s 16-lane block
+dot products (Q4: ``d_b * (x_lo . lo + x_hi . hi)`` with x split once per call into the
+elements that meet each block's low and high nibbles, plus ``sum_b m_b * sum(x_b)``, q4_0's
+``m = -8 d``; Q8_0: ``d_b * (x_b . q_b)``): 1.5x the same loops left to LLVM's vectorizer at
+one row; at eight, 2.7x a loop that dequantizes each weight row, then takes dot products.
+Weight rows are asked for ``_AHEAD`` rows ahead (``prefetch``): rows stream from memory while
+the loop computes, which alone stalls it. Large matrices run on the thread pool, a chunk of
+output rows per task; small ones run serially (waking the pool costs more than they do).
+More rows (prefill): blocks of output rows dequantized to float32 by Numba, then one BLAS
+matmul per block (each call dequantizes the whole weight: it wins from ~100 rows). Without
+Numba the kernel declines and ruda.nn composes namespace ops.
 """
 import numpy as np
 
 from ruda.backends.host._jit import parallel_kernel, prefetch
-from ruda.backends.host._simd import q4_dot2, q8_dot2
+from ruda.backends.host._simd import dots1, dots2, dots4
 
 try:
     import numba as _nb
 except ImportError:          # optional: ruda.nn composes the dequantize + matmul instead
     _nb = None
 
-_GEMV_ROWS = 8               # up to this many rows of x the GEMV wins over dequantize + BLAS
+_GEMV_ROWS = 96              # up to this many rows of x the GEMV wins over dequantize + BLAS
 _PARALLEL = 1 << 16          # weight elements from which the GEMV runs on the thread pool
 _TILE = 1 << 18              # dequantized elements per block of the GEMM path (1 MiB)
 _KINDS = {"q8_0": 0, "q4_0": 1, "q4_1": 2}
@@ -42,13 +43,27 @@ if _nb is not None:
         prefetch(flat, start + n * a.shape[1] - 1)
 
     @_nb.njit(inline="always", fastmath=_FAST)
-    def _rows_q4(xl, xh, xs, q, d, m, kind, out, o0, o1):
-        """out[0, o0:o1] for a q4_0 (kind 1) / q4_1 (kind 2) weight and one row of x; xl, xh
-        (1, in/2): the elements of x that meet the low and the high nibbles; xs (1, blocks):
-        x's block sums. Two weight rows at a time (``q4_dot2``), plus ``sum_b m_b xs_b``."""
+    def _put(out, t, nr, r, o, p, xs, d, m, kind):
+        """out[r:r + nr, o] and [.., p] from a block dot product's sums ``t`` (row o's first),
+        plus q4's ``sum_b m_b xs_b`` (kind 2) or ``-8 sum_b d_b xs_b`` (kind 1)."""
         nb = d.shape[1]
-        f = np.float32
-        xlr, xhr, xsr = xl[0], xh[0], xs[0]
+        for i in range(nr):
+            for j, w in ((0, o), (1, p)):
+                s = t[j * nr + i]
+                if kind == 2:
+                    for b in range(nb):
+                        s += m[w, b] * xs[r + i, b]
+                elif kind == 1:
+                    for b in range(nb):
+                        s -= np.float32(8.0) * d[w, b] * xs[r + i, b]
+                out[r + i, w] = s
+
+    @_nb.njit(inline="always", fastmath=_FAST)
+    def _rows(xa, xb, xs, q, d, m, kind, out, o0, o1):
+        """out[:, o0:o1]: two weight rows at a time against the rows of x four, two and one at a
+        time (``_simd``'s block dot products; kind 0: q8_0 with xa = x, else q4 with xa, xb =
+        the elements of x meeting the low and high nibbles and xs x's block sums)."""
+        R = out.shape[0]
         for o in range(o0, o1, 2):
             p = min(o + 1, o1 - 1)          # the pair's second row (the first again at an odd end)
             if o + _AHEAD < o1:
@@ -56,63 +71,18 @@ if _nb is not None:
                 _ask_rows(d, o + _AHEAD, 2)
                 if kind == 2:
                     _ask_rows(m, o + _AHEAD, 2)
-            s0, s1 = q4_dot2(xlr, xhr, q, d, o, p)
-            for b in range(nb):
-                if kind == 2:
-                    s0 += m[o, b] * xsr[b]
-                    s1 += m[p, b] * xsr[b]
-                else:
-                    s0 -= f(8.0) * d[o, b] * xsr[b]
-                    s1 -= f(8.0) * d[p, b] * xsr[b]
-            out[0, o] = s0
-            out[0, p] = s1
-
-    @_nb.njit(inline="always", fastmath=_FAST)
-    def _rows_q4_multi(x, q, d, m, kind, out, o0, o1):
-        """out[:, o0:o1] for several rows of x: each weight row dequantized once into float32
-        (``_deq``, as the prefill path), then one dot product per row of x."""
-        R, n = x.shape
-        f = np.float32
-        w2 = np.empty((1, n), np.float32)
-        w = w2[0]
-        for o in range(o0, o1):
-            _deq(q, d, m, kind, o, o + 1, w2)
-            for r in range(R):
-                s = f(0.0)
-                for i in range(n):
-                    s += x[r, i] * w[i]
-                out[r, o] = s
-
-    @_nb.njit(inline="always", fastmath=_FAST)
-    def _rows_q8(x, q, d, out, o0, o1):
-        """out[:, o0:o1] for a q8_0 weight: one row of x, two weight rows at a time
-        (``q8_dot2``); several rows, a weight row at a time into 32 float lanes."""
-        R = x.shape[0]
-        nb = d.shape[1]
-        if R == 1:
-            xr = x[0]
-            for o in range(o0, o1, 2):
-                p = min(o + 1, o1 - 1)
-                if o + _AHEAD < o1:
-                    _ask_rows(q, o + _AHEAD, 2)
-                    _ask_rows(d, o + _AHEAD, 2)
-                out[0, o], out[0, p] = q8_dot2(xr, q, d, o, p)
-            return
-        lanes = np.empty(32, np.float32)
-        for o in range(o0, o1):
-            if o + _AHEAD < o1:
-                _ask_rows(q, o + _AHEAD, 1)
-            for r in range(R):
-                for j in range(32):
-                    lanes[j] = 0
-                for b in range(nb):
-                    db = d[o, b]
-                    for j in range(32):
-                        lanes[j] += db * (x[r, b * 32 + j] * np.float32(q[o, b * 32 + j]))
-                s = np.float32(0.0)
-                for j in range(32):
-                    s += lanes[j]
-                out[r, o] = s
+            r = 0
+            while R - r >= 4:
+                t4 = dots4(xa, xb, r, q, d, o, p)
+                _put(out, t4, 4, r, o, p, xs, d, m, kind)
+                r += 4
+            if R - r >= 2:
+                t2 = dots2(xa, xb, r, q, d, o, p)
+                _put(out, t2, 2, r, o, p, xs, d, m, kind)
+                r += 2
+            if R - r == 1:
+                t1 = dots1(xa, xb, r, q, d, o, p)
+                _put(out, t1, 1, r, o, p, xs, d, m, kind)
 
     @_nb.njit(inline="always")
     def _split_x(x):
@@ -134,32 +104,25 @@ if _nb is not None:
     def _gemv_q4_par(x, q, d, m, kind, out, chunks):
         nout = q.shape[0]
         per = -(-nout // chunks)
-        if x.shape[0] > 1:
-            for c in _nb.prange(chunks):
-                _rows_q4_multi(x, q, d, m, kind, out, c * per, min(nout, c * per + per))
-            return
         xl, xh, xs = _split_x(x)
         for c in _nb.prange(chunks):
-            _rows_q4(xl, xh, xs, q, d, m, kind, out, c * per, min(nout, c * per + per))
+            _rows(xl, xh, xs, q, d, m, kind, out, c * per, min(nout, c * per + per))
 
     @_nb.njit(fastmath=_FAST, cache=True)
     def _gemv_q4(x, q, d, m, kind, out):
-        if x.shape[0] > 1:
-            _rows_q4_multi(x, q, d, m, kind, out, 0, q.shape[0])
-            return
         xl, xh, xs = _split_x(x)
-        _rows_q4(xl, xh, xs, q, d, m, kind, out, 0, q.shape[0])
+        _rows(xl, xh, xs, q, d, m, kind, out, 0, q.shape[0])
 
     @parallel_kernel(fastmath=_FAST, cache=True)
     def _gemv_q8_par(x, q, d, out, chunks):
         nout = q.shape[0]
         per = -(-nout // chunks)
         for c in _nb.prange(chunks):
-            _rows_q8(x, q, d, out, c * per, min(nout, c * per + per))
+            _rows(x, x, x, q, d, d, 0, out, c * per, min(nout, c * per + per))
 
     @_nb.njit(fastmath=_FAST, cache=True)
     def _gemv_q8(x, q, d, out):
-        _rows_q8(x, q, d, out, 0, q.shape[0])
+        _rows(x, x, x, q, d, d, 0, out, 0, q.shape[0])
 
     @_nb.njit(cache=True)
     def _deq(q, d, m, kind, o0, o1, w):

@@ -5,12 +5,14 @@ machines stops at 256 bits (LLVM's ``prefer-vector-width``) and keeps small accu
 arrays in memory. These intrinsics spell the 16-lane vectors out: LLVM lowers them to one
 AVX-512 register each (two AVX2 registers, four NEON ones) with the accumulators in registers.
 
-``q4_dot2(xl, xh, q, d, o, p)``: for rows ``o`` and ``p`` of a Q4 weight (``q`` (out, in/2)
-uint8, two nibbles a byte; ``d`` (out, blocks) float32), ``sum_b d[r, b] * (xl_b . lo(q[r])_b +
-xh_b . hi(q[r])_b)``, where ``xl``/``xh`` (in/2,) hold the elements of x that meet each
-block's low and high nibbles. ``q8_dot2(x, q, d, o, p)``: the same for a Q8_0 weight (``q``
-(out, in) int8), ``sum_b d[r, b] * (x_b . q[r]_b)``. Each returns the two sums; the float
-operations run in a fixed order (the same result every call).
+``dotsN(xa, xb, r0, q, d, o, p)`` (N = 1, 2, 4): for rows ``o`` and ``p`` of a quantized weight
+(``d`` (out, blocks) float32) and rows ``r0 .. r0 + N - 1`` of x, the N sums of row o, then
+the N of row p. A Q4 weight (``q`` (out, in/2) uint8, two nibbles a byte): ``sum_b d[w, b] *
+(xa_b . lo(q[w])_b + xb_b . hi(q[w])_b)``, where ``xa``/``xb`` (rows, in/2) hold the elements
+of x that meet each block's low and high nibbles. A Q8_0 weight (``q`` (out, in) int8):
+``sum_b d[w, b] * (xa_b . q[w]_b)`` (``xb`` unread). A block's weights become floats once
+for all N rows of x. The float operations run in a fixed order (the same result every call). Numba's disk cache
+keys a kernel on its own file: after changing this one, touch ``_nn_quant.py``.
 """
 try:
     import numba as _nb
@@ -67,34 +69,39 @@ def _ir_helpers():
         b = builder.sext(load(builder, qdata, off2, vb), vi)
         return builder.sitofp(a, vf), builder.sitofp(b, vf)
 
-    def codegen(q4):
+    def codegen(q4, nr):
+        """Rows o and p of the weight against rows r0 .. r0 + nr - 1 of x: each block's
+        weights converted once, then used for every row of x."""
         def gen(context, builder, sig, args):
-            xa_t, xb_t, q_t, d_t = sig.args[:4] if q4 else (sig.args[0],) * 2 + sig.args[1:3]
-            if q4:
-                xa, xb, q, d, o, p = args
-            else:
-                xa, q, d, o, p = args
-                xb = xa
+            xa, xb, r0, q, d, o, p = args
+            xa_t, xb_t, _, q_t, d_t = sig.args[:5]
             arr = context.make_array
-            xa_d, xb_d = arr(xa_t)(context, builder, xa).data, arr(xb_t)(context, builder, xb).data
+            xa_a, xb_a = arr(xa_t)(context, builder, xa), arr(xb_t)(context, builder, xb)
             qa, da = arr(q_t)(context, builder, q), arr(d_t)(context, builder, d)
             blocks = builder.extract_value(da.shape, 1)
             row_bytes = builder.extract_value(qa.shape, 1)
+            x_len = builder.extract_value(xa_a.shape, 1)
+            xrows = [builder.mul(builder.add(r0, ir.Constant(r0.type, i)), x_len)
+                     for i in range(nr)]
             step = ir.Constant(blocks.type, _LANES if q4 else 2 * _LANES)
             rows = [(builder.mul(r, row_bytes), builder.mul(r, blocks)) for r in (o, p)]
-            acc = [cgutils.alloca_once_value(builder, ir.Constant(vf, [0.0] * _LANES))
-                   for _ in rows]
+            zero = ir.Constant(vf, [0.0] * _LANES)
+            acc = [[cgutils.alloca_once_value(builder, zero) for _ in range(nr)] for _ in rows]
             with cgutils.for_range(builder, blocks) as loop:
                 b = loop.index
                 k = builder.mul(b, step)
                 xk = builder.add(k, ir.Constant(k.type, 0 if q4 else _LANES))
-                x0, x1 = load(builder, xa_d, k, vf), load(builder, xb_d, xk, vf)
-                for (q0, d0), a in zip(rows, acc):
-                    w0, w1 = weights(builder, qa.data, builder.add(q0, k), q4)
-                    t = fma(builder, x1, w1, builder.fmul(x0, w0))
-                    scale = builder.load(builder.gep(da.data, [builder.add(d0, b)]))
-                    builder.store(fma(builder, broadcast(builder, scale), t, builder.load(a)), a)
-            sums = [hsum(builder, builder.load(a)) for a in acc]
+                w = [weights(builder, qa.data, builder.add(q0, k), q4) for q0, _ in rows]
+                scales = [broadcast(builder, builder.load(builder.gep(da.data,
+                                                                      [builder.add(d0, b)])))
+                          for _, d0 in rows]
+                for i, xr in enumerate(xrows):
+                    x0 = load(builder, xa_a.data, builder.add(xr, k), vf)
+                    x1 = load(builder, xb_a.data, builder.add(xr, xk), vf)
+                    for (w0, w1), sc, a in zip(w, scales, acc):
+                        t = fma(builder, x1, w1, builder.fmul(x0, w0))
+                        builder.store(fma(builder, sc, t, builder.load(a[i])), a[i])
+            sums = [hsum(builder, builder.load(a[i])) for a in acc for i in range(nr)]
             return context.make_tuple(builder, sig.return_type, sums)
         return gen
 
@@ -106,21 +113,20 @@ if _nb is not None:
 
     _codegen = _ir_helpers()
     _t = _nb.types
-    _PAIR = _t.UniTuple(_t.float32, 2)
 
     def _c(a, dtype, ndim):
         return isinstance(a, _t.Array) and a.dtype == dtype and a.ndim == ndim \
             and a.layout == "C"
 
-    @_intrinsic
-    def q4_dot2(typingctx, xl, xh, q, d, o, p):
-        if _c(xl, _t.float32, 1) and _c(xh, _t.float32, 1) and _c(q, _t.uint8, 2) \
-                and _c(d, _t.float32, 2):
-            return _PAIR(xl, xh, q, d, o, p), _codegen(True)
+    def _dots(nr):
+        def dots(typingctx, xa, xb, r0, q, d, o, p):
+            if _c(xa, _t.float32, 2) and _c(xb, _t.float32, 2) and _c(d, _t.float32, 2) \
+                    and (_c(q, _t.uint8, 2) or _c(q, _t.int8, 2)):
+                return _t.UniTuple(_t.float32, 2 * nr)(xa, xb, r0, q, d, o, p), \
+                    _codegen(q.dtype == _t.uint8, nr)
+        dots.__name__ = dots.__qualname__ = f"dots{nr}"
+        return _intrinsic(dots)
 
-    @_intrinsic
-    def q8_dot2(typingctx, x, q, d, o, p):
-        if _c(x, _t.float32, 1) and _c(q, _t.int8, 2) and _c(d, _t.float32, 2):
-            return _PAIR(x, q, d, o, p), _codegen(False)
+    dots1, dots2, dots4 = _dots(1), _dots(2), _dots(4)
 else:
-    q4_dot2 = q8_dot2 = None
+    dots1 = dots2 = dots4 = None
