@@ -75,30 +75,31 @@ def test_linear_odd_output_rows(device, kind, out):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_norm_and_residual_projections(device, kind):
+@pytest.mark.parametrize("out", [48, 1030])
+def test_norm_and_residual_projections(device, kind, out):
     """rms_norm_linear (plain and swiglu) and add_linear with a QuantizedWeight: the composed
-    calls' values exactly (a device may fuse them), and float64 oracles within float32."""
+    calls' values exactly (a device may fuse them: 48 output rows run serially on the host,
+    1030 on its thread pool in chunks of odd sizes), and float64 oracles within float32."""
     rng = np.random.default_rng(50 + list(KINDS).index(kind))
-    qw, ref = _weight(rng, kind, 48, 96, device)
+    qw, ref = _weight(rng, kind, out, 96, device)
+    h = out // 2
     for lead in [(1, 1), (3,), (2, 4)]:
         x = rng.standard_normal(lead + (96,)).astype(np.float32)
         g = rng.uniform(0.5, 1.5, 96).astype(np.float32)
-        res = rng.standard_normal(lead + (48,)).astype(np.float32)
+        res = rng.standard_normal(lead + (out,)).astype(np.float32)
         X, G, R = (xp.asarray(v, device=device) for v in (x, g, res))
-        h = nn.rms_norm(X, (96,), G, 1e-5)
-        y = nn.linear(h, qw)
+        y = nn.linear(nn.rms_norm(X, (96,), G, 1e-5), qw)
         got = nn.rms_norm_linear(X, G, qw, eps=1e-5)
-        assert got.dtype == xp.float32 and got.shape == lead + (48,)
+        assert got.dtype == xp.float32 and got.shape == lead + (out,)
         np.testing.assert_array_equal(to_numpy(got), to_numpy(y))
         xf = x.astype(np.float64)
         hf = xf / np.sqrt((xf * xf).mean(-1, keepdims=True) + 1e-5) * g
-        _check_linear(xp.reshape(got, (-1, 48)),
-                      hf.reshape(-1, 96), ref, None)
+        _check_linear(xp.reshape(got, (-1, out)), hf.reshape(-1, 96), ref, None)
         got = nn.rms_norm_linear(X, G, qw, eps=1e-5, swiglu=True)
-        assert got.shape == lead + (24,)
-        np.testing.assert_array_equal(to_numpy(got), to_numpy(nn.swiglu(y[..., :24], y[..., 24:])))
+        assert got.dtype == xp.float32 and got.shape == lead + (h,)
+        np.testing.assert_array_equal(to_numpy(got), to_numpy(nn.swiglu(y[..., :h], y[..., h:])))
         got = nn.add_linear(R, X, qw)
-        assert got.dtype == xp.float32 and got.shape == lead + (48,)
+        assert got.dtype == xp.float32 and got.shape == lead + (out,)
         np.testing.assert_array_equal(to_numpy(got), to_numpy(R + nn.linear(X, qw)))
     with pytest.raises(ValueError, match=r"ruda.nn.rms_norm_linear: norm_weight: expected shape"):
         nn.rms_norm_linear(X, G[:20], qw)
