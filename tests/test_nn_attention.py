@@ -285,6 +285,34 @@ def test_kv_cache_put_rotated(device):
         cache.put_rotated(pos, X(qkv), 0, X(cos), X(sin))
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_kv_cache_append_rotated(device, dt):
+    """An eager decode step from a fused projection: the values of apply_rope and update
+    exactly (a device may fuse them), the cache one longer each step, a full cache named."""
+    if np.dtype(dt).name not in ruda.__array_namespace_info__().dtypes(device=device):
+        pytest.skip(f"no {np.dtype(dt).name} on {device}")
+    rng = np.random.default_rng(13)
+    B, Hq, H, T, D = 2, 6, 2, 3, 8
+    X = lambda a: ruda.asarray(a, device=device)                      # noqa: E731
+    fused, plain = (nn.KVCache(B, H, T, D, dtype=getattr(ruda, np.dtype(dt).name),
+                               device=device) for _ in range(2))
+    for step in range(T):
+        qkv = X(rng.standard_normal((B, 1, (Hq + 2 * H) * D)).astype(dt))
+        ang = rng.standard_normal((1, D // 2))
+        cos, sin = X(np.cos(ang).astype(dt)), X(np.sin(ang).astype(dt))
+        q, k, v = fused.append_rotated(qkv, Hq, cos, sin)
+        assert fused.length == step + 1 and q.shape == (B, Hq, 1, D)
+        assert k.shape == v.shape == (B, H, step + 1, D)
+        heads = ruda.permute_dims(ruda.reshape(qkv, (B, 1, Hq + 2 * H, D)), (0, 2, 1, 3))
+        rot = nn.apply_rope(heads[:, :Hq + H], cos, sin)
+        k2, v2 = plain.update(rot[:, Hq:], heads[:, Hq + H:])
+        for got, want in ((q, rot[:, :Hq]), (k, k2), (v, v2)):
+            np.testing.assert_array_equal(np.asarray(got.to_device("cpu")),
+                                          np.asarray(want.to_device("cpu")))
+    with pytest.raises(ValueError, match=r"ruda\.nn\.KVCache: qkv: expected at most 0 more steps"):
+        fused.append_rotated(qkv, Hq, cos, sin)
+
+
 def test_bad_input(device):
     def X(a):
         return ruda.asarray(a, device=device)

@@ -139,6 +139,20 @@ class KVCache:
         k, v = self.put(pos, qk[:, q_heads:], v)
         return qk[:, :q_heads], k, v
 
+    def append_rotated(self, qkv, q_heads, cos, sin):
+        """:meth:`put_rotated` at position ``length``, then ``length`` one more: ``(q, k, v)``
+        with k and v up to the new length, as :meth:`update` returns them (an eager decode
+        step from a fused projection)."""
+        if self.length >= self.max_len:
+            raise _err(ValueError, "qkv", f"at most {self.max_len - self.length} more steps (the "
+                       f"cache holds {self.length} of max_len={self.max_len}; reset() or a "
+                       f"longer cache)", 1)
+        pos = xp.asarray([self.length], dtype=xp.int32, device=self.k.device)
+        q, _, _ = self.put_rotated(pos, qkv, q_heads, cos, sin)
+        self.length += 1
+        end = self.length
+        return q, self.k[:, :, :end, :], self.v[:, :, :end, :]
+
     def advance(self, n):
         """Counts ``n`` more steps as held (after :meth:`put`)."""
         if not 0 <= self.length + n <= self.max_len:

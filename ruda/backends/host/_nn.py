@@ -383,7 +383,7 @@ def channel_affine(x, scale, shift):
     return out if odt == out.dtype else out.astype(odt)
 
 
-from ruda.backends.host._nn_attention import apply_rope, sdpa  # noqa: E402,F401
+from ruda.backends.host._nn_attention import apply_rope, rope_kv_put, sdpa  # noqa: E402,F401
 from ruda.backends.host._nn_topk import top_k  # noqa: E402,F401
 from ruda.backends.host._philox import dropout  # noqa: E402,F401
 from ruda.backends.host._nn_conv import conv  # noqa: E402,F401

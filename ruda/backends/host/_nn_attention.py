@@ -333,3 +333,48 @@ if _nb is not None:
                     out[n, t, h + j] = b * c[t, j] + a * s[t, j]
                 for j in range(rd, D):
                     out[n, t, j] = x[n, t, j]
+
+
+def rope_kv_put(qkv, cos, sin, pos, kc, vc, q_heads):
+    """qkv (B, (q_heads + 2 H) * D) float32/float64 of the caches' dtype; cos, sin (1, D / 2);
+    pos int32 (1,); kc, vc (B, H, T, D): q and k rotated as ``apply_rope`` rotates them (the
+    same float operations: the same values), k and v written at row pos, in one Numba pass.
+    Returns q (B, q_heads, 1, D)."""
+    B, H, T, D = kc.shape
+    if _rope_kv is None or qkv.dtype not in (np.float32, np.float64) or kc.dtype != qkv.dtype \
+            or vc.dtype != qkv.dtype or vc.shape != kc.shape or D % 2 or qkv.ndim != 2 \
+            or qkv.shape != (B, (q_heads + 2 * H) * D) or cos.shape != (1, D // 2) \
+            or sin.shape != cos.shape or pos.dtype != np.int32 or pos.shape != (1,):
+        return NotImplemented
+    p = int(pos[0])
+    if not 0 <= p < T:               # composed, where the write raises
+        return NotImplemented
+    c = np.asarray(cos, dtype=qkv.dtype)
+    s = np.asarray(sin, dtype=qkv.dtype)
+    q = np.empty((B, q_heads, 1, D), dtype=qkv.dtype)
+    _rope_kv(qkv, c, s, p, q, kc, vc, q_heads)
+    return q
+
+
+_rope_kv = None
+if _nb is not None:
+    @_nb.njit(cache=True)
+    def _rope_kv(qkv, c, s, p, q, kc, vc, q_heads):
+        """``rope_kv_put``'s pass; no fastmath, as ``_rope_rows``."""
+        B, H, _, D = kc.shape
+        h = D // 2
+        for b in range(B):
+            for head in range(q_heads + 2 * H):
+                o = head * D
+                if head >= q_heads + H:                     # v: copied
+                    for j in range(D):
+                        vc[b, head - q_heads - H, p, j] = qkv[b, o + j]
+                    continue
+                for j in range(h):
+                    x1, x2 = qkv[b, o + j], qkv[b, o + h + j]
+                    r1 = x1 * c[0, j] - x2 * s[0, j]
+                    r2 = x2 * c[0, j] + x1 * s[0, j]
+                    if head < q_heads:
+                        q[b, head, 0, j], q[b, head, 0, h + j] = r1, r2
+                    else:
+                        kc[b, head - q_heads, p, j], kc[b, head - q_heads, p, h + j] = r1, r2

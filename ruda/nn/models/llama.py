@@ -283,7 +283,13 @@ class Llama(Generator):
                 k, v = caches[i].update(k, v)
             return nn.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=True,
                                                    enable_gqa=gqa, sliding_window=L["window"])
-        return self._layers(x, cos, sin, attend, last_only)
+
+        def attend_qkv(L, i, qkv):          # one new position: rotation and cache write fused
+            q, k, v = caches[i].append_rotated(qkv, self.cfg.heads, cos, sin)
+            return nn.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=gqa,
+                                                   sliding_window=L["window"])
+        one = caches is not None and T == 1
+        return self._layers(x, cos, sin, attend, last_only, attend_qkv if one else None)
 
     def _layers(self, x, cos, sin, attend, last_only, attend_qkv=None):
         if x.dtype != self.dtype:
