@@ -157,3 +157,34 @@ def test_load_errors(tmp_path):
     bad.write_bytes(b"not a gguf file at all")
     with pytest.raises(ValueError, match=r"ruda.nn.models.load_gguf: path: expected a readable"):
         load_gguf(bad, "cpu")
+
+
+def test_generate_cli(hf, capsys):
+    """``python -m ruda.nn.generate`` on the GGUF file as a new user runs it: an instruct model
+    answers through its chat template (as transformers' chat template gives the prompt's ids)
+    and the speeds go to stderr; ``--raw`` continues the plain text and says why nothing came."""
+    from ruda.nn.generate import main
+    path, model, tok = hf
+    question = "What is the capital of France?"
+    assert main([path, "--prompt", question, "--device", "cpu", "--max-new-tokens", "12"]) == 0
+    out, err = capsys.readouterr()
+    ids = tok.apply_chat_template([{"role": "user", "content": question}],
+                                  add_generation_prompt=True)
+    ids = ids["input_ids"] if hasattr(ids, "keys") else ids     # a dict from transformers 5
+    with torch.inference_mode():
+        want = model.generate(torch.tensor([ids]), max_new_tokens=12, do_sample=False,
+                              pad_token_id=0)[0, len(ids):].tolist()
+    eos = tok.convert_tokens_to_ids("<|im_end|>")
+    want = want[:want.index(eos)] if eos in want else want
+    assert out.strip() and out.rstrip("\n") == tok.decode(want)
+    assert f"prefill: {len(ids)} tokens in" in err and "decode: " in err and "tokens/s" in err
+    assert main([path, "--prompt", question, "--device", "cpu", "--raw"]) == 0
+    out, err = capsys.readouterr()
+    first = model.generate(torch.tensor([tok(question).input_ids]), max_new_tokens=1,
+                           do_sample=False, pad_token_id=0)[0, -1].item()
+    if first == eos:                # the instruct model ends a bare question at once
+        assert out.strip() == "" and "--chat" in err
+    else:
+        assert out.strip()
+    with pytest.raises(SystemExit):
+        main([path, "--prompt", question, "--chat", "--raw"])

@@ -2,8 +2,10 @@
 
     python -m ruda.nn.generate MODEL --prompt "..." [--device cpu] [--max-new-tokens N]
 
-MODEL is a Hugging Face model directory or a .gguf file. The text streams to stdout; prefill and
-decode speeds (tokens/s) go to stderr."""
+MODEL is a Hugging Face model directory or a .gguf file. A model with a chat template (an
+instruct model) gets the prompt as a user message in it, as llama.cpp's CLI does; ``--raw``
+continues the prompt as plain text instead. The text streams to stdout; prefill and decode
+speeds (tokens/s) go to stderr."""
 import argparse
 import sys
 import time
@@ -24,8 +26,12 @@ def _parser():
     ap.add_argument("--repetition-penalty", type=float, default=None)
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--stop", action="append", default=[], help="a stop string (repeatable)")
-    ap.add_argument("--chat", action="store_true",
-                    help="wrap the prompt as a user message in the model's chat template")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--chat", action="store_true",
+                      help="wrap the prompt as a user message in the model's chat template "
+                           "(the default where the model has one)")
+    mode.add_argument("--raw", action="store_true",
+                      help="continue the prompt as plain text, chat template or not")
     ap.add_argument("--no-quantized", action="store_true",
                     help="GGUF: dequantize weights at load")
     return ap
@@ -42,7 +48,8 @@ def main(argv=None):
     model = load(args.model, device=args.device, dtype=dtype, quantized=not args.no_quantized)
     print(f"loaded {args.model} on {model.device} in {time.perf_counter() - t:.2f} s",
           file=sys.stderr)
-    if args.chat:
+    chat = args.chat or (not args.raw and bool(model.tokenizer_config.get("chat_template")))
+    if chat:
         ids = model.tokenizer.encode(model.chat_prompt([{"role": "user", "content": args.prompt}]),
                                      add_special_tokens=False).ids
     else:
@@ -72,6 +79,9 @@ def main(argv=None):
         dec = total - prefill
         print(f"decode: {n - 1} tokens in {dec:.3f} s ({(n - 1) / dec:.1f} tokens/s)",
               file=sys.stderr)
+    elif n == 1 and not chat:
+        print("decode: none (the model ended the text at once; an instruct model answers "
+              "through its chat template: --chat)", file=sys.stderr)
     return 0
 
 
