@@ -139,6 +139,17 @@ def test_through_models_load(tmp_path):
     np.testing.assert_allclose(_host(model.encode(SENTENCES[:2])), want, rtol=2e-5, atol=2e-5)
 
 
+def test_generate_cli_names_an_encoder(tmp_path, capsys):
+    """``python -m ruda.nn.generate`` on an encoder: a usage error that says what it got and
+    where its embeddings are, no traceback."""
+    from ruda.nn.generate import main
+    path, _, _ = _tiny_dir(tmp_path, {"mean_tokens": True})
+    with pytest.raises(SystemExit) as e:
+        main([str(path), "--prompt", "hi", "--device", "cpu"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "expected a decoder that generates text, got Bert" in err
+
+
 def test_errors(tmp_path):
     path, _, _ = _tiny_dir(tmp_path, {"mean_tokens": True})
     model = bert.load(path, "cpu")

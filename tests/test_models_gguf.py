@@ -188,3 +188,7 @@ def test_generate_cli(hf, capsys):
         assert out.strip()
     with pytest.raises(SystemExit):
         main([path, "--prompt", question, "--chat", "--raw"])
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:              # a bad path: the error, no traceback
+        main([path + ".missing", "--prompt", question])
+    assert e.value.code == 2 and "ruda.nn.models.load: path: expected" in capsys.readouterr().err

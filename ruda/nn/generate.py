@@ -42,12 +42,20 @@ def main(argv=None):
     from ruda.nn.models import load
     from ruda.nn.models._generate import _Text
 
-    args = _parser().parse_args(argv)
+    ap = _parser()
+    args = ap.parse_args(argv)
     dtype = None if args.dtype is None else getattr(xp, args.dtype)
     t = time.perf_counter()
-    model = load(args.model, device=args.device, dtype=dtype, quantized=not args.no_quantized)
+    try:
+        model = load(args.model, device=args.device, dtype=dtype,
+                     quantized=not args.no_quantized)
+    except (ValueError, TypeError, OSError) as e:      # a bad path, config or weight, named
+        ap.error(str(e))
     print(f"loaded {args.model} on {model.device} in {time.perf_counter() - t:.2f} s",
           file=sys.stderr)
+    if not hasattr(model, "steps"):
+        ap.error(f"model: expected a decoder that generates text, got {type(model).__name__}, "
+                 "an encoder (its sentence embeddings: ruda.nn.models.load(MODEL).encode(...))")
     chat = args.chat or (not args.raw and bool(model.tokenizer_config.get("chat_template")))
     if chat:
         ids = model.tokenizer.encode(model.chat_prompt([{"role": "user", "content": args.prompt}]),
