@@ -316,10 +316,17 @@ def test_bad_input(checkpoints, tmp_path):
 
 
 def test_cli(checkpoints, capsys):
+    """The prompt as a user message in the model's chat template where it has one (as
+    llama.cpp's CLI), plain text with --raw; the speeds on stderr."""
     from ruda.nn import generate as cli
     d = checkpoints["qwen3"][0]
+    m = load(d, device="cpu")
+    assert m.tokenizer_config.get("chat_template") == CHAT
     cli.main([str(d), "--prompt", "Hi", "--device", "cpu", "--max-new-tokens", "4"])
     out = capsys.readouterr()
-    m = load(d, device="cpu")
+    assert out.out.startswith(m.chat([{"role": "user", "content": "Hi"}], max_new_tokens=4))
+    assert "prefill" in out.err and "tokens/s" in out.err
+    cli.main([str(d), "--prompt", "Hi", "--device", "cpu", "--max-new-tokens", "4", "--raw"])
+    out = capsys.readouterr()
     assert out.out.startswith(m.generate("Hi", max_new_tokens=4))
     assert "prefill" in out.err and "decode" in out.err and "tokens/s" in out.err
