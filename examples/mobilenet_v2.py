@@ -92,7 +92,7 @@ def weights_path():
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--size", type=int, default=224)
