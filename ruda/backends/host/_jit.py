@@ -69,31 +69,3 @@ def parallel_kernel(**options):
         return Kernel(_nb.njit(parallel=True, **options)(fn), _nb.njit(**options)(twin))
     return build
 
-
-if _nb is not None:
-    from llvmlite import binding as _llvm
-    from llvmlite import ir as _ir
-    from numba.core import cgutils as _cgutils
-    from numba.extending import intrinsic as _intrinsic
-
-    # the intrinsic's name mangles the pointer type: typed before LLVM 15, opaque since
-    _PREFETCH = "llvm.prefetch.p0" if _llvm.llvm_version_info >= (15,) else "llvm.prefetch.p0i8"
-
-    @_intrinsic
-    def prefetch(typingctx, arr, idx):
-        """Asks for the cache line of ``arr``'s flat element ``idx`` (C-contiguous) ahead of
-        its use: a hint, never a fault, so ``idx`` may point past the end. Streams that a loop
-        reads while it computes (quantized weight rows) arrive before the loop needs them."""
-        def codegen(context, builder, sig, args):
-            data = context.make_array(sig.args[0])(context, builder, args[0]).data
-            ptr = builder.bitcast(builder.gep(data, [args[1]]), _ir.IntType(8).as_pointer())
-            i32 = _ir.IntType(32)
-            fn = _cgutils.get_or_insert_function(
-                builder.module, _ir.FunctionType(_ir.VoidType(), [ptr.type, i32, i32, i32]),
-                _PREFETCH)
-            # read, keep in all levels, data
-            builder.call(fn, [ptr, _ir.Constant(i32, 0), _ir.Constant(i32, 3), _ir.Constant(i32, 1)])
-            return context.get_dummy_value()
-        return _nb.types.void(arr, idx), codegen
-else:
-    prefetch = None

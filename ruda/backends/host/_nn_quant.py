@@ -15,8 +15,8 @@ Numba the kernel declines and ruda.nn composes namespace ops.
 """
 import numpy as np
 
-from ruda.backends.host._jit import parallel_kernel, prefetch
-from ruda.backends.host._simd import dots1, dots2, dots4
+from ruda.backends.host._jit import parallel_kernel
+from ruda.backends.host._simd import dots1, dots2, dots4, prefetch
 
 try:
     import numba as _nb
@@ -101,28 +101,17 @@ if _nb is not None:
         return xl, xh, xs
 
     @parallel_kernel(fastmath=_FAST, cache=True)
-    def _gemv_q4_par(x, q, d, m, kind, out, chunks):
+    def _gemv_par(x, q, d, m, kind, out, chunks):
         nout = q.shape[0]
         per = -(-nout // chunks)
-        xl, xh, xs = _split_x(x)
+        xa, xb, xs = _split_x(x) if kind else (x, x, x)
         for c in _nb.prange(chunks):
-            _rows(xl, xh, xs, q, d, m, kind, out, c * per, min(nout, c * per + per))
+            _rows(xa, xb, xs, q, d, m, kind, out, c * per, min(nout, c * per + per))
 
     @_nb.njit(fastmath=_FAST, cache=True)
-    def _gemv_q4(x, q, d, m, kind, out):
-        xl, xh, xs = _split_x(x)
-        _rows(xl, xh, xs, q, d, m, kind, out, 0, q.shape[0])
-
-    @parallel_kernel(fastmath=_FAST, cache=True)
-    def _gemv_q8_par(x, q, d, out, chunks):
-        nout = q.shape[0]
-        per = -(-nout // chunks)
-        for c in _nb.prange(chunks):
-            _rows(x, x, x, q, d, d, 0, out, c * per, min(nout, c * per + per))
-
-    @_nb.njit(fastmath=_FAST, cache=True)
-    def _gemv_q8(x, q, d, out):
-        _rows(x, x, x, q, d, d, 0, out, 0, q.shape[0])
+    def _gemv_serial(x, q, d, m, kind, out):
+        xa, xb, xs = _split_x(x) if kind else (x, x, x)
+        _rows(xa, xb, xs, q, d, m, kind, out, 0, q.shape[0])
 
     @_nb.njit(cache=True)
     def _deq(q, d, m, kind, o0, o1, w):
@@ -147,19 +136,10 @@ if _nb is not None:
 
 
 def _gemv(x, q, d, m, k, out):
-    n = x.shape[1]
-    chunks = 0
-    if q.shape[0] * n >= _PARALLEL and q.shape[0] >= 2:
-        chunks = min(q.shape[0], 4 * _nb.config.NUMBA_NUM_THREADS)
-    if k == 0:
-        if chunks:
-            _gemv_q8_par(x, q, d, out, chunks)
-        else:
-            _gemv_q8(x, q, d, out)
-    elif chunks:
-        _gemv_q4_par(x, q, d, m, k, out, chunks)
+    if q.shape[0] * x.shape[1] >= _PARALLEL and q.shape[0] >= 2:
+        _gemv_par(x, q, d, m, k, out, min(q.shape[0], 4 * _nb.config.NUMBA_NUM_THREADS))
     else:
-        _gemv_q4(x, q, d, m, k, out)
+        _gemv_serial(x, q, d, m, k, out)
 
 
 def linear_quantized(x, q, scales, mins, kind, bias):

@@ -1,4 +1,8 @@
-"""Block dot products of the quantized GEMV written as LLVM vector IR (Numba intrinsics).
+"""LLVM IR that Numba's loops cannot spell, as Numba intrinsics: ``prefetch`` and the
+quantized GEMV's block dot products.
+
+``prefetch(arr, idx)`` asks for the cache line of ``arr``'s flat element ``idx`` ahead of its
+use (LLVM's ``prefetch``).
 
 Numba's loops reach the host's vectors only through LLVM's vectorizer, which on AVX-512
 machines stops at 256 bits (LLVM's ``prefer-vector-width``) and keeps small accumulator
@@ -11,8 +15,10 @@ the N of row p. A Q4 weight (``q`` (out, in/2) uint8, two nibbles a byte): ``sum
 (xa_b . lo(q[w])_b + xb_b . hi(q[w])_b)``, where ``xa``/``xb`` (rows, in/2) hold the elements
 of x that meet each block's low and high nibbles. A Q8_0 weight (``q`` (out, in) int8):
 ``sum_b d[w, b] * (xa_b . q[w]_b)`` (``xb`` unread). A block's weights become floats once
-for all N rows of x. The float operations run in a fixed order (the same result every call). Numba's disk cache
-keys a kernel on its own file: after changing this one, touch ``_nn_quant.py``.
+for all N rows of x. The float operations run in a fixed order (the same result every call).
+
+Numba's disk cache keys a kernel on its own file: after changing this one, touch
+``_nn_quant.py``.
 """
 try:
     import numba as _nb
@@ -109,7 +115,30 @@ def _ir_helpers():
 
 
 if _nb is not None:
+    from llvmlite import binding as _llvm
+    from llvmlite import ir as _ir
+    from numba.core import cgutils as _cgutils
     from numba.extending import intrinsic as _intrinsic
+
+    # the intrinsic's name mangles the pointer type: typed before LLVM 15, opaque since
+    _PREFETCH = "llvm.prefetch.p0" if _llvm.llvm_version_info >= (15,) else "llvm.prefetch.p0i8"
+
+    @_intrinsic
+    def prefetch(typingctx, arr, idx):
+        """Asks for the cache line of ``arr``'s flat element ``idx`` (C-contiguous) ahead of
+        its use: a hint, never a fault, so ``idx`` may point past the end. Streams that a loop
+        reads while it computes (quantized weight rows) arrive before the loop needs them."""
+        def codegen(context, builder, sig, args):
+            data = context.make_array(sig.args[0])(context, builder, args[0]).data
+            ptr = builder.bitcast(builder.gep(data, [args[1]]), _ir.IntType(8).as_pointer())
+            i32 = _ir.IntType(32)
+            fn = _cgutils.get_or_insert_function(
+                builder.module, _ir.FunctionType(_ir.VoidType(), [ptr.type, i32, i32, i32]),
+                _PREFETCH)
+            # read, keep in all levels, data
+            builder.call(fn, [ptr, _ir.Constant(i32, 0), _ir.Constant(i32, 3), _ir.Constant(i32, 1)])
+            return context.get_dummy_value()
+        return _nb.types.void(arr, idx), codegen
 
     _codegen = _ir_helpers()
     _t = _nb.types
@@ -129,4 +158,7 @@ if _nb is not None:
 
     dots1, dots2, dots4 = _dots(1), _dots(2), _dots(4)
 else:
-    dots1 = dots2 = dots4 = None
+    prefetch = dots1 = dots2 = dots4 = None
+
+
+
