@@ -318,8 +318,14 @@ def apply_rope(x, cos, sin, interleaved, rotary_dim):
     return out.astype(x.dtype, copy=False)
 
 
-_rope_rows = None
+_rope_rows = _rope_kv = None
 if _nb is not None:
+    @_nb.njit(inline="always")
+    def _rotate(a, b, c, s):
+        """A half-split rope pair rotated: (a c - b s, b c + a s), each product rounded (no
+        fastmath): ``_rope_rows`` and ``_rope_kv`` give the same values."""
+        return a * c - b * s, b * c + a * s
+
     @_nb.njit(cache=True)
     def _rope_rows(x, c, s, h, rd, out):
         """out = x with its first rd features rotated in halves (a c - b s, b c + a s), x (N,
@@ -328,11 +334,29 @@ if _nb is not None:
         for n in range(N):
             for t in range(T):
                 for j in range(h):
-                    a, b = x[n, t, j], x[n, t, h + j]
-                    out[n, t, j] = a * c[t, j] - b * s[t, j]
-                    out[n, t, h + j] = b * c[t, j] + a * s[t, j]
+                    out[n, t, j], out[n, t, h + j] = _rotate(x[n, t, j], x[n, t, h + j],
+                                                             c[t, j], s[t, j])
                 for j in range(rd, D):
                     out[n, t, j] = x[n, t, j]
+
+    @_nb.njit(cache=True)
+    def _rope_kv(qkv, c, s, p, q, kc, vc, q_heads):
+        """``rope_kv_put``'s pass; no fastmath, as ``_rope_rows``."""
+        B, H, _, D = kc.shape
+        h = D // 2
+        for b in range(B):
+            for head in range(q_heads + 2 * H):
+                o = head * D
+                if head >= q_heads + H:                     # v: copied
+                    for j in range(D):
+                        vc[b, head - q_heads - H, p, j] = qkv[b, o + j]
+                    continue
+                for j in range(h):
+                    r1, r2 = _rotate(qkv[b, o + j], qkv[b, o + h + j], c[0, j], s[0, j])
+                    if head < q_heads:
+                        q[b, head, 0, j], q[b, head, 0, h + j] = r1, r2
+                    else:
+                        kc[b, head - q_heads, p, j], kc[b, head - q_heads, p, h + j] = r1, r2
 
 
 def rope_kv_put(qkv, cos, sin, pos, kc, vc, q_heads):
@@ -354,27 +378,3 @@ def rope_kv_put(qkv, cos, sin, pos, kc, vc, q_heads):
     q = np.empty((B, q_heads, 1, D), dtype=qkv.dtype)
     _rope_kv(qkv, c, s, p, q, kc, vc, q_heads)
     return q
-
-
-_rope_kv = None
-if _nb is not None:
-    @_nb.njit(cache=True)
-    def _rope_kv(qkv, c, s, p, q, kc, vc, q_heads):
-        """``rope_kv_put``'s pass; no fastmath, as ``_rope_rows``."""
-        B, H, _, D = kc.shape
-        h = D // 2
-        for b in range(B):
-            for head in range(q_heads + 2 * H):
-                o = head * D
-                if head >= q_heads + H:                     # v: copied
-                    for j in range(D):
-                        vc[b, head - q_heads - H, p, j] = qkv[b, o + j]
-                    continue
-                for j in range(h):
-                    x1, x2 = qkv[b, o + j], qkv[b, o + h + j]
-                    r1 = x1 * c[0, j] - x2 * s[0, j]
-                    r2 = x2 * c[0, j] + x1 * s[0, j]
-                    if head < q_heads:
-                        q[b, head, 0, j], q[b, head, 0, h + j] = r1, r2
-                    else:
-                        kc[b, head - q_heads, p, j], kc[b, head - q_heads, p, h + j] = r1, r2
