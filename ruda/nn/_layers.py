@@ -81,8 +81,7 @@ def _swiglu_product(x, weight, bias):
     if bias is None and _plain(x, weight):
         k = c.kernel(x, "linear_swiglu")
         if k is not None:
-            rows = x.size // x.shape[-1]
-            r = k(xp.reshape(x, (rows, x.shape[-1])).native, weight.native)
+            r = k(_rows(x), weight.native)
             if r is not NotImplemented:
                 return xp.reshape(c.wrap(r, x.device), x.shape[:-1] + (weight.shape[0] // 2,))
     y = _product(x, weight, bias)
@@ -110,8 +109,7 @@ def rms_norm_linear(x, norm_weight, weight, bias=None, eps=None, swiglu=False):
             _plain(x, norm_weight, weight):
         k = c.kernel(x, fn)
         if k is not None:
-            rows = x.size // x.shape[-1]
-            r = k(xp.reshape(x, (rows, x.shape[-1])).native, norm_weight.native, weight.native,
+            r = k(_rows(x), norm_weight.native, weight.native,
                   c.norm_eps(fn, x.dtype, eps), bool(swiglu))
             if r is not NotImplemented:
                 width = weight.shape[0] // 2 if swiglu else weight.shape[0]
@@ -157,9 +155,7 @@ def add_linear(residual, x, weight, bias=None):
             residual.shape == x.shape[:-1] + (weight.shape[0],):
         k = c.kernel(x, "add_linear")
         if k is not None:
-            rows = x.size // x.shape[-1]
-            r = k(xp.reshape(residual, (rows, weight.shape[0])).native,
-                  xp.reshape(x, (rows, x.shape[-1])).native, weight.native)
+            r = k(_rows(residual), _rows(x), weight.native)
             if r is not NotImplemented:
                 return xp.reshape(c.wrap(r, x.device), residual.shape)
     if isinstance(weight, _quantized.QuantizedWeight) and residual.__class__ is xp.Array \
