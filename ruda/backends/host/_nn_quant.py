@@ -4,8 +4,8 @@ Up to 96 rows of x (decode, short prompts): a Numba GEMV that reads each quantiz
 two weight rows at a time against four, two or one rows of x through ``_simd``'s 16-lane block
 dot products (Q4: ``d_b * (x_lo . lo + x_hi . hi)`` with x split once per call into the
 elements that meet each block's low and high nibbles, plus ``sum_b m_b * sum(x_b)``, q4_0's
-``m = -8 d``; Q8_0: ``d_b * (x_b . q_b)``): 1.5x the same loops left to LLVM's vectorizer at
-one row; at eight, 2.7x a loop that dequantizes each weight row, then takes dot products.
+``m = -8 d``; Q8_0: ``d_b * (x_b . q_b)``; LLVM's vectorizer would stop at 256 bits and keep
+the sums in memory), each block's weights converted once for up to four rows of x.
 Weight rows are asked for ``_AHEAD`` rows ahead (``prefetch``): rows stream from memory while
 the loop computes, which alone stalls it. Large matrices run on the thread pool, a chunk of
 output rows per task; small ones run serially (waking the pool costs more than they do).
