@@ -350,7 +350,10 @@ def guard(name, impl):
     route; other calls cost one dtype test (elementwise ops) or a scan of the arguments."""
     if BF16 is None or name in _VIEW:
         return impl
-    if name in _OWN:
+    if name == "scalar":                # every Python operand scalar: one frame, one test
+        def op(be, value, dtype):
+            return impl(be, value, dtype) if dtype != BF16 else scalar(be, impl, value, dtype)
+    elif name in _OWN:
         own = _OWN[name]
 
         def op(be, *args, **kwargs):
