@@ -222,10 +222,13 @@ class WgpuBackend(FftOps, MatmulOps, LinalgOps, ElementwiseOps, ReductionOps, In
         if a is not None:
             return a
         dtype = np.dtype(dtype)
-        self._check_dtype("scalar", dtype)
-        store = HOST_STORAGE.get(IR[dtype], dtype)
-        v = np.array(value, dtype=dtype) if dtype.kind in "iu" and store != dtype else value
-        a = WArray(self.ctx.upload(np.array(v, dtype=store)), (), (), 0, dtype)
+        if dtype == _half.BF16:         # packed bits, rounded as ml_dtypes rounds
+            a = _half.scalar(self, value)
+        else:
+            self._check_dtype("scalar", dtype)
+            store = HOST_STORAGE.get(IR[dtype], dtype)
+            v = np.array(value, dtype=dtype) if dtype.kind in "iu" and store != dtype else value
+            a = WArray(self.ctx.upload(np.array(v, dtype=store)), (), (), 0, dtype)
         if len(cache) >= 1024:
             cache.clear()
         cache[key] = a

@@ -177,14 +177,9 @@ def to_host(be, impl, a):
     return words.view(U16)[:a.size].reshape(a.shape).view(BF16)
 
 
-def scalar(be, impl, value, dtype):
-    if np.dtype(dtype) != BF16:
-        return impl(be, value, dtype)
-    key = (BF16, type(value), repr(value))     # cached as the backend caches its own scalars
-    a = be.ctx.scalars.get(key)
-    if a is None:
-        a = be.ctx.scalars[key] = be.from_host(_host_bf16(value))
-    return a
+def scalar(be, value):
+    """A new bfloat16 operand scalar (the backend's ``scalar`` caches it under its own key)."""
+    return be.from_host(_host_bf16(value))
 
 
 def full(be, impl, shape, fill_value, dtype):
@@ -275,7 +270,7 @@ def nextafter(be, impl, x1, x2):
     return impl(be, x1, x2)
 
 
-_OWN = {"from_host": from_host, "to_host": to_host, "scalar": scalar, "full": full,
+_OWN = {"from_host": from_host, "to_host": to_host, "full": full,
         "empty": empty, "astype": astype, "arange": arange, "linspace": linspace,
         "setitem": setitem, "nextafter": nextafter, "copy": copy, "getitem": getitem}
 # views (and views copied by the guarded copy): the packed array itself, no route
@@ -350,10 +345,7 @@ def guard(name, impl):
     route; other calls cost one dtype test (elementwise ops) or a scan of the arguments."""
     if BF16 is None or name in _VIEW:
         return impl
-    if name == "scalar":                # every Python operand scalar: one frame, one test
-        def op(be, value, dtype):
-            return impl(be, value, dtype) if dtype != BF16 else scalar(be, impl, value, dtype)
-    elif name in _OWN:
+    if name in _OWN:
         own = _OWN[name]
 
         def op(be, *args, **kwargs):
@@ -413,4 +405,4 @@ def f16_guard(name, impl):
     return op
 
 
-GUARDED = tuple(OPS) + ("from_host", "to_host", "scalar", "copy")
+GUARDED = tuple(OPS) + ("from_host", "to_host", "copy")   # scalar: the backend asks scalar()
