@@ -366,14 +366,16 @@ def test_swiglu(dtype, vec):
 def test_rope(interleaved):
     """Rotary embedding of (rows, T, D) with the first r of D features rotated."""
     fn = emu.build(nn_cuda.rope("float32", "float32", interleaved), "ruda_rope",
-                   "const T* x, const CT* cs, const CT* sn, T* y, long long total, int tlen, int d, int r")
+                   "const T* x, const CT* cs, const CT* sn, T* y, long long total, int tlen, int d, "
+                   "int r, int heads, long long sb, long long sh, long long ts")
     rng = np.random.default_rng(5)
     R, T, D, r = 3, 5, 16, 12
     x = rng.standard_normal((R, T, D)).astype(np.float32)
     ang = rng.standard_normal((T, r // 2))
     cs, sn = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
     y = np.zeros_like(x)
-    emu.launch(fn, (1,), 256, x, cs, sn, y, i64(x.size), i32(T), i32(D), i32(r))
+    emu.launch(fn, (1,), 256, x, cs, sn, y, i64(x.size), i32(T), i32(D), i32(r), i32(1),
+               i64(T * D), i64(0), i64(D))
     want = x.astype(np.float64).copy()
     if interleaved:
         a, b = x[..., 0:r:2], x[..., 1:r:2]

@@ -147,6 +147,26 @@ def test_rms_norm_linear_and_add_linear():
     assert launched == ["ruda_gemv"] * 3
 
 
+def test_apply_rope_reads_a_permuted_view_in_place():
+    """(B, T, H, D) projections seen as (B, H, T, D), as a decoder's prefill rotates q and k:
+    the kernel reads the strided view itself; a 3-d contiguous input gives the same rotation."""
+    rng = np.random.default_rng(4)
+    B, T, H, D, r = 2, 5, 3, 16, 12
+    proj = dev(rng.standard_normal((B, T, H, D)).astype(np.float32))
+    ang = rng.standard_normal((T, r // 2))
+    cos, sin = dev(np.cos(ang).astype(np.float32)), dev(np.sin(ang).astype(np.float32))
+    x = np.transpose(proj, (0, 2, 1, 3))
+    want = f64(x).copy()
+    a, b = want[..., :r // 2].copy(), want[..., r // 2:r].copy()
+    want[..., :r // 2], want[..., r // 2:r] = a * f64(cos) - b * f64(sin), b * f64(cos) + a * f64(sin)
+    y = _nn.apply_rope(x, cos, sin, False, r)
+    assert y.shape == (B, H, T, D) and y.flags.c_contiguous
+    np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)
+    flat = _nn.apply_rope(dev(np.ascontiguousarray(x).reshape(B * H, T, D)), cos, sin, False, r)
+    np.testing.assert_allclose(flat.reshape(B, H, T, D), want, rtol=1e-6, atol=1e-6)
+    assert launched == ["ruda_rope"] * 2
+
+
 def test_rope_kv_put():
     rng = np.random.default_rng(3)
     B, Hq, H, T, D = 2, 6, 2, 5, 16

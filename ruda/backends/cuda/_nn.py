@@ -156,7 +156,13 @@ def apply_rope(x, cos, sin, interleaved, rotary_dim):
     if r % 2 or r > d or cos.shape != (tlen, r // 2) or sin.shape != cos.shape:
         return NotImplemented
     with x.device:
-        x, cos, sin = contiguous(x), contiguous(cos), contiguous(sin)
+        cos, sin = contiguous(cos), contiguous(sin)
+        it = x.dtype.itemsize
+        if x.ndim == 4 and x.strides[3] == it and all(s >= 0 and s % it == 0 for s in x.strides):
+            heads, (sb, sh, st) = x.shape[1], (s // it for s in x.strides[:3])   # read in place
+        else:
+            x = contiguous(x)
+            heads, sb, sh, st = 1, tlen * d, 0, d
         y = empty(x.shape, x.dtype)
         total = y.size
         if total == 0:
@@ -164,7 +170,8 @@ def apply_rope(x, cos, sin, interleaved, rotary_dim):
         inter = bool(interleaved)
         fn = function(("rope", dt, ct, inter), lambda: gen.rope(dt, ct, inter), "ruda_rope")
         fn((grid(total),), (256,), (arg(x), arg(cos), arg(sin), arg(y), np.int64(total),
-                                      np.int32(tlen), np.int32(d), np.int32(r)))
+                                      np.int32(tlen), np.int32(d), np.int32(r), np.int32(heads),
+                                      np.int64(sb), np.int64(sh), np.int64(st)))
         return y
 
 

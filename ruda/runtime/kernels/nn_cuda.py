@@ -361,20 +361,24 @@ _ROPE = r"""
 typedef {ct} CT;
 __device__ __forceinline__ A ldc(CT v) {{ return (A){ldc}; }}
 #define INTERLEAVED {inter}
-// x: (rows, T, D) contiguous; cos, sin: (T, R / 2); one thread per element of x
+// x: (B, H, T, D) at element strides (sb, sh, ts), the last axis contiguous (a permuted view of
+// a fused projection is read in place); y: the same shape, contiguous; cos, sin: (T, R / 2); one
+// thread per element of y
 extern "C" __global__ void __launch_bounds__(256)
 ruda_rope(const T* __restrict__ x, const CT* __restrict__ cs, const CT* __restrict__ sn, T* __restrict__ y,
-          long long total, int tlen, int d, int r) {{
+          long long total, int tlen, int d, int r, int heads, long long sb, long long sh, long long ts) {{
     const long long stride = (long long)gridDim.x * blockDim.x;
     const int half = r / 2;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {{
         const int c = (int)(i % d);
-        if (c >= r) {{ y[i] = x[i]; continue; }}
+        const long long row = i / d / tlen;                 // b * heads + h
         const int t = (int)((i / d) % tlen);
+        const long long xi = row / heads * sb + row % heads * sh + t * ts + c;
+        if (c >= r) {{ y[i] = x[xi]; continue; }}
         int p, k; bool first;
         if (INTERLEAVED) {{ k = c >> 1; first = !(c & 1); p = c ^ 1; }}
         else {{ first = c < half; k = first ? c : c - half; p = first ? c + half : c - half; }}
-        const A xv = ld(x[i]), xp = ld(x[i - c + p]);
+        const A xv = ld(x[xi]), xp = ld(x[xi - c + p]);
         const A co = ldc(cs[(long long)t * half + k]), si = ldc(sn[(long long)t * half + k]);
         y[i] = st(first ? xv * co - xp * si : xv * co + xp * si);
     }}
