@@ -5,12 +5,13 @@ all of them walk contiguously; shapes, strides and offsets travel as metadata, s
 keyed by op, dtypes and collapsed rank only.  From ``_base.VEC4_MIN`` elements, a map whose
 merged operands are 1-D, 4-byte, and unit-stride from an offset that is a multiple of 4 or
 broadcast takes the vec4 kernel (16-byte loads and stores, the n % 4 tail by invocation 0).
-Unary and binary ops replay plans (``_plan``) when called again on the same views.
+Unary and binary ops replay plans (``_plan``) when called again on the same views; where no
+plan replays, a bfloat16 operand takes ``_half``'s route (float32 views, the results rounded).
 """
 import numpy as np
 
 from ruda import backends
-from ruda.backends.wgpu import _base
+from ruda.backends.wgpu import _base, _half
 from ruda.backends.wgpu._array import broadcast_shape, broadcast_strides, collapse
 from ruda.backends.wgpu._base import _K, np_of
 from ruda.runtime import ir
@@ -35,8 +36,14 @@ def _unary_op(name, irop):
 
     def method(self, x):
         pkey = (key, x.ir, x.shape, x.strides, x.offset)
-        return self._replayed(pkey, (x.st,)) or self._planned(pkey, (x,), lambda: self._map(key, fn, [x]))
+        r = self._replayed(pkey, (x.st,))       # bfloat16 operands never record a plan
+        if r is not None:
+            return r
+        if x.dtype == _half.BF16:
+            return _half.elementwise(self, method, x)
+        return self._planned(pkey, (x,), lambda: self._map(key, fn, [x]))
     method.__name__ = name
+    method.routes_bfloat16 = True           # _half.guard leaves it as it is
     return method
 
 
@@ -48,9 +55,14 @@ def _binary_op(name, irop):
 
     def method(self, x1, x2):
         pkey = (key, x1.ir, x1.shape, x1.strides, x1.offset, x2.ir, x2.shape, x2.strides, x2.offset)
-        return self._replayed(pkey, (x1.st, x2.st)) or self._planned(
-            pkey, (x1, x2), lambda: self._map(key, fn, [x1, x2]))
+        r = self._replayed(pkey, (x1.st, x2.st))
+        if r is not None:
+            return r
+        if x1.dtype == _half.BF16 or x2.dtype == _half.BF16:
+            return _half.elementwise(self, method, x1, x2)
+        return self._planned(pkey, (x1, x2), lambda: self._map(key, fn, [x1, x2]))
     method.__name__ = name
+    method.routes_bfloat16 = True
     return method
 
 

@@ -340,10 +340,25 @@ def _bf16_move(be, a):
     return pack(be, a, rnd=False)
 
 
+def elementwise(be, impl, *xs):
+    """Generated elementwise op ``impl`` (``_elementwise``) of operands ``xs``, one of them
+    bfloat16: its route, built on first use (the op tests the dtypes only where no plan
+    replays, so float32 work pays no guard)."""
+    route = _ROUTES.get(impl)
+    if route is None:
+        route = _ROUTES[impl] = _route(impl.__name__, impl, _bf16_up, rounded, (BF16,))
+    return route(be, *xs)
+
+
+_ROUTES = {}
+
+
 def guard(name, impl):
     """Backend method ``impl`` with bfloat16 operands (or ``dtype=bfloat16``) sent to their
-    route; other calls cost one dtype test (elementwise ops) or a scan of the arguments."""
-    if BF16 is None or name in _VIEW:
+    route; other calls cost one dtype test (elementwise ops) or a scan of the arguments. The
+    generated elementwise ops route themselves (:func:`elementwise`)."""
+    routes_itself = name not in _OWN and getattr(impl, "routes_bfloat16", False)
+    if BF16 is None or name in _VIEW or routes_itself:
         return impl
     if name in _OWN:
         own = _OWN[name]
