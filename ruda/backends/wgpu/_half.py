@@ -299,8 +299,18 @@ def _involves(obj, dts=(BF16,)):
     if c is WArray:
         return obj.dtype in dts
     if c is tuple or c is list:
-        return any(_involves(o, dts) for o in obj)
+        for o in obj:               # a loop, not any(): every guarded call scans its arguments
+            oc = o.__class__
+            if oc is WArray:
+                if o.dtype in dts:
+                    return True
+            elif o is not None and oc not in _PLAIN and _involves(o, dts):
+                return True
+        return False
     return (c is _dtypes.DType or isinstance(obj, np.dtype)) and obj in dts
+
+
+_PLAIN = frozenset({bool, int, float, str})     # arguments that are never an array or a dtype
 
 
 def _arg(be, a, up, fam):
