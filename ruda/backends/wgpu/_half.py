@@ -301,8 +301,8 @@ def _involves(obj, dts=(BF16,)):
     if c is tuple or c is list:
         for o in obj:               # a loop, not any(): every guarded call scans its arguments
             oc = o.__class__
-            if oc is WArray:
-                if o.dtype in dts:
+            if oc is WArray or oc is _dtypes.DType or isinstance(o, np.dtype):
+                if (o.dtype if oc is WArray else o) in dts:
                     return True
             elif o is not None and oc not in _PLAIN and _involves(o, dts):
                 return True
