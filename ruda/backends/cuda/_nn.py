@@ -159,10 +159,10 @@ def apply_rope(x, cos, sin, interleaved, rotary_dim):
         cos, sin = contiguous(cos), contiguous(sin)
         it = x.dtype.itemsize
         if x.ndim == 4 and x.strides[3] == it and all(s >= 0 and s % it == 0 for s in x.strides):
-            heads, (sb, sh, st) = x.shape[1], (s // it for s in x.strides[:3])   # read in place
+            heads, (sb, sh, ts) = x.shape[1], (s // it for s in x.strides[:3])   # read in place
         else:
             x = contiguous(x)
-            heads, sb, sh, st = 1, tlen * d, 0, d
+            heads, sb, sh, ts = 1, tlen * d, 0, d
         y = empty(x.shape, x.dtype)
         total = y.size
         if total == 0:
@@ -171,7 +171,7 @@ def apply_rope(x, cos, sin, interleaved, rotary_dim):
         fn = function(("rope", dt, ct, inter), lambda: gen.rope(dt, ct, inter), "ruda_rope")
         fn((grid(total),), (256,), (arg(x), arg(cos), arg(sin), arg(y), np.int64(total),
                                       np.int32(tlen), np.int32(d), np.int32(r), np.int32(heads),
-                                      np.int64(sb), np.int64(sh), np.int64(st)))
+                                      np.int64(sb), np.int64(sh), np.int64(ts)))
         return y
 
 

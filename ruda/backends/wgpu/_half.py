@@ -35,7 +35,7 @@ import math
 import numpy as np
 
 from ruda import _dtypes
-from ruda.backends import ELEMENTWISE_BINARY, ELEMENTWISE_UNARY, OPS, _map_native
+from ruda.backends import ELEMENTWISE_UNARY, OPS, _map_native
 from ruda.backends.wgpu._array import WArray, contiguous_strides
 from ruda.backends.wgpu._base import _K, I
 from ruda.runtime import ir
@@ -385,12 +385,9 @@ def guard(name, impl):
 
 
 def _dispatch(name, impl, route, dts):
-    if name in ELEMENTWISE_UNARY:
+    if name in ELEMENTWISE_UNARY:      # real, conj, positive (the generated ops route themselves)
         def op(be, x):
             return route(be, x) if x.dtype in dts else impl(be, x)
-    elif name in ELEMENTWISE_BINARY:
-        def op(be, x1, x2):
-            return route(be, x1, x2) if x1.dtype in dts or x2.dtype in dts else impl(be, x1, x2)
     else:
         def op(be, *args, **kwargs):
             if _involves(args, dts) or (kwargs and _involves(tuple(kwargs.values()), dts)):
