@@ -283,5 +283,5 @@ WgpuBackend.linalg_matrix_rank = _matrix_rank
 # views, results rounded as ml_dtypes (_half)
 for _name in _half.GUARDED:
     if getattr(WgpuBackend, _name, None) is not None:
-        setattr(WgpuBackend, _name, _half.guard(_name, _half.f16_guard(_name, getattr(WgpuBackend, _name))))
+        setattr(WgpuBackend, _name, _half.guards(_name, getattr(WgpuBackend, _name)))
 del _name

@@ -44,6 +44,8 @@ BF16 = _dtypes.bfloat16          # None without ml_dtypes: guard() changes nothi
 F32 = np.dtype(np.float32)
 F64 = np.dtype(np.float64)
 F16 = np.dtype(np.float16)
+# dtype families as sets (a hash test: cheaper than a tuple's == tests)
+_BF16S, _F16S, _HALVES = frozenset({BF16}), frozenset({F16}), frozenset({BF16, F16} - {None})
 U16, U32 = np.dtype(np.uint16), np.dtype(np.uint32)
 
 
@@ -293,18 +295,24 @@ def _map(obj, fn):
     return _map_native(obj, fn, _is_warray)
 
 
-def _involves(obj, dts=(BF16,)):
-    """Whether obj is (or a list/tuple holds) an array of one of ``dts``, or is such a dtype."""
+def _involves(obj, dts):
+    """Whether obj is (or a list/tuple holds) an array of a dtype of the set ``dts``, or is
+    such a dtype."""
     c = obj.__class__
     if c is WArray:
         return obj.dtype in dts
     if c is tuple or c is list:
         for o in obj:               # a loop, not any(): every guarded call scans its arguments
             oc = o.__class__
-            if oc is WArray or oc is _dtypes.DType or isinstance(o, np.dtype):
-                if (o.dtype if oc is WArray else o) in dts:
+            if oc is WArray:
+                if o.dtype in dts:
                     return True
-            elif o is not None and oc not in _PLAIN and _involves(o, dts):
+            elif oc in _PLAIN or o is None:
+                continue
+            elif oc is tuple or oc is list:
+                if _involves(o, dts):
+                    return True
+            elif (oc is _dtypes.DType or isinstance(o, np.dtype)) and o in dts:
                 return True
         return False
     return (c is _dtypes.DType or isinstance(obj, np.dtype)) and obj in dts
@@ -356,7 +364,7 @@ def elementwise(be, impl, *xs):
     replays, so float32 work pays no guard)."""
     route = _ROUTES.get(impl)
     if route is None:
-        route = _ROUTES[impl] = _route(impl.__name__, impl, _bf16_up, rounded, (BF16,))
+        route = _ROUTES[impl] = _route(impl.__name__, impl, _bf16_up, rounded, _BF16S)
     return route(be, *xs)
 
 
@@ -376,9 +384,9 @@ def guard(name, impl):
         def op(be, *args, **kwargs):
             return own(be, impl, *args, **kwargs)
     else:
-        route = _route(name, impl, _bf16_up, _bf16_move if name in _MOVE else rounded, (BF16,),
+        route = _route(name, impl, _bf16_up, _bf16_move if name in _MOVE else rounded, _BF16S,
                        name in _MOVE)
-        op = _dispatch(name, impl, route, (BF16,))
+        op = _dispatch(name, impl, route, _BF16S)
     op.__name__ = name
     op.__wrapped__ = impl
     return op
@@ -419,7 +427,7 @@ def f16_guard(name, impl):
                                 f"float32 step is not a float16 step); cast to float32 first")
             return impl(be, x1, x2)
     elif name in F16_VIA_F32:
-        op = _dispatch(name, impl, _route(name, impl, _f16_up, _f16_down, (F16,)), (F16,))
+        op = _dispatch(name, impl, _route(name, impl, _f16_up, _f16_down, _F16S), _F16S)
     else:
         return impl
     op.__name__ = name
@@ -428,3 +436,30 @@ def f16_guard(name, impl):
 
 
 GUARDED = tuple(OPS) + ("from_host", "to_host", "copy")   # scalar: the backend asks scalar()
+
+
+def guards(name, impl):
+    """Backend method ``impl`` under :func:`f16_guard` and :func:`guard`. Where both wrap it
+    (F16_VIA_F32's reductions, whose tuple arguments are axes, never arrays), one pass over
+    the arguments for an array or dtype of either half sends other calls straight to ``impl``
+    (a set lookup an argument; an unhashable one leaves the decision to the guards)."""
+    inner = f16_guard(name, impl)
+    outer = guard(name, inner)
+    if inner is impl or outer is inner or name in _OWN:
+        return outer
+
+    def op(be, *args, **kwargs):
+        half = False
+        try:
+            for a in args:
+                if (a.dtype if a.__class__ is WArray else a) in _HALVES:
+                    half = True
+                    break
+        except TypeError:
+            half = True
+        if half or (kwargs and _involves(tuple(kwargs.values()), _HALVES)):
+            return outer(be, *args, **kwargs)
+        return impl(be, *args, **kwargs)
+    op.__name__ = name
+    op.__wrapped__ = outer
+    return op
