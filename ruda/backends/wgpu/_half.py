@@ -45,7 +45,7 @@ F32 = np.dtype(np.float32)
 F64 = np.dtype(np.float64)
 F16 = np.dtype(np.float16)
 # dtype families as sets (a hash test: cheaper than a tuple's == tests)
-_BF16S, _F16S, _HALVES = frozenset({BF16}), frozenset({F16}), frozenset({BF16, F16} - {None})
+_BF16S, _F16S, HALVES = frozenset({BF16}), frozenset({F16}), frozenset({BF16, F16} - {None})
 U16, U32 = np.dtype(np.uint16), np.dtype(np.uint32)
 
 
@@ -368,6 +368,16 @@ def elementwise(be, impl, *xs):
     return route(be, *xs)
 
 
+def reduction(be, impl, *args):
+    """Reduction method ``impl`` (``routes_halves``: sum, prod) called with a float16 or
+    bfloat16 array or dtype: the routes of both guards over it, built on first use (the method
+    tests two dtypes; other reductions pass :func:`guards`)."""
+    chain = _ROUTES.get(impl)
+    if chain is None:
+        chain = _ROUTES[impl] = guard(impl.__name__, f16_guard(impl.__name__, impl))
+    return chain(be, *args)
+
+
 _ROUTES = {}
 
 
@@ -443,6 +453,8 @@ def guards(name, impl):
     (F16_VIA_F32's reductions, whose tuple arguments are axes, never arrays), one pass over
     the arguments for an array or dtype of either half sends other calls straight to ``impl``
     (a set lookup an argument; an unhashable one leaves the decision to the guards)."""
+    if getattr(impl, "routes_halves", False):
+        return impl
     inner = f16_guard(name, impl)
     outer = guard(name, inner)
     if inner is impl or outer is inner or name in _OWN:
@@ -452,12 +464,12 @@ def guards(name, impl):
         half = False
         try:
             for a in args:
-                if (a.dtype if a.__class__ is WArray else a) in _HALVES:
+                if (a.dtype if a.__class__ is WArray else a) in HALVES:
                     half = True
                     break
         except TypeError:
             half = True
-        if half or (kwargs and _involves(tuple(kwargs.values()), _HALVES)):
+        if half or (kwargs and _involves(tuple(kwargs.values()), HALVES)):
             return outer(be, *args, **kwargs)
         return impl(be, *args, **kwargs)
     op.__name__ = name

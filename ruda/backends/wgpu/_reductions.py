@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from ruda import _dtypes
-from ruda.backends.wgpu import _base
+from ruda.backends.wgpu import _base, _half
 from ruda.backends.wgpu._array import (IR, basic_index, broadcast_strides, collapse,
                                        contiguous_strides, permute)
 from ruda.backends.wgpu._base import _K, np_of
@@ -149,12 +149,18 @@ class ReductionOps:
         return r.view(kshape, contiguous_strides(kshape), r.offset)
 
     def sum(self, x, axis, dtype, keepdims=False):
+        if x.dtype in _half.HALVES or dtype in _half.HALVES:
+            return _half.reduction(self, ReductionOps.sum, x, axis, dtype, keepdims)
         acc = IR[np.dtype(dtype)]
         return self._reduce(x, axis, "sum", acc, dtype, keepdims)
 
     def prod(self, x, axis, dtype, keepdims=False):
+        if x.dtype in _half.HALVES or dtype in _half.HALVES:
+            return _half.reduction(self, ReductionOps.prod, x, axis, dtype, keepdims)
         acc = IR[np.dtype(dtype)]
         return self._reduce(x, axis, "prod", acc, dtype, keepdims)
+
+    sum.routes_halves = prod.routes_halves = True     # _half.guards leaves them as they are
 
     def max(self, x, axis, keepdims=False):
         return self._reduce(x, axis, "max", x.ir, x.dtype, keepdims)
