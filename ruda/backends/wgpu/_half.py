@@ -450,28 +450,15 @@ GUARDED = tuple(OPS) + ("from_host", "to_host", "copy")   # scalar: the backend 
 
 def guards(name, impl):
     """Backend method ``impl`` under :func:`f16_guard` and :func:`guard`. Where both wrap it
-    (F16_VIA_F32's reductions, whose tuple arguments are axes, never arrays), one pass over
-    the arguments for an array or dtype of either half sends other calls straight to ``impl``
-    (a set lookup an argument; an unhashable one leaves the decision to the guards)."""
+    (F16_VIA_F32's reductions), one scan of the arguments for either half dtype sends other
+    calls straight to ``impl``."""
     if getattr(impl, "routes_halves", False):
         return impl
     inner = f16_guard(name, impl)
     outer = guard(name, inner)
     if inner is impl or outer is inner or name in _OWN:
         return outer
-
-    def op(be, *args, **kwargs):
-        half = False
-        try:
-            for a in args:
-                if (a.dtype if a.__class__ is WArray else a) in HALVES:
-                    half = True
-                    break
-        except TypeError:
-            half = True
-        if half or (kwargs and _involves(tuple(kwargs.values()), HALVES)):
-            return outer(be, *args, **kwargs)
-        return impl(be, *args, **kwargs)
+    op = _dispatch(name, impl, outer, HALVES)
     op.__name__ = name
     op.__wrapped__ = outer
     return op
