@@ -99,11 +99,24 @@ def test_parallel_and_serial_builds_agree():
     np.testing.assert_allclose(o1, want, rtol=1e-6)
 
 
-def test_one_thread_falls_back_to_the_serial_build(monkeypatch):
-    """Where Numba's threading layer cannot take launches from several threads (its workqueue),
-    the workers' slices run the serial build: the same values."""
-    from ruda.backends.host import _jit
-    x = xp.asarray(np.random.default_rng(3).standard_normal((700, 1000), dtype=np.float32))
-    want = np.asarray(nn.silu(x))
-    monkeypatch.setattr(_jit, "_LAYER_SAFE", [False])
-    np.testing.assert_array_equal(np.asarray(nn.silu(x)), want)
+def test_the_workers_serial_builds_match_the_parallel_builds():
+    """The elementwise loops that the host's workers spread run each slice on the serial build:
+    the same values as the parallel build (both compile with NumPy's error model, so both
+    vectorize)."""
+    from ruda.backends.host import _nn_math
+    x = np.random.default_rng(3).standard_normal(70_001, dtype=np.float32)
+    for kernel, args in ((_nn_math._act32_flat, (0, 0.0, 0.0)), (_nn_math._erf32_flat, (True,))):
+        o1, o2 = np.empty_like(x), np.empty_like(x)
+        kernel.parallel(x, o1, *args)
+        kernel.serial(x, o2, *args)
+        np.testing.assert_array_equal(o1, o2)
+
+
+def test_host_kernels_divide_as_numpy():
+    """A division by zero in a host kernel gives inf or NaN, as NumPy, instead of raising."""
+    from ruda.backends.host._jit import jit
+
+    @jit()
+    def divide(a, b):
+        return a / b
+    assert divide(1.0, 0.0) == np.inf and np.isnan(divide(0.0, 0.0))

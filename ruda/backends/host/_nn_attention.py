@@ -12,6 +12,7 @@ import numpy as np
 
 from ruda import _dtypes
 from ruda.backends import _workers
+from ruda.backends.host._jit import jit
 
 _BF16 = _dtypes.bfloat16
 _TILE = 1 << 18            # score elements per block: stays in the caches
@@ -111,7 +112,7 @@ except ImportError:          # optional: decode rows and apply_rope then go thro
 
 _decode_fused = _normalize_rows = _mask_after = None
 if _nb is not None:
-    @_nb.njit(cache=True, fastmath={"reassoc", "contract", "nsz", "arcp"})
+    @jit(cache=True, fastmath={"reassoc", "contract", "nsz", "arcp"})
     def _decode_fused(q, k, kf, v, vf, scale, lo, out):
         """out (U, G, Dv) = softmax(q k[:, lo:]^T * scale) v[:, lo:] per (unit, query head);
         k's rows are read from kf, the flat view of the array holding k (v's from vf)."""
@@ -150,7 +151,7 @@ if _nb is not None:
                 for d in range(Dv):
                     o[d] *= inv
 
-    @_nb.njit(cache=True, nogil=True, fastmath={"nsz", "arcp"})
+    @jit(cache=True, nogil=True, fastmath={"nsz", "arcp"})
     def _normalize_rows(o, out):
         """``_normalize`` of rows (n, Dv + 1) into (n, Dv): one pass without the GIL (NumPy's
         broadcast divide loops in steps of a row, holding it)."""
@@ -161,7 +162,7 @@ if _nb is not None:
             for j in range(Dv):
                 out[i, j] = o[i, j] * r
 
-    @_nb.njit(cache=True, nogil=True)
+    @jit(cache=True, nogil=True)
     def _mask_after(s, c):
         """s[g, i, j] = -inf for j >= c + i: the keys after each query row's last."""
         G, n, w = s.shape
@@ -320,13 +321,13 @@ def apply_rope(x, cos, sin, interleaved, rotary_dim):
 
 _rope_rows = _rope_kv = None
 if _nb is not None:
-    @_nb.njit(inline="always")
+    @jit(inline="always")
     def _rotate(a, b, c, s):
         """A half-split rope pair rotated: (a c - b s, b c + a s), each product rounded (no
         fastmath): ``_rope_rows`` and ``_rope_kv`` give the same values."""
         return a * c - b * s, b * c + a * s
 
-    @_nb.njit(cache=True)
+    @jit(cache=True)
     def _rope_rows(x, c, s, h, rd, out):
         """out = x with its first rd features rotated in halves (a c - b s, b c + a s), x (N,
         T, D); no fastmath: each product rounded as NumPy's ufuncs round it."""
@@ -339,7 +340,7 @@ if _nb is not None:
                 for j in range(rd, D):
                     out[n, t, j] = x[n, t, j]
 
-    @_nb.njit(cache=True)
+    @jit(cache=True)
     def _rope_kv(qkv, c, s, p, q, kc, vc, q_heads):
         """``rope_kv_put``'s pass; no fastmath, as ``_rope_rows``."""
         B, H, _, D = kc.shape

@@ -20,6 +20,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ruda import _dtypes
 from ruda.backends import _workers
+from ruda.backends.host._jit import jit
 from ruda.backends.host._nn_attention import _blas_one_thread
 
 _COLS = 1 << 23        # column elements per block of images (32 MiB of float32)
@@ -32,7 +33,7 @@ except ImportError:          # optional: depthwise then goes through im2col + BL
     _nb = None
 
 if _nb is not None:
-    @_nb.njit(inline="always")
+    @jit(inline="always")
     def _geometry(H, W, OH, OW, KH, KW, sh, sw, dh, dw, ph, pw):
         """A plane's stride phases: (PW, PL, M8, rows_src, rows_dst, nr, run_dst, run_src,
         run_len, offs). Phase (p, q) of the zero-padded plane starts at (p * sw + q) * PL, rows
@@ -73,7 +74,7 @@ if _nb is not None:
                     + (a * dh) // sh * PW + (t * dw) // sw
         return PW, PL, M8, rows_src, rows_dst, nr, run_dst, run_src, run_len, offs
 
-    @_nb.njit(inline="always")
+    @jit(inline="always")
     def _fill(src, buf, rows_src, rows_dst, nr, run_dst, run_src, run_len, sw):
         """Plane src (H, W) into its phases in buf (the padding stays zero)."""
         # slices, not offset indices (here and in the kernels): Numba's negative-index check
@@ -96,7 +97,7 @@ if _nb is not None:
                     for k in range(L):
                         d[k] = sr[k * sw]
 
-    @_nb.njit(inline="always")
+    @jit(inline="always")
     def _crop(src, dst, i0, rows, PW):
         """dst[i0 + i, :] = src[i * PW:][:OW] for i < rows: outputs computed at the phase pitch
         PW (columns past OW scratch) into the plane dst (OH, OW)."""
@@ -105,7 +106,7 @@ if _nb is not None:
             for j in range(dst.shape[1]):
                 di[j] = ai[j]
 
-    @_nb.njit(nogil=True, fastmath=False, cache=True)
+    @jit(nogil=True, fastmath=False, cache=True)
     def _depthwise(x, w, b, out, sh, sw, dh, dw, ph, pw, u0, u1):
         """out[n, o] = b[o] + sum over taps of w[o, a, t] * x[n, o // m] shifted, for the planes
         u = n * C_out + o in [u0, u1); x unpadded.
@@ -168,7 +169,7 @@ if _nb is not None:
                             acc[q] += wv * pt[q]
             _crop(acc, out[n, o], 0, OH, PW)
 
-    @_nb.njit(nogil=True, fastmath=False, cache=True)
+    @jit(nogil=True, fastmath=False, cache=True)
     def _depthwise_same3(x, w, b, out, u0, u1):
         """``_depthwise`` for 3x3, stride 1, padding 1, dilation 1 (MobileNet's): planes u in
         [u0, u1) computed at the plane's own pitch W from one flat copy with W + 1 zeros above
@@ -217,7 +218,7 @@ if _nb is not None:
                 o = 0
                 n += 1
 
-    @_nb.njit(nogil=True, fastmath=False, cache=True)
+    @jit(nogil=True, fastmath=False, cache=True)
     def _shift_rows(x, shifted, PW, pt, pl, dw):
         """shifted[c, t, k] = x zero-padded (pt rows, pl columns) at pitch PW, flattened, at k +
         t * dw: the padded plane written row by row into t = 0 (the interior only: the zeros of
@@ -236,7 +237,7 @@ if _nb is not None:
                 for k in range(PL - t * dw):
                     dt[k] = st[k]
 
-    @_nb.njit(nogil=True, fastmath=False, cache=True)
+    @jit(nogil=True, fastmath=False, cache=True)
     def _shift_flat(x, shifted, pt, pl, dw):
         """``_shift_rows`` at the input's own pitch W (stride 1, output width W): shifted[c, t]
         row pt + i = x[c, i] shifted by t * dw - pl, zero past its ends, as one flat copy of
@@ -261,7 +262,7 @@ if _nb is not None:
                     for j in range(max(0, j0), min(W, j1)):
                         r[j] = 0
 
-    @_nb.njit(nogil=True, fastmath=False, cache=True)
+    @jit(nogil=True, fastmath=False, cache=True)
     def _crop_bias(acc, b, y, i0, PW):
         """y[c, i0 + i, j] = sum over a of acc[a, c, i * PW + j] (the kernel rows' products,
         summed in order) + b[c], for the rows the band holds."""
@@ -281,7 +282,7 @@ if _nb is not None:
                 for j in range(OW):
                     dr[j] += bc
 
-    @_nb.njit(nogil=True, fastmath={"contract", "reassoc"}, cache=True)
+    @jit(nogil=True, fastmath={"contract", "reassoc"}, cache=True)
     def _thin(x, w, b, out, sh, sw, dh, dw, ph, pw, n0, n1):
         """A dense one-group 3x3 conv of few input channels (an RGB stem), images [n0, n1):
         each image's planes split into their stride phases once, then per band of output rows

@@ -5,7 +5,7 @@ float64 and Numba-less runs. The kernels that use them are in ``_nn.py``.
 """
 import numpy as np
 
-from ruda.backends.host._jit import parallel_kernel
+from ruda.backends.host._jit import jit, parallel_kernel
 
 try:
     import numba as _nb
@@ -46,7 +46,7 @@ if _nb is not None:
             return builder.bitcast(args[0], ir.FloatType())
         return types.float32(types.int32), codegen
 
-    @_nb.njit(inline="always")
+    @jit(inline="always")
     def _exp32_parts(v):
         """(s, q) with exp(v) = s (1 + q) and expm1(v) = s q + (s - 1) for float32 v, by
         Cephes' expf: v = n ln2 + r, |r| <= ln2 / 2, q = r + r^2 P(r), s = 2**n built from
@@ -65,7 +65,7 @@ if _nb is not None:
         s = _i32_as_f32((np.int32(n) + np.int32(127)) << np.int32(23))
         return s, p * r * r + r
 
-    @_nb.njit(inline="always")
+    @jit(inline="always")
     def _sigmoid32(v):
         """float32 sigmoid; 0 below -88.3 (where it is below 2**-127), so that -inf * it is NaN
         in silu and glu, as torch; NaN stays NaN."""
@@ -75,7 +75,7 @@ if _nb is not None:
             return np.float32(0.0)
         return r if v == v else v
 
-    @_nb.njit(inline="always")
+    @jit(inline="always")
     def _log1p32_unit(e):
         """log1p(e) for float32 e in [0, 1]: 2 atanh(u), u = e / (2 + e) <= 1/3, by its series
         to u**15 (relative error below 2e-8, no libm call)."""
@@ -145,7 +145,7 @@ if _nb is not None:
             for j in range(h):
                 out[i, j] = x[i, j] * _sigmoid32(x[i, h + j])
 
-    @_nb.njit(cache=True)
+    @jit(cache=True)
     def _swiglu32_rows(g, u, out):
         """float32 ``silu(g) * u`` over rows, serially (decode-sized rows: no thread pool)."""
         rows, n = out.shape
@@ -154,13 +154,13 @@ if _nb is not None:
                 v = g[i, j]
                 out[i, j] = v * _sigmoid32(v) * u[i, j]
 
-    @_nb.njit(inline="always")
+    @jit(inline="always")
     def _exp32_below(d):
         """exp(d) for float32 d <= 0, 0 below -87.3 (so exp(-inf) is 0)."""
         e, q = _exp32_parts(d)
         return np.float32(0.0) if d < np.float32(-87.3) else e * q + e
 
-    @_nb.njit(inline="always")
+    @jit(inline="always")
     def _sum_exp32(row, mf, acc):
         """sum(exp(row - mf)) in float64 for a float32 row whose maximum is mf, accumulated in
         the 16 lanes of acc (so the loop vectorizes)."""
@@ -188,7 +188,7 @@ if _nb is not None:
                 continue
             out[i] = np.log(_sum_exp32(x[i], mf, np.empty(16, np.float64))) + np.float64(mf)
 
-    @_nb.njit(nogil=True, fastmath=False, cache=True)
+    @jit(nogil=True, fastmath=False, cache=True)
     def _softmax32_rows(x, m, log, out):
         """float32 softmax (log: log_softmax) of each row given its maximum m (NumPy's SIMD
         max: NaN where the row holds one): one pass summing exp(x - m) (no write), one writing

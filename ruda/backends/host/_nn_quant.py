@@ -15,7 +15,7 @@ Numba the kernel declines and ruda.nn composes namespace ops.
 """
 import numpy as np
 
-from ruda.backends.host._jit import parallel_kernel
+from ruda.backends.host._jit import jit, parallel_kernel
 from ruda.backends.host._simd import dots1, dots2, dots4, prefetch
 
 try:
@@ -31,7 +31,7 @@ _AHEAD = 8                   # the GEMV asks for weight rows this far ahead of t
 _FAST = {"reassoc", "contract", "nsz", "arcp"}    # lets LLVM vectorize the reductions
 
 if _nb is not None:
-    @_nb.njit(inline="always")
+    @jit(inline="always")
     def _ask_rows(a, o, n):
         """Prefetches rows [o, o + n) of the C-contiguous 2-d array a (their data arrives
         while the rows before them compute: the rows stream from memory)."""
@@ -42,7 +42,7 @@ if _nb is not None:
             prefetch(flat, start + c)
         prefetch(flat, start + n * a.shape[1] - 1)
 
-    @_nb.njit(inline="always", fastmath=_FAST)
+    @jit(inline="always", fastmath=_FAST)
     def _put(out, t, nr, r, o, p, xs, d, m, kind):
         """out[r:r + nr, o] and [.., p] from a block dot product's sums ``t`` (row o's first),
         plus q4's ``sum_b m_b xs_b`` (kind 2) or ``-8 sum_b d_b xs_b`` (kind 1)."""
@@ -58,7 +58,7 @@ if _nb is not None:
                         s -= np.float32(8.0) * d[w, b] * xs[r + i, b]
                 out[r + i, w] = s
 
-    @_nb.njit(inline="always", fastmath=_FAST)
+    @jit(inline="always", fastmath=_FAST)
     def _rows(xa, xb, xs, q, d, m, kind, out, o0, o1):
         """out[:, o0:o1]: two weight rows at a time against the rows of x four, two and one at a
         time (``_simd``'s block dot products; kind 0: q8_0 with xa = x, else q4 with xa, xb =
@@ -84,7 +84,7 @@ if _nb is not None:
                 t1 = dots1(xa, xb, r, q, d, o, p)
                 _put(out, t1, 1, r, o, p, xs, d, m, kind)
 
-    @_nb.njit(inline="always")
+    @jit(inline="always")
     def _split_x(x):
         """(xl, xh, xs): the elements of x meeting each block's low and high nibbles, and
         x's block sums."""
@@ -108,12 +108,12 @@ if _nb is not None:
         for c in _nb.prange(chunks):
             _rows(xa, xb, xs, q, d, m, kind, out, c * per, min(nout, c * per + per))
 
-    @_nb.njit(fastmath=_FAST, cache=True)
+    @jit(fastmath=_FAST, cache=True)
     def _gemv_serial(x, q, d, m, kind, out):
         xa, xb, xs = _split_x(x) if kind else (x, x, x)
         _rows(xa, xb, xs, q, d, m, kind, out, 0, q.shape[0])
 
-    @_nb.njit(cache=True)
+    @jit(cache=True)
     def _deq(q, d, m, kind, o0, o1, w):
         """Rows [o0, o1) dequantized into w (o1 - o0, n) float32 (serial: BLAS has the
         cores for the matmul that follows)."""

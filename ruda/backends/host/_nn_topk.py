@@ -9,7 +9,7 @@ at or above it collected, and a sort of those few.  Otherwise argpartition, then
 import numpy as np
 
 from ruda import _dtypes
-from ruda.backends.host._jit import parallel_kernel
+from ruda.backends.host._jit import jit, parallel_kernel
 
 try:
     import numba as _nb
@@ -22,7 +22,7 @@ _HEAP_K = 256      # a heap of up to this many entries per row (Numba)
 _CHUNK = 32        # entries of a row tested against the heap's root at once
 
 if _nb is not None:
-    @_nb.njit(inline="always")
+    @jit(inline="always")
     def _worse(va, ia, vb, ib):
         """(va, ia) ranks below (vb, ib): a smaller value, NaN above everything, and among
         equal values the higher index."""
@@ -33,7 +33,7 @@ if _nb is not None:
             return va < vb
         return ia > ib
 
-    @_nb.njit(inline="always")
+    @jit(inline="always")
     def _sift(hv, hi, p, m):
         """Restore the heap (worst at the root) below position p, of size m."""
         while True:

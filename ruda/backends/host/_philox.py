@@ -3,7 +3,7 @@ key and word order, bit for bit), and dropout drawing its keep mask from them in
 without materializing the words. None where Numba is missing (callers then use ruda.random)."""
 import numpy as np
 
-from ruda.backends.host._jit import parallel_kernel
+from ruda.backends.host._jit import jit, parallel_kernel
 
 try:
     import numba as _nb
@@ -14,7 +14,7 @@ _M0, _M1 = 0xD2511F53, 0xCD9E8D57      # Philox 4x32 multipliers (ruda.random's)
 _W0, _W1 = 0x9E3779B9, 0xBB67AE85      # Weyl key increments
 
 if _nb is not None:
-    @_nb.njit(inline="always")
+    @jit(inline="always")
     def _block(j, c2, c3, k0, k1):
         """The four words of block j of the stream with counter words (j, 0, c2, c3), key
         (k0, k1); all uint64 holding 32-bit values."""
