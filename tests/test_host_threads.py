@@ -99,10 +99,9 @@ def test_parallel_and_serial_builds_agree():
     np.testing.assert_allclose(o1, want, rtol=1e-6)
 
 
-def test_the_workers_serial_builds_match_the_parallel_builds():
-    """The elementwise loops that the host's workers spread run each slice on the serial build:
-    the same values as the parallel build (both compile with NumPy's error model, so both
-    vectorize)."""
+def test_serial_builds_match_the_parallel_builds():
+    """The serial builds of the elementwise loops (a forked child's, and the workers' slices
+    where Numba's layer is its workqueue) give the parallel builds' values."""
     from ruda.backends.host import _nn_math
     x = np.random.default_rng(3).standard_normal(70_001, dtype=np.float32)
     for kernel, args in ((_nn_math._act32_flat, (0, 0.0, 0.0)), (_nn_math._erf32_flat, (True,))):
@@ -110,6 +109,16 @@ def test_the_workers_serial_builds_match_the_parallel_builds():
         kernel.parallel(x, o1, *args)
         kernel.serial(x, o2, *args)
         np.testing.assert_array_equal(o1, o2)
+
+
+def test_one_thread_falls_back_to_the_serial_build(monkeypatch):
+    """Where Numba's threading layer cannot take launches from several threads (its workqueue),
+    the workers' slices run the serial build: the same values."""
+    from ruda.backends.host import _jit
+    x = xp.asarray(np.random.default_rng(3).standard_normal((700, 1000), dtype=np.float32))
+    want = np.asarray(nn.silu(x))
+    monkeypatch.setattr(_jit, "_LAYER_SAFE", [False])
+    np.testing.assert_array_equal(np.asarray(nn.silu(x)), want)
 
 
 def test_host_kernels_divide_as_numpy():

@@ -198,7 +198,7 @@ if _nb is not None:
                     out[n, ch, j] = x[n, ch, j] * sc + sh
 
     # the elementwise loops below run on slices spread over the host's workers (``_spread``,
-    # each slice on the serial build): they sit between BLAS calls in networks, where the spinning
+    # each slice ``one_thread``): they sit between BLAS calls in networks, where the spinning
     # threads of a Numba team would slow the BLAS work that follows
 
     @parallel_kernel(nogil=True, fastmath=False, cache=True)
@@ -309,10 +309,10 @@ def activation(x, name, p1, p2):
     out = np.empty_like(xw)
     if name in ("erf", "gelu") and xw.dtype == np.float32 and _erf32_flat is not None:
         xf, of = xw.reshape(-1), out.reshape(-1)
-        _spread(xf.size, lambda a, b: _erf32_flat.serial(xf[a:b], of[a:b], name == "gelu"))
+        _spread(xf.size, lambda a, b: _erf32_flat.one_thread(xf[a:b], of[a:b], name == "gelu"))
     elif name in _ACT32 and xw.dtype == np.float32 and _act32_flat is not None:
         xf, of, kind, p1, p2 = xw.reshape(-1), out.reshape(-1), _ACT32[name], float(p1), float(p2)
-        _spread(xf.size, lambda a, b: _act32_flat.serial(xf[a:b], of[a:b], kind, p1, p2))
+        _spread(xf.size, lambda a, b: _act32_flat.one_thread(xf[a:b], of[a:b], kind, p1, p2))
     elif xw.size:
         _by_blocks(xw, out, fn)
     return out if odt == out.dtype else out.astype(odt)
@@ -375,10 +375,10 @@ def channel_affine(x, scale, shift):
     N, C, L = xw.shape
     if L == 1:                          # (N, C) input: rows, vectorized over the channels
         x2, o2 = xw.reshape(N, C), out.reshape(N, C)
-        _spread(N, lambda a, b: _affine_rows.serial(x2[a:b], scale, shift, o2[a:b]), C)
+        _spread(N, lambda a, b: _affine_rows.one_thread(x2[a:b], scale, shift, o2[a:b]), C)
     else:
         x2, o2 = xw.reshape(N * C, L), out.reshape(N * C, L)
-        _spread(N * C, lambda a, b: _affine_planes.serial(x2[a:b], scale, shift, o2[a:b], a),
+        _spread(N * C, lambda a, b: _affine_planes.one_thread(x2[a:b], scale, shift, o2[a:b], a),
                 L)
     return out if odt == out.dtype else out.astype(odt)
 
