@@ -43,7 +43,7 @@ def _unary_op(name, irop):
             return _half.elementwise(self, method, x)
         return self._planned(pkey, (x,), lambda: self._map(key, fn, [x]))
     method.__name__ = name
-    method.routes_bfloat16 = True           # _half.guard leaves it as it is
+    method.routes_halves = True             # _half.guards leaves it as it is
     return method
 
 
@@ -62,7 +62,7 @@ def _binary_op(name, irop):
             return _half.elementwise(self, method, x1, x2)
         return self._planned(pkey, (x1, x2), lambda: self._map(key, fn, [x1, x2]))
     method.__name__ = name
-    method.routes_bfloat16 = True
+    method.routes_halves = True
     return method
 
 

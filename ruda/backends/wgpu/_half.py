@@ -266,9 +266,10 @@ def getitem(be, impl, x, key):
 
 
 def nextafter(be, impl, x1, x2):
-    if x1.dtype == BF16 or x2.dtype == BF16:
-        raise TypeError(f"ruda.nextafter: bfloat16 is not supported on 'wgpu:{be.index}' "
-                        f"(a float32 step is not a bfloat16 step); cast to float32 first")
+    half = x1.dtype if x1.dtype in HALVES else x2.dtype if x2.dtype in HALVES else None
+    if half is not None:
+        raise TypeError(f"ruda.nextafter: {half} is not supported on 'wgpu:{be.index}' (a "
+                        f"float32 step is not a {half} step); cast to float32 first")
     return impl(be, x1, x2)
 
 
@@ -369,9 +370,9 @@ def elementwise(be, impl, *xs):
 
 
 def reduction(be, impl, *args):
-    """Reduction method ``impl`` (``routes_halves``: sum, prod) called with a float16 or
-    bfloat16 array or dtype: the routes of both guards over it, built on first use (the method
-    tests two dtypes; other reductions pass :func:`guards`)."""
+    """Reduction method ``impl`` (sum, prod) called with a float16 or bfloat16 array or
+    dtype: the routes of both guards over it, built on first use (the method tests two dtypes;
+    other reductions pass :func:`guards`)."""
     chain = _ROUTES.get(impl)
     if chain is None:
         chain = _ROUTES[impl] = guard(impl.__name__, f16_guard(impl.__name__, impl))
@@ -383,10 +384,8 @@ _ROUTES = {}
 
 def guard(name, impl):
     """Backend method ``impl`` with bfloat16 operands (or ``dtype=bfloat16``) sent to their
-    route; other calls cost one dtype test (elementwise ops) or a scan of the arguments. The
-    generated elementwise ops route themselves (:func:`elementwise`)."""
-    routes_itself = name not in _OWN and getattr(impl, "routes_bfloat16", False)
-    if BF16 is None or name in _VIEW or routes_itself:
+    route; other calls cost one dtype test (elementwise ops) or a scan of the arguments."""
+    if BF16 is None or name in _VIEW:
         return impl
     if name in _OWN:
         own = _OWN[name]
@@ -430,16 +429,10 @@ def _f16_down(be, a):
 
 
 def f16_guard(name, impl):
-    if name == "nextafter":
-        def op(be, x1, x2):
-            if x1.dtype == F16 or x2.dtype == F16:
-                raise TypeError(f"ruda.nextafter: float16 is not supported on 'wgpu:{be.index}' (a "
-                                f"float32 step is not a float16 step); cast to float32 first")
-            return impl(be, x1, x2)
-    elif name in F16_VIA_F32:
-        op = _dispatch(name, impl, _route(name, impl, _f16_up, _f16_down, _F16S), _F16S)
-    else:
+    """Backend method ``impl`` with float16 operands of F16_VIA_F32's ops sent to float32."""
+    if name not in F16_VIA_F32:
         return impl
+    op = _dispatch(name, impl, _route(name, impl, _f16_up, _f16_down, _F16S), _F16S)
     op.__name__ = name
     op.__wrapped__ = impl
     return op
@@ -449,10 +442,13 @@ GUARDED = tuple(OPS) + ("from_host", "to_host", "copy")   # scalar: the backend 
 
 
 def guards(name, impl):
-    """Backend method ``impl`` under :func:`f16_guard` and :func:`guard`. Where both wrap it
-    (F16_VIA_F32's reductions), one scan of the arguments for either half dtype sends other
-    calls straight to ``impl``."""
-    if getattr(impl, "routes_halves", False):
+    """Backend method ``impl`` under :func:`f16_guard` and :func:`guard`, unless it routes
+    its half dtypes itself (``routes_halves``: the generated elementwise ops, which need no
+    float16 route and send bfloat16 to :func:`elementwise`, and sum and prod, which call
+    :func:`reduction`); ops of their own (``nextafter``) are wrapped all the same. Where both
+    guards wrap it (F16_VIA_F32's reductions), one scan of the arguments for either half dtype
+    sends other calls straight to ``impl``."""
+    if getattr(impl, "routes_halves", False) and name not in _OWN:
         return impl
     inner = f16_guard(name, impl)
     outer = guard(name, inner)
