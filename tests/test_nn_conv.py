@@ -146,6 +146,9 @@ def test_host_kernel_matches_composed(monkeypatch, missing):
                        ((2, 8, 11, 10), (16, 1, 5, 3), dict(padding=(2, 1), dilation=(1, 2),
                                                            groups=8)),
                        ((2, 160, 7, 6), (160, 1, 3, 3), dict(stride=2, padding=1, groups=160)),
+                       ((2, 6, 9, 11), (6, 1, 3, 3), dict(stride=2, padding=(0, 2), groups=6)),
+                       ((2, 4, 8, 9), (8, 1, 5, 4), dict(stride=(1, 2), padding=(2, 0),
+                                                         dilation=(1, 2), groups=4)),
                        ((5, 3, 20, 20), (3, 1, 3, 3), dict(padding=1, groups=3)),
                        ((3, 12, 6, 7), (12, 1, 3, 3), dict(padding=1, groups=12)),
                        ((2, 4, 5, 1), (8, 1, 3, 3), dict(padding=1, groups=4)),   # x2, W 1
