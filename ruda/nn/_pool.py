@@ -226,6 +226,9 @@ def _bounds(L, o):
 def _adaptive_avg(fn, n, x, output_size):
     xb, unb, L, o = _adaptive_args(fn, x, n, output_size, "real floating")
     y = c.up(xb)
+    if all(v == 1 for v in o) and xb.size:     # global pooling: one mean over each whole plane
+        y = xp.mean(xp.reshape(y, tuple(y.shape[:2]) + (-1,)), axis=-1)
+        return _finish(c.down(xp.reshape(y, tuple(y.shape) + o), x.dtype), unb)
     for i in range(n):
         ax = 2 + i
         if o[i] == L[i]:

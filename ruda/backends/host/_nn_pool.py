@@ -5,8 +5,8 @@ then weighed along the axis before, in the order torch's CPU kernel accumulates 
 fused multiply-adds), so results match the composed path bit for bit. The composed NumPy path
 makes a gather, a product and a sum over the output per tap and axis; this makes one pass per
 axis, in a plane-sized buffer. 1 and 2 spatial axes; 3 (trilinear) and a missing Numba
-decline. bfloat16 and float16 compute in float32, rounded once. Pooling has no host kernel:
-NumPy's ufuncs over strided views already run within torch CPU's time.
+decline. bfloat16 and float16 compute in float32, rounded once. Pooling has no host kernel
+(ruda.nn composes NumPy's ufuncs over strided views; ruda/nn/README.md says how fast).
 """
 import numpy as np
 
