@@ -82,24 +82,22 @@ if _nb is not None:
         # slow generic copy
         if sw == 2:
             # both column phases from one base: the pairs (sr[2k], sr[2k + 1]) become
-            # shuffles, where a stride-2 loop per phase gathers (slow on AMD's cores); the two
-            # phases' first source columns are consecutive (the first even and odd at or
-            # past the left padding)
+            # shuffles, where a stride-2 loop per phase gathers (slow on AMD's cores). The two
+            # phases' first source columns are consecutive (the first even and odd at or past
+            # the left padding), so phase e, which starts first, has the other's length or one
+            # more
             e = 0 if run_src[0] < run_src[1] else 1
             le, lo = run_len[e], run_len[1 - e]
-            n = min(le, lo)
             for ri in range(nr):
                 sr = src[rows_src[ri]][run_src[e]:]
                 rb = rows_dst[ri]
                 de = buf[rb + run_dst[e]:]
                 do = buf[rb + run_dst[1 - e]:]
-                for k in range(n):
+                for k in range(lo):
                     de[k] = sr[2 * k]
                     do[k] = sr[2 * k + 1]
-                for k in range(n, le):
-                    de[k] = sr[2 * k]
-                for k in range(n, lo):
-                    do[k] = sr[2 * k + 1]
+                if le > lo:
+                    de[lo] = sr[2 * lo]
             return
         for ri in range(nr):
             srow = src[rows_src[ri]]
