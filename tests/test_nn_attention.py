@@ -90,6 +90,25 @@ def test_causal_lower_right(device, L, S):
         assert not np.allclose(got, _torch(q, k, v, causal=True, scale=0.3))
 
 
+@pytest.mark.parametrize("host_numba", [True, False])
+@pytest.mark.parametrize("window", [None, 2])
+@pytest.mark.parametrize("L,S", [(9, 3), (20, 5), (300, 2)])
+def test_causal_more_queries_than_keys(device, L, S, window, host_numba, monkeypatch):
+    """More than twice as many queries as keys: the first L - S rows see no key (zeros)."""
+    if not host_numba:
+        if device != "cpu":
+            pytest.skip("the host kernel's NumPy path")
+        from ruda.backends.host import _nn_attention as K
+        monkeypatch.setattr(K, "_mask_after", None)
+    dt, tol = _float(device)
+    rng = np.random.default_rng(12)
+    q, k, v = _qkv(rng, 2, 4, 2, L, S, 8, dt=dt)
+    _, got = _ours(device, q, k, v, is_causal=True, enable_gqa=True, sliding_window=window)
+    want = _torch(q, k, v, mask=_band(L, S, True, window), gqa=True)
+    assert np.all(got[:, :, :L - S] == 0)
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
 @pytest.mark.parametrize("hkv", [2, 1])     # GQA and MQA
 def test_grouped_query(device, hkv):
     dt, tol = _float(device)

@@ -295,6 +295,10 @@ def test_one_hot(device):
         nn.one_hot(x, 3)
     with pytest.raises(TypeError, match=r"ruda.nn.one_hot: x: expected an integer dtype"):
         nn.one_hot(put([1.0], device, xp.float32))
+    small = np.array([1, 255, 7], np.uint8)     # more classes than uint8 holds: no wraparound
+    got = nn.one_hot(put(small, device, xp.uint8), 300)
+    np.testing.assert_array_equal(to_numpy(got),
+                                  F.one_hot(torch.from_numpy(small.astype(np.int64)), 300).numpy())
 
 
 def test_dropout(device):

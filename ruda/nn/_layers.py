@@ -229,7 +229,9 @@ def one_hot(x, num_classes=-1):
         n = int(xp.max(x)) + 1
     _index_range("one_hot", "x", x, n)
     idt = xp.__array_namespace_info__().default_dtypes(device=x.device)["integral"]
-    classes = xp.arange(n, dtype=x.dtype, device=x.device)
+    # classes past x's dtype (uint8 x, 300 classes) in the wider index dtype: no wraparound
+    cdt = x.dtype if n - 1 <= xp.iinfo(x.dtype).max else idt
+    classes = xp.arange(n, dtype=cdt, device=x.device)
     return xp.astype(x[..., None] == classes, idt)
 
 

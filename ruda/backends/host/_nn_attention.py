@@ -164,11 +164,12 @@ if _nb is not None:
 
     @jit(cache=True, nogil=True)
     def _mask_after(s, c):
-        """s[g, i, j] = -inf for j >= c + i: the keys after each query row's last."""
+        """s[g, i, j] = -inf for j >= c + i: the keys after each query row's last (c may be
+        negative: rows before the first key, when there are more queries than keys)."""
         G, n, w = s.shape
         for g in range(G):
             for i in range(n):
-                for j in range(c + i, w):
+                for j in range(max(c + i, 0), w):
                     s[g, i, j] = -np.inf
 
 
@@ -273,11 +274,12 @@ def _band(s, i0, i1, lo, hi, off, causal, window):
     columns where some row is cut are touched."""
     n = i1 - i0
     if causal and hi - 1 > i0 + off:                 # columns past row i0's last key
-        c0 = i0 + off + 1                            # key c0 + j' is after row i' when j' >= i'
+        c = i0 + off + 1 - lo                        # column c + j' is after row i' when j' >= i'
         if _mask_after is not None and s.flags.c_contiguous:
-            _mask_after(s, c0 - lo)                  # without the GIL (copyto holds it)
+            _mask_after(s, c)                        # without the GIL (copyto holds it)
         else:
-            np.copyto(s[:, :, c0 - lo:], -np.inf, where=_cut(n, hi - c0, -1, True))
+            c1 = max(c, 0)                           # c < 0: more queries than keys
+            np.copyto(s[:, :, c1:], -np.inf, where=_cut(n, hi - lo - c1, c - c1 - 1, True))
     if window is not None and lo <= i1 - 1 + off - window:   # columns before row i1-1's first
         c1 = i1 + off - window                       # key lo + j' is too old for row i' when
         d = i0 + off - window - lo                   # j' - i' <= d
