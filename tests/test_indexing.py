@@ -115,6 +115,37 @@ def test_setitem_integer_array(device, data, seed, shape):
     assert_result(x, exp, dtype=dt, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("key,value_shape", [
+    ((slice(1, 3),), (3,)), ((0,), (2, 4)), ((Ellipsis,), (3, 1, 4)), ((0, 0), (2,)),
+    ((slice(None), slice(None, None, 2)), (3,)), ("mask", (2,)), ("none", (4,)),
+    ("index", (3, 4)), ((False,), (5,))])
+def test_setitem_value_that_does_not_broadcast(device, key, value_shape):
+    """x[key] = v raises ValueError, as NumPy does, when v does not broadcast to x[key]'s shape
+    (never a partial or repeated store), and leaves x as it was."""
+    a = np.arange(12.0).reshape(3, 4)
+    x = xp.asarray(a, device=device)
+    if isinstance(key, str):
+        key = {"mask": x > 5, "none": x > 100, "index": xp.asarray([0, 2], device=device)}[key]
+    with pytest.raises(ValueError, match="__setitem__"):
+        x[key] = xp.ones(value_shape, device=device)
+    np.testing.assert_array_equal(np.asarray(x.to_device("cpu")), a)
+
+
+@pytest.mark.parametrize("key,value_shape", [((0,), (1, 1, 4)), ("index", (1, 2, 4)),
+                                             ("mask", (1,)), ((False,), (4,))])
+def test_setitem_value_with_leading_ones(device, key, value_shape):
+    a = np.arange(12.0).reshape(3, 4)
+    x = xp.asarray(a, device=device)
+    if isinstance(key, str):
+        key = {"mask": x > 5, "index": xp.asarray([0, 2], device=device)}[key]
+        a[np.asarray(key.to_device("cpu"))] = np.arange(np.prod(value_shape)).reshape(value_shape)
+    else:
+        a[key] = np.arange(np.prod(value_shape)).reshape(value_shape)
+    x[key] = xp.reshape(xp.arange(int(np.prod(value_shape)), dtype=x.dtype, device=device),
+                        value_shape)
+    np.testing.assert_array_equal(np.asarray(x.to_device("cpu")), a)
+
+
 @given(data=st.data(), seed=seeds, shape=shapes(1, 3, 1, 5))
 def test_boolean_mask(device, data, seed, shape):
     dt = data.draw(st.sampled_from(supported(device)), label="dtype")
@@ -227,3 +258,32 @@ def test_take_errors(device):
         xp.take(x, xp.reshape(idx, (1, 2)), axis=0)
     with pytest.raises(ValueError, match=r"take_along_axis.*dimensions"):
         xp.take_along_axis(x, idx, axis=0)
+
+
+_BOOL_SCALAR_KEYS = [
+    (True, [0, 1]), ([True, False], "0-d True"), (Ellipsis, False), (False, Ellipsis),
+    (Ellipsis, True), ([1, 0, 1], None, True, 1), (True, None, Ellipsis, [3, 0]),
+    ("0-d False", Ellipsis)]
+
+
+@pytest.mark.parametrize("key", _BOOL_SCALAR_KEYS)
+def test_bool_scalar_beside_index_arrays(device, key):
+    """A bool scalar (or 0-d bool array) beside index arrays or an ellipsis: a new axis whose
+    index array of length 1 or 0 broadcasts with the others, as in NumPy."""
+    a = np.arange(24.0).reshape(2, 3, 4)
+
+    def entry(k, asarray):
+        if isinstance(k, str):
+            return asarray(k == "0-d True")
+        return asarray(k) if isinstance(k, list) else k
+    want = a[tuple(entry(k, np.asarray) for k in key)]
+    x = xp.asarray(a, device=device)
+    got = x[tuple(entry(k, lambda v: xp.asarray(v, device=device)) for k in key)]
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(np.asarray(got.to_device("cpu")), want)
+    b = a.copy()
+    b[tuple(entry(k, np.asarray) for k in key)] = -1.0
+    x[tuple(entry(k, lambda v: xp.asarray(v, device=device)) for k in key)] = -1.0
+    np.testing.assert_array_equal(np.asarray(x.to_device("cpu")), b)
+    with pytest.raises(IndexError, match="__getitem__"):
+        x[False, xp.asarray([0, 1], device=device)]

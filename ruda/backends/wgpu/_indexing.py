@@ -12,6 +12,17 @@ from ruda.backends.wgpu._base import _K, I
 from ruda.runtime import ir
 
 
+def _fitted(value, shape):
+    """``value`` viewed for a store into ``shape`` under NumPy's rule (it broadcasts to
+    ``shape`` once its leading 1s are dropped), else ValueError."""
+    vs = value.shape
+    while len(vs) > len(shape) and vs[0] == 1:
+        vs = vs[1:]
+    if len(vs) > len(shape) or any(n not in (1, t) for n, t in zip(vs[::-1], shape[::-1])):
+        raise ValueError(f"could not broadcast a value of shape {value.shape} into shape {shape}")
+    return value.view(vs, value.strides[value.ndim - len(vs):], value.offset)
+
+
 class IndexingOps:
     """Indexing (mixin of the backend)."""
 
@@ -35,14 +46,40 @@ class IndexingOps:
                     newdim += 1
         return tuple(out), tuple(empty)
 
+    def _bool_scalars_as_arrays(self, x, key):
+        """``(x', key')`` for a key mixing bool scalars with arrays or an ellipsis: NumPy reads such
+        a scalar as a new axis indexed by an index array of length 1 (True) or 0 (False), which
+        broadcasts with the other index arrays; ``x'`` is the view with every new axis in place
+        and ``key'`` indexes it. Other keys come back as they are."""
+        def bool_scalar(k):
+            return isinstance(k, bool) or (isinstance(k, WArray) and k.ndim == 0 and k.dtype.kind == "b")
+        if not any(bool_scalar(k) for k in key) or not any(
+                k is Ellipsis or (isinstance(k, WArray) and not bool_scalar(k)) for k in key):
+            return x, key
+        view, out = [], []
+        for k in key:
+            if bool_scalar(k):
+                hit = k if isinstance(k, bool) else bool(self.to_host(k))
+                view.append(None)
+                out.append(self.full((int(hit),), 0, np.int32))
+            elif k is None:
+                view.append(None)
+                out.append(slice(None))
+            elif k is Ellipsis:
+                view.append(k)
+                out.append(k)
+            else:
+                n = k.ndim if isinstance(k, WArray) and k.dtype.kind == "b" else 1
+                view.extend([slice(None)] * n)
+                out.append(k)
+        return basic_index(x, tuple(view)), tuple(out)
+
     def getitem(self, x, key):
         if not isinstance(key, tuple):
             key = (key,)
+        x, key = self._bool_scalars_as_arrays(x, key)
         key, empty = self._bool_scalars(key)
         if empty:
-            if any(isinstance(k, WArray) for k in key) or Ellipsis in key:
-                raise NotImplementedError("ruda: 'getitem' with a False scalar index mixed with arrays or "
-                                          "an ellipsis is not implemented on device 'wgpu'")
             r = self.getitem(x, key)
             shape = list(r.shape)
             for d in empty:
@@ -55,11 +92,18 @@ class IndexingOps:
     def setitem(self, x, key, value):
         if not isinstance(key, tuple):
             key = (key,)
+        x, key = self._bool_scalars_as_arrays(x, key)
         key, empty = self._bool_scalars(key)
-        if empty:
-            return                                  # x[False] = v selects nothing
+        if empty:                                   # x[False] = v selects nothing
+            if all(k is None or k is Ellipsis or isinstance(k, (int, slice)) for k in key):
+                shape = list(self.getitem(x, key).shape)
+                for d in empty:
+                    shape[d] = 0
+                _fitted(value, tuple(shape))
+            return
         if all(k is None or k is Ellipsis or isinstance(k, (int, slice)) for k in key):
             dst = basic_index(x, key)
+            value = _fitted(value, dst.shape)
             if value.dtype != x.dtype:
                 value = self.astype(value, x.dtype)
             self._write(dst, lambda v: v, [value], ("copy",))
@@ -115,7 +159,11 @@ class IndexingOps:
                 if not isinstance(k, int):
                     vd += 1
         v = basic_index(x, tuple(bkey))
-        B = broadcast_shape(*[a.shape for a in arrays])
+        try:
+            B = broadcast_shape(*[a.shape for a in arrays])
+        except ValueError:
+            raise IndexError("shape mismatch: indexing arrays could not be broadcast together "
+                             "with shapes " + " ".join(str(a.shape) for a in arrays)) from None
         pos = [d for d, _ in adv]
         adjacent = pos == list(range(pos[0], pos[0] + len(pos)))
         rest = [d for d in range(v.ndim) if d not in pos]
@@ -203,6 +251,7 @@ class IndexingOps:
                 self._launch(k, [x, mask, val], [x.strides, mask.strides, val.strides], x.shape)
             return
         v, adv, rest, out_shape, B, bpos = self._advanced_plan(x, key)
+        value = _fitted(value, out_shape)
         if math.prod(out_shape) == 0:
             return
         val = self.broadcast_to(value, out_shape)
