@@ -16,7 +16,7 @@ from ruda import _hints
 from ruda import _validation as v
 from ruda._array import Array, new as _new
 # clip and operands are re-exported (ruda.clip, ruda._searching)
-from ruda._operands import cast, clip, fast_dtypes, operands  # noqa: F401
+from ruda._operands import cast, clip, compare_mixed_sign, fast_dtypes, operands  # noqa: F401
 from ruda._typing import Scalar
 
 # dtypes of each category (ruda._dtypes.CATEGORIES)
@@ -720,6 +720,8 @@ def equal(x1: Array | Scalar, x2: Array | Scalar, /) -> Array:
         except OverflowError:
             pass
     dev, a, b = operands("equal", x1, x2, "all")
+    if a.dtype != b.dtype:      # uint64 with int64: exact, not in float64
+        return _new(compare_mixed_sign(dev, "equal", dev._backend.equal, a, b), dev)
     return _new(dev._backend.equal(a, b), dev)
 
 
@@ -776,6 +778,8 @@ def greater(x1: Array | Scalar, x2: Array | Scalar, /) -> Array:
         except OverflowError:
             pass
     dev, a, b = operands("greater", x1, x2, "real numeric")
+    if a.dtype != b.dtype:      # uint64 with int64: exact, not in float64
+        return _new(compare_mixed_sign(dev, "greater", dev._backend.greater, a, b), dev)
     return _new(dev._backend.greater(a, b), dev)
 
 
@@ -804,6 +808,8 @@ def greater_equal(x1: Array | Scalar, x2: Array | Scalar, /) -> Array:
         except OverflowError:
             pass
     dev, a, b = operands("greater_equal", x1, x2, "real numeric")
+    if a.dtype != b.dtype:      # uint64 with int64: exact, not in float64
+        return _new(compare_mixed_sign(dev, "greater_equal", dev._backend.greater_equal, a, b), dev)
     return _new(dev._backend.greater_equal(a, b), dev)
 
 
@@ -860,6 +866,8 @@ def less(x1: Array | Scalar, x2: Array | Scalar, /) -> Array:
         except OverflowError:
             pass
     dev, a, b = operands("less", x1, x2, "real numeric")
+    if a.dtype != b.dtype:      # uint64 with int64: exact, not in float64
+        return _new(compare_mixed_sign(dev, "less", dev._backend.less, a, b), dev)
     return _new(dev._backend.less(a, b), dev)
 
 
@@ -888,6 +896,8 @@ def less_equal(x1: Array | Scalar, x2: Array | Scalar, /) -> Array:
         except OverflowError:
             pass
     dev, a, b = operands("less_equal", x1, x2, "real numeric")
+    if a.dtype != b.dtype:      # uint64 with int64: exact, not in float64
+        return _new(compare_mixed_sign(dev, "less_equal", dev._backend.less_equal, a, b), dev)
     return _new(dev._backend.less_equal(a, b), dev)
 
 
@@ -1140,6 +1150,8 @@ def not_equal(x1: Array | Scalar, x2: Array | Scalar, /) -> Array:
         except OverflowError:
             pass
     dev, a, b = operands("not_equal", x1, x2, "all")
+    if a.dtype != b.dtype:      # uint64 with int64: exact, not in float64
+        return _new(compare_mixed_sign(dev, "not_equal", dev._backend.not_equal, a, b), dev)
     return _new(dev._backend.not_equal(a, b), dev)
 
 

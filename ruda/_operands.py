@@ -7,6 +7,7 @@ ruda/_elementwise.py (ruda/_generate.py).
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
@@ -16,6 +17,10 @@ from ruda._array import Array
 from ruda._typing import Scalar
 
 _CATS = v._CATEGORY_SETS
+# the comparisons, each as Python's operator: uint64 with int64 goes to compare_mixed_sign
+_COMPARISONS = {"equal": operator.eq, "not_equal": operator.ne, "less": operator.lt,
+                "less_equal": operator.le, "greater": operator.gt, "greater_equal": operator.ge}
+_MIXED_SIGN = frozenset((_dtypes.uint64, _dtypes.int64))
 
 
 def cast(dev, a, dt):
@@ -36,6 +41,10 @@ def operands(fn, x1, x2, cat, broadcast=True):
         a, b = x1._data, x2._data
         da, db = a.dtype, b.dtype
         if da != db:
+            if fn in _COMPARISONS and {da, db} == _MIXED_SIGN:    # exact: compare_mixed_sign
+                if broadcast and a.shape != b.shape:
+                    v.broadcast_shapes(fn, a.shape, b.shape)
+                return dev, a, b
             dt = _dtypes.promote(da, db)
             if dt not in _CATS[cat]:  # mixed inputs are judged by their promoted dtype (NumPy 2 rules)
                 v.category(fn, "x1", da, cat)
@@ -68,6 +77,22 @@ def operands(fn, x1, x2, cat, broadcast=True):
     a = cast(dev, a, dt)
     s = v.scalar(dev, val, dt, fn)
     return (dev, a, s) if c1 else (dev, s, a)
+
+def compare_mixed_sign(dev, fn, op, a, b):
+    """``op(a, b)``, the backend's comparison ``fn``, exactly for uint64 with int64: the pair's
+    promotion to float64 would round integers past 2**53. A negative int64 decides alone (the
+    uint64 is greater); the rest compare as uint64."""
+    bk = dev._backend
+    signed_first = a.dtype == _dtypes.int64
+    s = a if signed_first else b
+    zero = bk.scalar(0, s.dtype)
+    neg = bk.less(s, zero)
+    s = bk.astype(bk.maximum(s, zero), _dtypes.uint64, False)
+    r = op(s, b) if signed_first else op(a, s)
+    if _COMPARISONS[fn](-1, 0) if signed_first else _COMPARISONS[fn](0, -1):
+        return bk.logical_or(r, neg)
+    return bk.logical_and(r, bk.logical_not(neg))
+
 
 def fast_dtypes(cat, float_result=False):
     """The dtypes of a binary function's fast paths: (same dtype and shape, no cast needed;

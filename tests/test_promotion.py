@@ -165,6 +165,23 @@ def test_divide_integers_gives_default_float(device):
 
 # ---- data type functions ------------------------------------------------------------------
 
+@pytest.mark.parametrize("op", ["==", "!=", "<", "<=", ">", ">="])
+def test_uint64_compared_with_int64_exactly(device, op):
+    """uint64 with int64 promotes to float64 (NumPy 2), but comparisons are exact, as NumPy's:
+    integers past 2**53 stay distinct, and a negative int64 is below every uint64."""
+    u = np.array([2**63, 2**53 + 1, 0, 5, 2**64 - 1, 7, 2**63 - 1], np.uint64)
+    i = np.array([2**63 - 1, 2**53, -1, 5, -2**63, 8, 2**63 - 1], np.int64)
+    fn = {"==": xp.equal, "!=": xp.not_equal, "<": xp.less, "<=": xp.less_equal,
+          ">": xp.greater, ">=": xp.greater_equal}[op]
+    xu, xi = xp.asarray(u, device=device), xp.asarray(i, device=device)
+    for x1, x2, a1, a2 in ((xu, xi, u, i), (xi, xu, i, u), (xu[:, None], xi[None, :], u[:, None], i),
+                           (xu, np.int64(-3), u, np.int64(-3)), (np.uint64(2**63), xi, u[0], i)):
+        want = eval(f"a1 {op} a2")
+        for got in (eval(f"x1 {op} x2"), fn(x1, x2)):
+            assert got.dtype == xp.bool
+            np.testing.assert_array_equal(np.asarray(got.to_device("cpu")), want)
+
+
 @pytest.mark.parametrize("name1", NAMES)
 def test_can_cast_matches_promotion_table(name1):
     """The standard's table where it defines a result; NumPy's 'safe' casting across kinds."""
