@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import builtins
-import operator
 from typing import Any
 
 import numpy as np
@@ -31,15 +30,17 @@ def _scalar_default(dev, value):
 
 
 def _host_default(dev, host):
-    """Map NumPy's inferred dtype for Python data to the device's defaults."""
-    k = host.dtype.kind
-    if k == "f":
+    """Map NumPy's inferred dtype for Python data to the device's defaults: the dtypes Python
+    scalars give (float64, complex128, int64); narrower ones came from NumPy scalars in the
+    data (``[np.float32(1), np.float32(2)]``) and stay, as in NumPy."""
+    dt = host.dtype
+    if dt == np.float64:
         return v.default_dtype(dev, "real floating")
-    if k == "c":
+    if dt == np.complex128:
         return v.default_dtype(dev, "complex floating")
-    if k in "iu" and host.dtype == np.int64:
+    if dt == np.int64:
         return v.default_dtype(dev, "integral")
-    return host.dtype
+    return dt
 
 
 def asarray(obj: Any, /, *, dtype: DType | None = None, device: Device | None = None,
@@ -245,12 +246,12 @@ def full_like(x: Array, /, fill_value: Scalar, *, dtype: DType | None = None, de
 
 def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: DType | None = None, device: Device | None = None) -> Array:
     dev = v.device_or_default(device)
-    n_rows = operator.index(n_rows)
-    n_cols = n_rows if n_cols is None else operator.index(n_cols)
+    n_rows = v.integer("eye", "n_rows", n_rows)
+    n_cols = n_rows if n_cols is None else v.integer("eye", "n_cols", n_cols)
     if n_rows < 0 or n_cols < 0:
         raise ValueError(f"ruda.eye: sizes must be non-negative; got {n_rows}, {n_cols}")
     dt = _dtype_or("eye", dtype, dev, v.default_dtype(dev, "real floating"))
-    return Array._new(dev.backend.eye(n_rows, n_cols, operator.index(k), dt), dev)
+    return Array._new(dev.backend.eye(n_rows, n_cols, v.integer("eye", "k", k), dt), dev)
 
 
 def linspace(start: int | float | complex, stop: int | float | complex, /, num: int, *,
@@ -260,7 +261,7 @@ def linspace(start: int | float | complex, stop: int | float | complex, /, num: 
     for name, val in (("start", start), ("stop", stop)):
         if not v.is_scalar(val):
             raise TypeError(f"ruda.linspace: {name} must be a Python number; got {type(val).__name__}")
-    num = operator.index(num)
+    num = v.integer("linspace", "num", num)
     if num < 0:
         raise ValueError(f"ruda.linspace: num must be non-negative; got {num}")
     is_complex = isinstance(start, complex) or isinstance(stop, complex)
@@ -297,12 +298,12 @@ def _tri(fn, x):
 
 def tril(x: Array, /, *, k: int = 0) -> Array:
     _tri("tril", x)
-    return Array._new(x._device.backend.tril(x._data, operator.index(k)), x._device)
+    return Array._new(x._device.backend.tril(x._data, v.integer("tril", "k", k)), x._device)
 
 
 def triu(x: Array, /, *, k: int = 0) -> Array:
     _tri("triu", x)
-    return Array._new(x._device.backend.triu(x._data, operator.index(k)), x._device)
+    return Array._new(x._device.backend.triu(x._data, v.integer("triu", "k", k)), x._device)
 
 
 def from_dlpack(x: Any, /, *, device: Device | None = None,

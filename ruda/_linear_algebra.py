@@ -1,7 +1,6 @@
 """Linear algebra functions of the main namespace (matmul, matrix_transpose, tensordot, vecdot)."""
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 
 from ruda import _dtypes
@@ -57,7 +56,7 @@ def tensordot(x1: Array, x2: Array, /, *,
         if len(ax1) != len(ax2):
             raise ValueError(f"ruda.tensordot: axes {axes!r} name different numbers of dimensions")
     else:
-        n = operator.index(axes)
+        n = v.integer("tensordot", "axes", axes)
         if n < 0 or n > min(a.ndim, b.ndim):
             raise ValueError(f"ruda.tensordot: axes={n} is invalid for shapes {a.shape} and {b.shape}")
         ax1 = tuple(range(a.ndim - n, a.ndim))

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-import operator
 
 from ruda import _dtypes
 from ruda import _validation as v
@@ -113,7 +112,7 @@ def repeat(x: Array, repeats: int | Array, /, *, axis: int | None = None) -> Arr
         if repeats._dtype == _dtypes.uint64:     # NumPy will not cast uint64 to its intp safely
             reps = dev.backend.astype(reps, _dtypes.int64, False)
     else:
-        reps = operator.index(repeats)
+        reps = v.integer("repeat", "repeats", repeats)
         if reps < 0:
             raise ValueError(f"ruda.repeat: repeats must be non-negative; got {reps}")
     if axis is not None:
@@ -127,7 +126,8 @@ def repeat(x: Array, repeats: int | Array, /, *, axis: int | None = None) -> Arr
 
 def reshape(x: Array, /, shape: tuple[int, ...], *, copy: bool | None = None) -> Array:
     v.array("reshape", "x", x)
-    shape = tuple(operator.index(s) for s in (shape if isinstance(shape, tuple | list) else (shape,)))
+    shape = tuple(v.integer("reshape", "each shape entry", s)
+                  for s in (shape if isinstance(shape, tuple | list) else (shape,)))
     unknown = [i for i, s in enumerate(shape) if s == -1]
     if len(unknown) > 1 or any(s < -1 for s in shape):
         raise ValueError(f"ruda.reshape: invalid shape {shape}")
@@ -153,7 +153,7 @@ def roll(x: Array, /, shift: int | tuple[int, ...], *, axis: Axis = None) -> Arr
             if len(shift) != len(ax):
                 raise ValueError(f"ruda.roll: shift {shift} and axis {axis} differ in length")
         elif isinstance(axis, tuple):
-            shift = (operator.index(shift),) * len(ax)
+            shift = (v.integer("roll", "shift", shift),) * len(ax)
         else:
             ax = ax[0]
     return Array._new(x._device.backend.roll(x._data, shift, axis=ax), x._device)
@@ -178,7 +178,7 @@ def stack(arrays: tuple[Array, ...] | list[Array], /, *, axis: int = 0) -> Array
 
 def tile(x: Array, repetitions: tuple[int, ...], /) -> Array:
     v.array("tile", "x", x)
-    reps = tuple(operator.index(r) for r in repetitions)
+    reps = tuple(v.integer("tile", "each repetition", r) for r in repetitions)
     if any(r < 0 for r in reps):
         raise ValueError(f"ruda.tile: repetitions must be non-negative; got {reps}")
     return Array._new(x._device.backend.tile(x._data, reps), x._device)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import builtins
 import math
-import operator
 
 import numpy as np
 
@@ -174,7 +173,7 @@ def diff(x: Array, /, n: int = 1, *, axis: int = -1, prepend: Array | None = Non
     if x.ndim == 0:
         raise ValueError("ruda.diff: x must have at least one dimension")
     axis = v.axis("diff", axis, x.ndim)
-    n = operator.index(n)
+    n = v.integer("diff", "n", n)
     if n < 0:
         raise ValueError(f"ruda.diff: n must be non-negative; got {n}")
     extra = {}

@@ -78,12 +78,17 @@ def default_dtype(dev, kind):
     return dev.backend.default_dtypes()[kind]
 
 
+def integer(fn, arg, value):
+    """An integer argument (anything with ``__index__``) as an int, else a TypeError naming it."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"ruda.{fn}: {arg} must be an integer; got {type(value).__name__}") from None
+
+
 def axis(fn, ax, ndim, arg="axis"):
     """Normalize one axis to a non-negative int."""
-    try:
-        ax = operator.index(ax)
-    except TypeError:
-        raise TypeError(f"ruda.{fn}: {arg} must be an integer; got {type(ax).__name__}") from None
+    ax = integer(fn, arg, ax)
     if not -ndim <= ax < ndim:
         raise IndexError(f"ruda.{fn}: {arg}={ax} is out of bounds for an array of {ndim} dimensions")
     return ax % ndim if ndim else 0

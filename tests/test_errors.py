@@ -118,6 +118,30 @@ def test_shape_argument_errors(device):
         xp.empty("3", device=device)
 
 
+@pytest.mark.parametrize("call,pattern", [
+    (lambda d, x: xp.linspace(0, 1, 5.0, device=d), r"linspace: num must be an integer; got float"),
+    (lambda d, x: xp.eye(3.0, device=d), r"eye: n_rows must be an integer; got float"),
+    (lambda d, x: xp.eye(3, 2.0, device=d), r"eye: n_cols must be an integer; got float"),
+    (lambda d, x: xp.eye(3, k=1.0, device=d), r"eye: k must be an integer; got float"),
+    (lambda d, x: xp.tril(x, k=0.5), r"tril: k must be an integer; got float"),
+    (lambda d, x: xp.triu(x, k="1"), r"triu: k must be an integer; got str"),
+    (lambda d, x: xp.reshape(x, (2.0, 2)), r"reshape: each shape entry must be an integer"),
+    (lambda d, x: xp.tile(x, (1.5,)), r"tile: each repetition must be an integer; got float"),
+    (lambda d, x: xp.repeat(x, 2.0), r"repeat: repeats must be an integer; got float"),
+    (lambda d, x: xp.roll(x, 1.0, axis=(0, 1)), r"roll: shift must be an integer; got float"),
+    (lambda d, x: xp.diff(x, n=1.0), r"diff: n must be an integer; got float"),
+    (lambda d, x: xp.tensordot(x, x, axes=1.0), r"tensordot: axes must be an integer; got float"),
+    (lambda d, x: xp.linalg.matrix_power(x, 1.5), r"linalg\.matrix_power: n must be an integer"),
+    (lambda d, x: xp.linalg.diagonal(x, offset=1.0), r"linalg\.diagonal: offset must be an integer"),
+    (lambda d, x: xp.linalg.trace(x, offset=1.0), r"linalg\.trace: offset must be an integer"),
+])
+def test_integer_argument_errors(device, call, pattern):
+    """A non-integer where an integer goes: a TypeError naming the function and argument."""
+    x = _arr(device, supported(device, "real floating")[0], (2, 2))
+    with pytest.raises(TypeError, match=r"ruda\." + pattern):
+        call(device, x)
+
+
 # function -> (call on an array x, a dtype kind outside the function's category)
 OTHER = {
     "clip": (lambda x: xp.clip(x, 0, 1), "complex floating"),

@@ -134,3 +134,14 @@ def test_fft_errors(device):
         xp.fft.fftn(xp.reshape(c, (2, 2)), s=(2,), axes=(0, 1))
     with pytest.raises(TypeError, match=r"ruda\.fft\.fftfreq: dtype must be a real floating dtype"):
         xp.fft.fftfreq(4, dtype=supported(device, "signed integer")[0], device=device)
+    with pytest.raises(TypeError, match=r"ruda\.fft\.fft: n must be an integer; got float"):
+        xp.fft.fft(c, n=4.0)
+    empty = xp.zeros((0, 3), dtype=c.dtype, device=device)
+    with pytest.raises(ValueError, match=r"ruda\.fft\.fft: axis 0 has no points to transform"):
+        xp.fft.fft(empty, axis=0)
+    with pytest.raises(ValueError, match=r"ruda\.fft\.rfft: axis 0 has no points to transform"):
+        xp.fft.rfft(xp.zeros((0,), dtype=f, device=device))
+    with pytest.raises(ValueError, match=r"ruda\.fft\.fftn: axis 0 has no points to transform"):
+        xp.fft.fftn(empty)
+    assert xp.fft.fft(empty).shape == (0, 3)                  # empty along another axis: fine
+    assert xp.fft.fftn(empty, s=(2,), axes=(0,)).shape == (2, 3)

@@ -338,6 +338,20 @@ def test_vector_norm(device, data, seed, shape, keepdims, ord):
     check(res, exp, real_dtype(dt), scale=4)
 
 
+@pytest.mark.parametrize("ord", [np.inf, 2, 1, 0, 3])
+@pytest.mark.parametrize("shape,axis", [((0,), None), ((0, 3), 0), ((3, 0), (0, 1))])
+def test_vector_norm_of_no_values(device, ord, shape, axis):
+    """Norms over a zero-size axis are 0, ord=inf (the largest |x|) included, as in NumPy;
+    ord=-inf (the least |x| of no values) raises, naming the function."""
+    f = supported(device, "real floating")[0]
+    x = xp.zeros(shape, dtype=f, device=device)
+    for keepdims in (False, True):
+        res = xp.linalg.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord)
+        check(res, np.linalg.vector_norm(np.zeros(shape), axis=axis, keepdims=keepdims, ord=ord), f)
+    with pytest.raises(ValueError, match=r"ruda\.linalg\.vector_norm: ord=-inf"):
+        xp.linalg.vector_norm(x, axis=axis, ord=-np.inf)
+
+
 def test_linalg_errors(device):
     f = supported(device, "real floating")[0]
     i = supported(device, "signed integer")[0]

@@ -86,6 +86,25 @@ def test_numpy_float64_is_float64_not_a_python_float(device):
     assert (x + 1.0).dtype == xp.float32              # a Python float takes the array's dtype
 
 
+def test_lists_of_numpy_scalars_keep_their_dtype(device):
+    """``asarray`` of a list of NumPy scalars takes NumPy's dtype for it, as NumPy does; lists
+    of Python scalars (np.float64 among them) take the device's defaults."""
+    for vals in ([np.float32(1.5), np.float32(2)], [np.int8(1), np.int8(-3)],
+                 [np.uint16(7), np.uint8(1)], [[np.float32(1)], [np.float32(2)]],
+                 [np.complex64(1j), np.float32(2)], [np.float32(1), 2.0], [np.float64(1), 2.0],
+                 [np.int64(3), 4], [np.int16(3), 4]):
+        want = np.asarray(vals)
+        if str(want.dtype) not in _dtypes_on(device, str(want.dtype)):
+            continue
+        got = xp.asarray(vals, device=device)
+        if want.dtype in (np.float64, np.complex128, np.int64):
+            kind = {"f": "real floating", "c": "complex floating", "i": "integral"}[want.dtype.kind]
+            assert got.dtype == default(device, kind), vals
+        else:
+            assert got.dtype == want.dtype, vals
+        np.testing.assert_array_equal(to_numpy(got), want)
+
+
 def test_unusable_numpy_scalars_and_foreign_arrays_raise(device):
     x = xp.ones(3, device=device)
     with pytest.raises(TypeError, match=r"ruda\.add: x2 is a NumPy timedelta64\[s\] scalar"):

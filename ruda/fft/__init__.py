@@ -2,7 +2,6 @@
 
 Each function checks its arguments and calls the backend method ``fft_<name>``.
 """
-import operator as _operator
 
 from ruda import _dtypes, _hints
 from ruda import _validation as _v
@@ -39,11 +38,13 @@ def _check_1d(fn, x, n, axis, norm):
     _check(fn, x, norm)
     axis = _v.axis(f"fft.{fn}", axis, x.ndim)
     if n is not None:
-        n = _operator.index(n)
+        n = _v.integer(f"fft.{fn}", "n", n)
         if n < 1:
             raise ValueError(f"ruda.fft.{fn}: n must be positive; got {n}")
-    elif fn in ("irfft", "hfft") and x.shape[axis] < 2 and n is None:
+    elif fn in ("irfft", "hfft") and x.shape[axis] < 2:
         raise ValueError(f"ruda.fft.{fn}: axis {axis} needs at least 2 points; got shape {x.shape}")
+    elif x.shape[axis] == 0:
+        raise ValueError(f"ruda.fft.{fn}: axis {axis} has no points to transform; got shape {x.shape}")
     return n, axis
 
 
@@ -55,7 +56,7 @@ def _check_nd(fn, x, s, axes, norm):
         if len(set(axes)) != len(axes):
             raise ValueError(f"ruda.fft.{fn}: axes {axes} repeats an axis")
     if s is not None:
-        s = tuple(_operator.index(i) for i in s)
+        s = tuple(_v.integer(f"fft.{fn}", "each size in s", i) for i in s)
         if axes is None:   # the last len(s) axes, as NumPy did (the backends get both)
             if len(s) > x.ndim:
                 raise ValueError(f"ruda.fft.{fn}: s {s} has more sizes than x has axes; got shape "
@@ -65,6 +66,10 @@ def _check_nd(fn, x, s, axes, norm):
             raise ValueError(f"ruda.fft.{fn}: s {s} and axes {axes} differ in length")
         if any(i < 1 and i != -1 for i in s):
             raise ValueError(f"ruda.fft.{fn}: s must hold positive sizes; got {s}")
+    for j, a in enumerate(range(x.ndim) if axes is None else axes):
+        if x.shape[a] == 0 and (s is None or s[j] == -1):
+            raise ValueError(f"ruda.fft.{fn}: axis {a} has no points to transform; got shape "
+                             f"{x.shape}")
     return s, axes
 
 
@@ -123,7 +128,7 @@ def irfftn(x: _Array, /, *, s: tuple[int, ...] | None = None, axes: tuple[int, .
 
 
 def _freq(fn, n, d, dtype, device):
-    n = _operator.index(n)
+    n = _v.integer(f"fft.{fn}", "n", n)
     if n < 1:
         raise ValueError(f"ruda.fft.{fn}: n must be positive; got {n}")
     d = _v.python_scalar(d)

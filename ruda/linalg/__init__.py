@@ -3,7 +3,6 @@
 Each function checks its arguments and calls the backend method ``linalg_<name>``.
 """
 import builtins as _builtins
-import operator as _operator
 from collections import namedtuple as _namedtuple
 
 from ruda import _hints
@@ -129,18 +128,18 @@ def matrix_norm(x: _Array, /, *, keepdims: bool = False, ord: int | float | str 
 
 def matrix_power(x: _Array, n: int, /) -> _Array:
     dev = _matrix("matrix_power", x, square=True, cat="numeric")
-    return _Array._new(dev.backend.linalg_matrix_power(x._data, _operator.index(n)), dev)
+    return _Array._new(dev.backend.linalg_matrix_power(x._data, _v.integer("linalg.matrix_power", "n", n)), dev)
 
 
 def diagonal(x: _Array, /, *, offset: int = 0) -> _Array:
     dev = _matrix("diagonal", x, cat="all")
-    return _Array._new(dev.backend.linalg_diagonal(x._data, offset=_operator.index(offset)), dev)
+    return _Array._new(dev.backend.linalg_diagonal(x._data, offset=_v.integer("linalg.diagonal", "offset", offset)), dev)
 
 
 def trace(x: _Array, /, *, offset: int = 0, dtype: _DType | None = None) -> _Array:
     _matrix("trace", x, cat="numeric")
     dt = _accumulation_dtype("linalg.trace", x, dtype)
-    return _Array._new(x._device.backend.linalg_trace(x._data, offset=_operator.index(offset), dtype=dt),
+    return _Array._new(x._device.backend.linalg_trace(x._data, offset=_v.integer("linalg.trace", "offset", offset), dtype=dt),
                       x._device)
 
 
@@ -179,6 +178,12 @@ def vector_norm(x: _Array, /, *, axis: _Axis = None, keepdims: bool = False,
     if not _v.is_scalar(ord) or isinstance(ord, complex | _builtins.bool):
         raise ValueError(f"ruda.linalg.vector_norm: ord must be a real number; got {ord!r}")
     ax = None if axis is None else _v.axes("linalg.vector_norm", axis, x.ndim)
+    if ord in (float("inf"), float("-inf")) and \
+            any(x.shape[a] == 0 for a in (range(x.ndim) if ax is None else ax)):
+        if ord < 0:
+            raise ValueError("ruda.linalg.vector_norm: ord=-inf needs values to take the least "
+                             f"|x| of; got shape {x.shape} reduced over a zero-size axis")
+        ord = 1     # the largest |x| of no values is 0 (NumPy's), as the 1-norm's empty sum
     out = x._device.backend.linalg_vector_norm(x._data, axis=ax, keepdims=_builtins.bool(keepdims), ord=ord)
     return _Array._new(out, x._device)
 
