@@ -119,6 +119,49 @@ def test_grouped_query(device, hkv):
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
 
 
+def test_empty_inputs(device):
+    """An empty batch or head axis gives an empty result, no query an empty one, no key rows of
+    0, as torch."""
+    dt, tol = _float(device)
+    rng = np.random.default_rng(21)
+    for B, Hq, Hkv, L, S in ((0, 4, 2, 5, 7), (0, 2, 2, 1, 9), (2, 0, 0, 3, 4), (2, 2, 2, 0, 4),
+                             (2, 4, 2, 3, 0)):
+        q, k, v = _qkv(rng, B, Hq, Hkv, L, S, 8, Dv=6, dt=dt)
+        out, got = _ours(device, q, k, v, enable_gqa=True)
+        want = _torch(q, k, v, gqa=True)
+        assert got.shape == want.shape == (B, Hq, L, 6)
+        assert out.dtype == ruda.asarray(q).dtype
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("lead", [(), (3,), (2, 3, 2)])
+def test_leading_axes(device, lead):
+    """Inputs (..., H, L, D) and (L, D), as torch: the leading axes fold into the batch;
+    masks broadcast over all of them."""
+    dt, tol = _float(device)
+    rng = np.random.default_rng(22 + len(lead))
+    heads = (4, 2) if lead else (None, None)
+    shape = lead[:-1] if lead else ()
+    qs = shape + ((heads[0],) if lead else ()) + (5, 8)
+    ks = shape + ((heads[1],) if lead else ()) + (7, 8)
+    vs = ks[:-1] + (6,)
+    q, k, v = (rng.standard_normal(s).astype(dt) for s in (qs, ks, vs))
+    gqa = bool(lead)
+    _, got = _ours(device, q, k, v, enable_gqa=gqa)
+    want = _torch(q, k, v, gqa=gqa)
+    assert got.shape == want.shape == qs[:-1] + (6,)
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    keep = rng.random(qs[-3:-1] + (7,) if lead else (5, 7)) > 0.3
+    keep[..., 0] = True
+    _, got = _ours(device, q, k, v, keep, enable_gqa=gqa)
+    np.testing.assert_allclose(got, _torch(q, k, v, mask=keep, gqa=gqa), rtol=tol, atol=tol)
+    if len(lead) > 1:                            # leading axes must match: no broadcasting
+        with pytest.raises(ValueError, match=r"scaled_dot_product_attention: k, v: expected q's "
+                           r"leading axes \(1, 3\)"):
+            nn.scaled_dot_product_attention(*(ruda.asarray(a, device=device)
+                                              for a in (q[:1], k, v)), enable_gqa=gqa)
+
+
 def test_masks(device):
     dt, tol = _float(device)
     rng = np.random.default_rng(4)
@@ -354,8 +397,10 @@ def test_bad_input(device):
         sdpa(q2, k2[..., :4], v2, enable_gqa=True)
     with pytest.raises(ValueError, match=r"v: expected \(B, H_kv, S\)"):
         sdpa(q2, k2, v2[:, :, :3], enable_gqa=True)
-    with pytest.raises(ValueError, match=r"q: expected 4 dimensions"):
+    with pytest.raises(ValueError, match=r"k: expected q's 3 dimensions, got shape"):
         sdpa(q2[0], k2, v2, enable_gqa=True)
+    with pytest.raises(ValueError, match=r"q: expected at least 2 dimensions"):
+        sdpa(q2[0, 0, 0], k2, v2, enable_gqa=True)
     with pytest.raises(ValueError, match=r"sliding_window: expected a positive int"):
         sdpa(q2, k2, v2, enable_gqa=True, sliding_window=0)
     other = [d for d in ruda.devices() if d != q2.device]

@@ -88,6 +88,65 @@ def test_conv_transpose(device, case):
     close(got, want, dt, tol * 100)
 
 
+EMPTY_BATCH = [
+    (1, (0, 4, 8), (5, 4, 3), dict(padding=1)),
+    (2, (0, 4, 8, 8), (5, 4, 3, 3), {}),
+    (2, (0, 4, 8, 8), (6, 2, 3, 3), dict(stride=2, groups=2)),
+    (2, (0, 4, 8, 8), (4, 1, 3, 3), dict(padding=1, groups=4)),                  # depthwise
+    (3, (0, 2, 5, 6, 4), (3, 2, 3, 2, 2), dict(padding=(1, 0, 1))),
+]
+
+
+def test_conv_empty_batch(device):
+    dt, tol = fdt(device)
+    for case, (nd, xs, ws, kw) in enumerate(EMPTY_BATCH):
+        a, w, b = _data(200 + case, xs, ws, bias=case % 2 == 0)
+        f, tf = _fn(nd)
+        want = tf(T(a), T(w), T(b), **kw).numpy()
+        got = f(put(a, device, dt), put(w, device, dt), _p(b, device, dt), **kw)
+        assert got.shape == want.shape
+        close(got, want, dt, tol)
+
+
+def test_conv_empty_channels(device):
+    """C_out = 0 gives an empty output (torch refuses such a weight); C_in = 0 the bias alone
+    (an empty sum; torch returns an array of C_in = 0 channels)."""
+    dt, tol = fdt(device)
+    a, w, b = _data(210, (2, 4, 8, 8), (0, 4, 3, 3))
+    got = nn.conv2d(put(a, device, dt), put(w, device, dt), put(b, device, dt), padding=1)
+    assert got.shape == (2, 0, 8, 8)
+    a, w, b = _data(211, (2, 0, 7), (3, 0, 2))
+    got = nn.conv1d(put(a, device, dt), put(w, device, dt), put(b, device, dt))
+    close(got, np.broadcast_to(b[None, :, None], (2, 3, 6)), dt, tol)
+    a, w, _ = _data(212, (2, 4, 5), (4, 0, 3), bias=False)
+    assert nn.conv_transpose1d(put(a, device, dt), put(w, device, dt)).shape == (2, 0, 7)
+
+
+def test_conv_transpose_empty(device):
+    """An empty batch, and padding that leaves an output size of 0: empty results, as torch
+    (its oneDNN path: float32, batch > 1); a negative size is an error."""
+    dt, tol = fdt(device)
+    rng = np.random.default_rng(213)
+    cases = [(1, (2, 4, 2), (4, 3, 3), dict(padding=2)),
+             (2, (2, 4, 2, 2), (4, 3, 3, 3), dict(padding=(2, 0))),
+             (2, (3, 4, 3, 2), (4, 2, 2, 2), dict(stride=2, padding=(1, 2), groups=2)),
+             (2, (0, 4, 3, 2), (4, 3, 3, 3), dict(padding=1))]
+    for nd, xs, ws, kw in cases:
+        a, w = rng.standard_normal(xs), rng.standard_normal(ws)
+        b = rng.standard_normal(ws[1] * kw.get("groups", 1))
+        tf = getattr(F, f"conv_transpose{nd}d")
+        want = tf(T(a.astype(np.float32)), T(w.astype(np.float32)), T(b.astype(np.float32)),
+                  **kw).numpy()
+        got = getattr(nn, f"conv_transpose{nd}d")(put(a, device, dt), put(w, device, dt),
+                                                  put(b, device, dt), **kw)
+        assert got.shape == want.shape and 0 in want.shape
+        close(got, want, dt, tol)
+    with pytest.raises(ValueError, match=r"ruda.nn.conv_transpose1d: padding: expected an "
+                       r"output of size >= 0 \(without padding \(4,\)\), got padding \(3,\)"):
+        nn.conv_transpose1d(put(rng.standard_normal((2, 4, 2)), device, dt),
+                            put(rng.standard_normal((4, 3, 3)), device, dt), padding=3)
+
+
 @pytest.mark.parametrize("kw", [dict(kernel_size=3), dict(kernel_size=(2, 3), dilation=(1, 2),
                                                            padding=1, stride=(2, 1))])
 def test_unfold_fold(device, kw):
@@ -254,7 +313,7 @@ def test_conv_errors(device):
          r"divisible by groups=3", nn.conv_transpose2d, x, wt, groups=3)
     _err(ValueError, r"ruda.nn.conv_transpose2d: weight: expected shape\[0\] = x's C_in = 4",
          nn.conv_transpose2d, x, w)
-    _err(ValueError, r"ruda.nn.conv_transpose2d: padding: expected an output of positive size",
+    _err(ValueError, r"ruda.nn.conv_transpose2d: padding: expected an output of size >= 0",
          nn.conv_transpose2d, x, wt, padding=5)
     _err(ValueError, r"ruda.nn.unfold: x: expected 4 dimensions \(N, C, H, W\)", nn.unfold,
          x[0], 3)

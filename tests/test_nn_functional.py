@@ -1,6 +1,7 @@
 """ruda.nn activations, row ops, layers and small functions vs torch.nn.functional (CPU), on
 every device: float64 where the device has it, else float32; bfloat16 on cpu."""
 import math
+import re
 
 import numpy as np
 import pytest
@@ -180,6 +181,37 @@ def test_logsumexp(device):
               torch.logsumexp(t, axis, keepdim=keep).numpy(), dt, tol * 10)
     with pytest.raises(TypeError, match=r"ruda.nn.logsumexp: x: expected a real floating"):
         nn.logsumexp(put([1, 2], device, xp.int32), axis=0)
+
+
+def test_row_ops_over_an_empty_axis(device):
+    """softmax and log_softmax of an empty axis are empty, logsumexp over one is -inf (an empty
+    sum), as torch; empty axes kept or reduced, with keepdims."""
+    dt, tol = fdt(device)
+    rng = np.random.default_rng(12)
+    for shape in ((5, 0), (0,), (0, 5), (3, 0, 4)):
+        a = rng.standard_normal(shape)
+        t = torch.from_numpy(a)
+        for axis in range(-len(shape), len(shape)):
+            for name in ("softmax", "log_softmax"):
+                got = getattr(nn, name)(put(a, device, dt), axis=axis)
+                assert got.shape == shape
+                close(got, getattr(F, name)(t, axis).numpy(), dt, tol)
+            for keep in (False, True):
+                close(nn.logsumexp(put(a, device, dt), axis=axis, keepdims=keep),
+                      torch.logsumexp(t, axis, keepdim=keep).numpy(), dt, tol)
+        close(nn.logsumexp(put(a, device, dt), axis=None),
+              torch.logsumexp(t, tuple(range(len(shape)))).numpy(), dt, tol)
+
+
+def test_logsumexp_repeated_axis(device):
+    dt, _ = fdt(device)
+    x = put(np.random.default_rng(13).standard_normal((2, 3, 4)), device, dt)
+    with pytest.raises(RuntimeError, match="appears multiple times"):
+        torch.logsumexp(torch.zeros(2, 3, 4), (1, 1))
+    for axis in ((1, 1), (1, -2), [0, 2, -1]):
+        with pytest.raises(ValueError, match=r"ruda.nn.logsumexp: axis: expected distinct axes, "
+                           rf"got {re.escape(repr(axis))}"):
+            nn.logsumexp(x, axis=axis)
 
 
 def test_erf(device):
@@ -407,6 +439,33 @@ def test_normalize(device):
           xp.float32, 2e-6)
 
 
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_pad_negative_border_modes(device, mode):
+    """Negative pads crop in every mode, as torch: reflect and replicate take their borders from
+    the uncropped x, circular wraps the cropped one. Random shapes and pads (circular pads at
+    most the cropped length, where torch's own result is defined)."""
+    dt, _ = fdt(device)
+    rng = np.random.default_rng(14)
+    checked = 0
+    while checked < 12:
+        nd = int(rng.integers(1, 4))
+        shape = (2,) + tuple(int(v) for v in rng.integers(2, 7, nd))
+        pads = [int(v) for v in rng.integers(-4, 5, 2 * nd)]
+        if not any(v < 0 for v in pads):
+            continue
+        sizes = shape[::-1]
+        lens = [sizes[i] + pads[2 * i] + pads[2 * i + 1] for i in range(nd)]
+        cropped = [sizes[i] - max(0, -pads[2 * i]) - max(0, -pads[2 * i + 1]) for i in range(nd)]
+        if min(lens) < 1 or mode == "reflect" and max(pads) >= min(sizes[:nd]) or \
+                mode == "circular" and any(max(pads[2 * i:2 * i + 2]) > cropped[i]
+                                           for i in range(nd)):
+            continue
+        a = rng.standard_normal(shape)
+        close(nn.pad(put(a, device, dt), pads, mode=mode),
+              F.pad(torch.from_numpy(a), pads, mode=mode).numpy(), dt, 0)
+        checked += 1
+
+
 @pytest.mark.parametrize("mode", ["constant", "reflect", "replicate", "circular"])
 def test_pad(device, mode):
     dt, _ = fdt(device)
@@ -431,5 +490,9 @@ def test_pad(device, mode):
             nn.pad(put(a, device, dt), (5, 0), mode=mode)
     with pytest.raises(ValueError, match=r"ruda.nn.pad: pad: expected an even length"):
         nn.pad(put(a, device, dt), (1, 2, 3), mode=mode)
+    if mode != "constant":
+        with pytest.raises(ValueError, match=r"ruda.nn.pad: pad: expected an output length n \+ "
+                           r"lo \+ hi >= 0 on axis 3 \(n = 5\), got \(-3, -3\)"):
+            nn.pad(put(a, device, dt), (-3, -3), mode=mode)
     with pytest.raises(ValueError, match=r"ruda.nn.pad: mode"):
         nn.pad(put(a, device, dt), (1, 1), mode="edge")

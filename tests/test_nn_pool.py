@@ -65,6 +65,91 @@ def test_avg_pool(device, n, shape, kw, count_include_pad):
         close(f(put(a, device, dt), divisor_override=5, **kw), want, dt, tol)
 
 
+def _random_pool(rng, n):
+    """Random pooling arguments over small inputs: (shape, k, s, p, d, ceil_mode)."""
+    L = tuple(int(v) for v in rng.integers(1, 6, n))
+    k = tuple(int(v) for v in rng.integers(1, 5, n))
+    return ((1, 2) + L, k, tuple(int(v) for v in rng.integers(1, 4, n)),
+            tuple(int(rng.integers(0, ki // 2 + 1)) for ki in k),
+            tuple(int(v) for v in rng.integers(1, 4, n)), bool(rng.integers(0, 2)))
+
+
+def _same_outcome(ours, theirs):
+    """Both raise (ours a ValueError) or neither; (ours, theirs) results or None."""
+    try:
+        want = theirs()
+    except RuntimeError:
+        with pytest.raises(ValueError, match=r"ruda.nn.(max|avg)_pool\dd: kernel_size"):
+            ours()
+        return None
+    return ours(), want
+
+
+def test_max_pool_indices_when_nothing_beats_minus_inf(device):
+    """Windows of only -inf (or only padding, which dilation allows) keep torch's first index:
+    the window's first position past the left padding, even beyond x on the right."""
+    dt, tol = fdt(device)
+    a = np.full((1, 1, 3, 4), -np.inf)
+    vals, idx = nn.max_pool2d(put(a, device, dt), 3, 2, 1, 1, False, True)
+    np.testing.assert_array_equal(to_numpy(idx), [[[[0, 1], [4, 5]]]])
+    rng = np.random.default_rng(71)
+    a = rng.standard_normal((1, 2, 1, 7, 2))
+    wv, wi = F.max_pool3d(torch.from_numpy(a), (2, 3, 3), (3, 1, 3), (1, 0, 1), (2, 1, 1), True,
+                          True)
+    vals, idx = nn.max_pool3d(put(a, device, dt), (2, 3, 3), (3, 1, 3), (1, 0, 1), (2, 1, 1),
+                              True, True)
+    close(vals, wv.numpy(), dt, tol)
+    np.testing.assert_array_equal(to_numpy(idx), wi.numpy())
+    checked = 0
+    for case in range(40):
+        n = 1 + case % 3
+        shape, k, s, p, d, ceil = _random_pool(rng, n)
+        a = rng.standard_normal(shape)
+        a[rng.random(shape) < (0.5, 1.0)[case % 2]] = -np.inf     # some, or all, -inf
+        got = _same_outcome(
+            lambda: getattr(nn, f"max_pool{n}d")(put(a, device, dt), k, s, p, d, ceil, True),
+            lambda: getattr(F, f"max_pool{n}d")(torch.from_numpy(a), k, s, p, d, ceil, True))
+        if got is None:
+            continue
+        (vals, idx), (wv, wi) = got
+        close(vals, wv.numpy(), dt, tol)
+        np.testing.assert_array_equal(to_numpy(idx), wi.numpy(), err_msg=str((shape, k, s, p, d,
+                                                                             ceil)))
+        checked += 1
+    assert checked >= 15
+
+
+def test_pool_ceil_mode_kernel_beyond_padded_input(device):
+    """In ceil mode torch takes a kernel up to stride - 1 beyond the padded input (one window,
+    overhanging it; the average divides by its part within the padded input or x)."""
+    dt, tol = fdt(device)
+    rng = np.random.default_rng(72)
+    a = rng.standard_normal((1, 1, 1))
+    close(nn.max_pool1d(put(a, device, dt), 2, 3, 0, 1, True),
+          F.max_pool1d(torch.from_numpy(a), 2, 3, 0, 1, True).numpy(), dt, tol)
+    a = rng.standard_normal((1, 2, 1, 5))
+    for cip in (True, False):
+        got = nn.avg_pool2d(put(a, device, dt), (2, 3), (2, 1), 0, True, cip)
+        assert got.shape == (1, 2, 1, 3)
+        close(got, F.avg_pool2d(torch.from_numpy(a), (2, 3), (2, 1), 0, True, cip).numpy(),
+              dt, tol)
+    checked = 0
+    for case in range(45):
+        n = 1 + case % 3
+        shape, k, s, p, d, _ = _random_pool(rng, n)
+        a = rng.standard_normal(shape)
+        if n == 1:                                     # max pooling takes a dilation
+            args, name = (k, s, p, d, True), "max_pool1d"
+        else:
+            args, name = (k, s, p, True, bool(case % 2)), f"avg_pool{n}d"
+        got = _same_outcome(lambda: getattr(nn, name)(put(a, device, dt), *args),
+                            lambda: getattr(F, name)(torch.from_numpy(a), *args))
+        if got is not None:
+            close(got[0], got[1].numpy(), dt, tol)
+            checked += 1
+    assert checked >= 10
+
+
 @pytest.mark.parametrize("n, shape, sizes", [
     (1, (2, 3, 10), [4, 3, 7, 10, 1, 13]),
     (2, (2, 3, 9, 7), [(3, 7), (4, 5), (5, 3), 1, (None, 2), (11, 9)]),
@@ -149,9 +234,16 @@ def test_errors(device):
     x = xp.ones((2, 3, 6, 6), device=device, dtype=xp.float32)
     cases = [
         (lambda: nn.max_pool2d(x, 7), ValueError,
-         r"ruda.nn.max_pool2d: kernel_size: expected a kernel \(dilated: 7\) no larger than the "
-         r"padded input \(6\), got 7"),
-        (lambda: nn.max_pool2d(x, 3, dilation=3), ValueError, r"dilated: 7"),
+         r"ruda.nn.max_pool2d: kernel_size: expected a dilated kernel of at most the padded "
+         r"input's 6 on spatial axis 0, got 7 \(kernel_size 7, dilation 1\)"),
+        (lambda: nn.max_pool2d(x, 3, dilation=3), ValueError,
+         r"got 7 \(kernel_size 3, dilation 3\)"),
+        (lambda: nn.max_pool1d(x[0], 5, 3, ceil_mode=True, dilation=2), ValueError,
+         r"max_pool1d: kernel_size: expected a dilated kernel of at most the padded input's "
+         r"6 \+ stride - 1 = 8 on spatial axis 0, got 9 \(kernel_size 5, dilation 2\)"),
+        (lambda: nn.avg_pool3d(x, (2, 3, 7), padding=1), ValueError,
+         r"avg_pool3d: kernel_size: expected a kernel no larger than x's spatial sizes "
+         r"\(3, 6, 6\), got \(2, 3, 7\)"),
         (lambda: nn.avg_pool2d(x, 2, stride=0), ValueError,
          r"ruda.nn.avg_pool2d: stride: expected positive values, got \(0, 0\)"),
         (lambda: nn.max_pool2d(x, 2, stride=-1), ValueError, r"max_pool2d: stride"),

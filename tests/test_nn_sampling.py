@@ -106,6 +106,45 @@ def test_filters_keep_the_transformers_set(device, kw):
     np.testing.assert_array_equal(got[np.isfinite(got)], x[np.isfinite(want)])
 
 
+def test_filter_logits_any_leading_axes(device):
+    """Logits (V,) and (..., V): the rows of the 2-D case, filtered alike."""
+    rng = np.random.default_rng(31)
+    x = (rng.standard_normal((2, 3, 24)) * 2).astype(_float(device))
+    for kw in (dict(top_k=5), dict(top_p=0.6, min_p=0.1)):
+        want = _ref_filter(x.reshape(6, 24), **kw).reshape(x.shape)
+        got = _host(nn.filter_logits(ruda.asarray(x, device=device), **kw))
+        np.testing.assert_array_equal(np.isfinite(got), np.isfinite(want))
+        got = _host(nn.filter_logits(ruda.asarray(x[1, 2], device=device), **kw))
+        np.testing.assert_array_equal(np.isfinite(got), np.isfinite(want[1, 2]))
+
+
+def test_filter_logits_bad_input(device):
+    x = ruda.ones((2, 5), device=device)
+    fl = nn.filter_logits
+    with pytest.raises(TypeError, match=r"ruda\.nn\.filter_logits: logits: expected a ruda array"):
+        fl(np.ones((2, 5)))
+    with pytest.raises(TypeError, match=r"ruda\.nn\.filter_logits: logits: expected a real "
+                       r"floating dtype, got int32"):
+        fl(ruda.ones((2, 5), dtype=ruda.int32, device=device), top_k=2)
+    with pytest.raises(ValueError, match=r"ruda\.nn\.filter_logits: logits: expected shape "
+                       r"\(\.\.\., V\) with V >= 1, got \(2, 0\)"):
+        fl(ruda.ones((2, 0), device=device), top_k=2)
+    with pytest.raises(ValueError, match=r"filter_logits: logits: expected shape .*, got \(\)"):
+        fl(ruda.ones((), device=device))
+    with pytest.raises(ValueError, match=r"ruda\.nn\.filter_logits: top_k: expected an int >= 1, "
+                       r"got 0"):
+        fl(x, top_k=0)
+    with pytest.raises(TypeError, match=r"ruda\.nn\.filter_logits: top_k: expected an int or "
+                       r"None, got float"):
+        fl(x, top_k=2.0)
+    with pytest.raises(ValueError, match=r"ruda\.nn\.filter_logits: top_p: expected a number in "
+                       r"\(0"):
+        fl(x, top_p=1.5)
+    with pytest.raises(ValueError, match=r"ruda\.nn\.filter_logits: min_p: expected a number in "
+                       r"\[0"):
+        fl(x, min_p=-0.1)
+
+
 def test_temperature_zero_is_argmax(device):
     rng = np.random.default_rng(4)
     x = rng.standard_normal((7, 30)).astype(_float(device))

@@ -217,6 +217,8 @@ def softmax(x, axis=-1, dtype=None):
     x, ax = _rows("softmax", x, axis, dtype)
     if ax is None:
         return xp.exp(x - x)                     # 1 (NaN for NaN or inf), as torch
+    if x.size == 0:                              # (the row maximum has no identity)
+        return xp.zeros(x.shape, dtype=x.dtype, device=x.device)
     r = _row_op(x, ax, False)
     if r is not None:
         return r
@@ -229,6 +231,8 @@ def log_softmax(x, axis=-1, dtype=None):
     x, ax = _rows("log_softmax", x, axis, dtype)
     if ax is None:
         return x - x
+    if x.size == 0:
+        return xp.zeros(x.shape, dtype=x.dtype, device=x.device)
     r = _row_op(x, ax, True)
     if r is not None:
         return r
@@ -244,9 +248,16 @@ def logsumexp(x, axis, keepdims=False):
         axes = tuple(range(x.ndim))
     else:
         axes = (axis,) if not isinstance(axis, (tuple, list)) else tuple(axis)
-        axes = tuple(sorted({c.axis("logsumexp", a, x.ndim) for a in axes}))
+        norm = [c.axis("logsumexp", a, x.ndim) for a in axes]
+        if len(set(norm)) != len(norm):
+            raise c.err(ValueError, "logsumexp", "axis", "distinct axes", repr(axis))
+        axes = tuple(sorted(norm))
     if x.ndim == 0:
         return x + 0.0
+    if x.size == 0:                              # an empty sum: log(0) = -inf, as torch
+        shp = tuple(1 if a in axes else x.shape[a] for a in range(x.ndim)) if keepdims \
+            else tuple(x.shape[a] for a in range(x.ndim) if a not in axes)
+        return xp.full(shp, -xp.inf, dtype=x.dtype, device=x.device)
     if c.kernel(x, "logsumexp") is not None and x.size:
         # the device's row kernel over the reduced axes moved last
         keep = tuple(a for a in range(x.ndim) if a not in axes)

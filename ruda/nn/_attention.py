@@ -78,7 +78,8 @@ def scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=False, scale
 
     ``q`` (B, Hq, L, D), ``k`` (B, Hkv, S, D), ``v`` (B, Hkv, S, Dv); the result is
     (B, Hq, L, Dv) in q's dtype (bfloat16 accumulates in float32). ``scale`` defaults to
-    ``1 / sqrt(D)``.
+    ``1 / sqrt(D)``. Other leading axes, as torch: ``(..., H, L, D)`` (the same ``...`` in q,
+    k and v; they do not broadcast) or ``(L, D)``.
 
     - ``enable_gqa``: Hq a multiple of Hkv; query head h reads kv head ``h // (Hq // Hkv)``.
       K and V are never repeated in memory (the query heads of one kv head are batched together).
@@ -94,12 +95,20 @@ def scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=False, scale
 
     Deviations from PyTorch: no ``dropout_p`` (inference); the causal alignment above.
     """
+    try:
+        nd4 = q.ndim == k.ndim == v.ndim == 4
+    except AttributeError:
+        nd4 = True                                 # _check names the argument
+    if not nd4:
+        return _leading(q, k, v, attn_mask, is_causal, scale, enable_gqa, sliding_window)
     scale = _check(q, k, v, attn_mask, scale, enable_gqa, sliding_window)
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
     B, Hq, L, _ = q.shape
     S = k.shape[2]
     dev = q.device
+    if B == 0 or Hq == 0 or L == 0 or S == 0:    # no output, or no key: rows of 0
+        return xp.zeros((B, Hq, L, v.shape[3]), dtype=q.dtype, device=dev)
     kern = kernel(q, "sdpa")
     if kern is not None:
         mask = None if attn_mask is None else native(xp.broadcast_to(attn_mask, (B, Hq, L, S)))
@@ -107,6 +116,38 @@ def scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=False, scale
         if r is not NotImplemented:
             return wrap(r, dev)
     return _sdpa_composite(q, k, v, attn_mask, bool(is_causal), scale, sliding_window)
+
+
+def _leading(q, k, v, attn_mask, is_causal, scale, enable_gqa, sliding_window):
+    """Attention over inputs ``(..., H, L or S, D)`` or ``(L or S, D)``: the leading axes
+    (equal in q, k and v) folded into one batch axis of the 4-D call, and unfolded after."""
+    for name, a in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(a, xp.Array):
+            raise _err(TypeError, name, "a ruda array", type(a).__name__)
+        if a.ndim < 2:
+            raise _err(ValueError, name, "at least 2 dimensions (..., H, L or S, D)",
+                       f"shape {a.shape}")
+        if a.ndim != q.ndim:
+            raise _err(ValueError, name, f"q's {q.ndim} dimensions", f"shape {a.shape}")
+    lead = tuple(q.shape[:-3])
+    if tuple(k.shape[:-3]) != lead or tuple(v.shape[:-3]) != lead:
+        raise _err(ValueError, "k, v", f"q's leading axes {lead}", f"k {k.shape}, v {v.shape}")
+    B = math.prod(lead)
+
+    def fold(a):
+        return xp.reshape(a, (B,) + ((1,) + a.shape if a.ndim == 2 else a.shape[-3:]))
+    q4, k4, v4 = fold(q), fold(k), fold(v)
+    m = attn_mask
+    if isinstance(m, xp.Array) and m.ndim > 2:
+        full = lead + tuple(q4.shape[1:3]) + (k4.shape[2],)
+        try:
+            m = xp.reshape(xp.broadcast_to(m, full), (B,) + full[-3:])
+        except ValueError:
+            raise _err(ValueError, "attn_mask", f"a shape broadcastable to {full}",
+                       m.shape) from None
+    out = scaled_dot_product_attention(q4, k4, v4, m, is_causal, scale, enable_gqa,
+                                       sliding_window)
+    return xp.reshape(out, q.shape[:-1] + (v.shape[-1],))
 
 
 def _keep(i0, i1, j0, j1, off, causal, window, dev):

@@ -10,7 +10,10 @@ tap's block added into a strided slice of the output.
 
 Deviations from torch: the input must carry its batch axis (torch also takes an unbatched
 ``(C, *spatial)``: here that is an error, so a 3-D input to conv2d is caught); ``weight`` and
-``bias`` must have x's dtype; integer input is an error.
+``bias`` must have x's dtype; integer input is an error. An empty batch, C_out = 0 or C_in = 0
+gives the empty result (C_in = 0: the bias alone), and conv_transpose's output size 0 an empty
+result, in every case (torch refuses C_out = 0, and an empty transposed output outside its
+oneDNN float32 path).
 """
 import itertools
 import numbers
@@ -166,6 +169,12 @@ def _bias(fn, bias, x, cout):
     return bias
 
 
+def _empty(x, cout, out, bias, nd):
+    """The result (N, C_out, *out) of an empty batch, output or contraction: the bias alone."""
+    y = xp.zeros((x.shape[0], cout) + tuple(out), dtype=x.dtype, device=x.device)
+    return y if bias is None else y + xp.reshape(bias, (1, cout) + (1,) * nd)
+
+
 def _common(fn, nd, x, weight, layout, groups, stride, dilation):
     """Checks shared by conv and conv_transpose: (groups, stride, dilation)."""
     _check_x(fn, x, nd, "(N, C_in, *spatial)")
@@ -193,6 +202,8 @@ def _conv(fn, nd, x, weight, bias, stride, padding, dilation, groups):
     bias = _bias(fn, bias, x, cout)
     pads = _pads(fn, padding, nd, ks, dil, stride)
     out = _out_sizes(fn, tuple(x.shape[2:]), pads, ks, dil, stride)
+    if x.shape[0] == 0 or cout == 0 or cin == 0:        # nothing to sum or nothing to write
+        return _empty(x, cout, out, bias, nd)
     if x.size and weight.size:
         r = c.call(x, "conv", x, weight, bias, stride, pads, dil, groups)
         if r is not None:
@@ -243,9 +254,11 @@ def _conv_transpose(fn, nd, x, weight, bias, stride, padding, output_padding, gr
     full = tuple((n - 1) * s + d * (k - 1) + 1 + op
                  for n, s, d, k, op in zip(sp, stride, dil, ks, opad))
     out = tuple(f - 2 * p for f, p in zip(full, pad))
-    if any(o < 1 for o in out):
-        raise c.err(ValueError, fn, "padding", f"an output of positive size (without padding "
+    if any(o < 0 for o in out):
+        raise c.err(ValueError, fn, "padding", f"an output of size >= 0 (without padding "
                     f"{full})", f"padding {pad}")
+    if x.shape[0] == 0 or cout == 0 or cin == 0 or 0 in out:
+        return _empty(x, cout, out, bias, nd)
     r = None
     if x.size and weight.size:
         r = c.call(x, "conv_transpose", x, weight, bias, stride, pad, opad, groups, dil)

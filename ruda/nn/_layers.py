@@ -293,10 +293,12 @@ _PAD_MODES = ("constant", "reflect", "replicate", "circular")
 
 def pad(x, pad, mode="constant", value=0.0):
     """Pads ``x`` as torch: ``pad = (left_last, right_last, left_second_last, ...)`` (last axis
-    first). ``mode``: ``"constant"`` (with ``value``; negative pads crop), ``"reflect"`` (pad <
-    the axis' length), ``"replicate"``, ``"circular"`` (pad <= the axis' length). Unlike torch,
-    the non-constant modes pad any number of trailing axes of any array (torch: 1 to 3 axes of a
-    2-D to 5-D input)."""
+    first); negative pads crop. ``mode``: ``"constant"`` (with ``value``), ``"reflect"`` (pad <
+    the axis' length), ``"replicate"``, ``"circular"`` (pad <= the axis' length after
+    cropping; torch wraps further, or reads garbage). Unlike torch, the non-constant modes pad
+    any number of trailing axes of any array (torch: 1 to 3 axes of a 2-D to 5-D input), and an
+    output length of 0 is an empty axis in every mode (torch's reflect and replicate refuse it
+    when every padded axis comes out empty)."""
     c.array("pad", "x", x)
     if mode not in _PAD_MODES:
         raise c.err(ValueError, "pad", "mode", " or ".join(map(repr, _PAD_MODES)), repr(mode))
@@ -309,11 +311,11 @@ def pad(x, pad, mode="constant", value=0.0):
     if len(pads) % 2 or len(pads) > 2 * x.ndim:
         raise c.err(ValueError, "pad", "pad", f"an even length <= 2 * x.ndim = {2 * x.ndim}",
                     len(pads))
-    if mode != "constant" and any(v < 0 for v in pads):
-        raise c.err(ValueError, "pad", "pad", f"non-negative values in mode {mode!r}", pads)
     widths = {x.ndim - 1 - k: (pads[2 * k], pads[2 * k + 1]) for k in range(len(pads) // 2)
               if pads[2 * k] or pads[2 * k + 1]}
     if mode != "constant":
+        if any(v < 0 for v in pads):
+            return _pad_cropping(x, widths, mode)
         return _pad_borders(x, widths, mode)
     return _pad_constant(x, widths, value) if widths else x
 
@@ -345,17 +347,51 @@ def _pad_constant(x, widths, value):
     return out
 
 
+def _check_border(n, lo, hi, mode):
+    if mode == "reflect" and (lo >= n or hi >= n):
+        raise c.err(ValueError, "pad", "pad",
+                    f"values < the axis length {n} in mode 'reflect'", (lo, hi))
+    if mode == "circular" and (lo > n or hi > n):
+        raise c.err(ValueError, "pad", "pad",
+                    f"values <= the axis length {n} in mode 'circular'", (lo, hi))
+
+
+def _pad_cropping(x, widths, mode):
+    """Non-constant modes with negative pads, as torch: reflect and replicate pad x by the
+    positive pads, then crop (a border may come from beyond the cropped part); circular crops
+    first, then wraps what is left. An output length of 0 gives an empty axis."""
+    crop, grow = [slice(None)] * x.ndim, {}
+    for ax, (lo, hi) in widths.items():
+        n = x.shape[ax]
+        _check_border(n, lo, hi, mode)
+        if n + lo + hi <= 0:
+            if n + lo + hi < 0:
+                raise c.err(ValueError, "pad", "pad", f"an output length n + lo + hi >= 0 on "
+                            f"axis {ax} (n = {n})", (lo, hi))
+            crop[ax] = slice(0, 0)
+            continue
+        if lo > 0 or hi > 0:
+            grow[ax] = (max(0, lo), max(0, hi))
+        if mode != "circular":
+            crop[ax] = slice(max(0, -lo), n + max(0, lo) + max(0, hi) - max(0, -hi))
+            continue
+        m = n - max(0, -lo) - max(0, -hi)
+        if m < max(lo, hi):
+            raise c.err(ValueError, "pad", "pad", f"values <= the axis length after cropping "
+                        f"({m}) in mode 'circular'", (lo, hi))
+        crop[ax] = slice(max(0, -lo), n - max(0, -hi))
+    if mode == "circular":
+        x = x[tuple(crop)]
+        return _pad_borders(x, grow, mode) if grow else x
+    return (_pad_borders(x, grow, mode) if grow else x)[tuple(crop)]
+
+
 def _pad_borders(x, widths, mode):
     """reflect / replicate / circular: one output, ``x`` written into its middle, then each
     padded axis' borders copied from inside it (so x is read once, not once per axis)."""
     for ax, (lo, hi) in widths.items():
         n = x.shape[ax]
-        if mode == "reflect" and (lo >= n or hi >= n):
-            raise c.err(ValueError, "pad", "pad",
-                        f"values < the axis length {n} in mode 'reflect'", (lo, hi))
-        if mode == "circular" and (lo > n or hi > n):
-            raise c.err(ValueError, "pad", "pad",
-                        f"values <= the axis length {n} in mode 'circular'", (lo, hi))
+        _check_border(n, lo, hi, mode)
         if n == 0:
             raise c.err(ValueError, "pad", "x", f"a non-empty axis {ax} in mode {mode!r}",
                         x.shape)

@@ -40,12 +40,15 @@ def spatial_input(fn, x, n, kinds="real floating"):
     return (x[None] if x.ndim == n + 1 else x), x.ndim == n + 1
 
 
-def _out_len(fn, L, k, s, p, d, ceil):
+def _out_len(fn, i, L, k, s, p, d, ceil):
+    """torch's output length; at least one window must fit (in ceil mode the last window may
+    overhang the padded input by up to stride - 1)."""
     eff = d * (k - 1) + 1
-    if eff > L + 2 * p:
-        raise c.err(ValueError, fn, "kernel_size",
-                    f"a kernel (dilated: {eff}) no larger than the padded input ({L + 2 * p})", k)
     o = (L + 2 * p - eff + (s - 1 if ceil else 0)) // s + 1
+    if o < 1:
+        lim = f"{L + 2 * p} + stride - 1 = {L + 2 * p + s - 1}" if ceil else f"{L + 2 * p}"
+        raise c.err(ValueError, fn, "kernel_size", f"a dilated kernel of at most the padded "
+                    f"input's {lim} on spatial axis {i}", f"{eff} (kernel_size {k}, dilation {d})")
     if ceil and (o - 1) * s >= L + p:          # the last window must start inside x or its left pad
         o -= 1
     return o
@@ -63,7 +66,7 @@ def _args(fn, x, n, kernel_size, stride, padding, dilation, ceil_mode, kinds):
     if not isinstance(ceil_mode, bool):
         raise c.err(TypeError, fn, "ceil_mode", "a bool", type(ceil_mode).__name__)
     L = tuple(xb.shape[2:])
-    o = tuple(_out_len(fn, *a, ceil_mode) for a in zip(L, k, s, p, d))
+    o = tuple(_out_len(fn, *a, ceil_mode) for a in zip(range(n), L, k, s, p, d))
     return xb, unb, k, s, p, d, L, o
 
 
@@ -89,6 +92,18 @@ def _index_dtype(x):
     return xp.__array_namespace_info__().default_dtypes(device=x.device)["indexing"]
 
 
+def _first_index(L, s, p, d, o, x):
+    """Each window's first position past the left padding, as a flat index over the spatial
+    axes (torch's initial index of max pooling)."""
+    n = len(L)
+    flat = np.zeros(o, dtype=np.int64)
+    for i in range(n):
+        start = np.arange(o[i]) * s[i] - p[i]
+        pos = start - np.minimum(start, 0) // d[i] * d[i]       # ceil to the first tap >= 0
+        flat = flat + (pos * math.prod(L[i + 1:])).reshape((-1,) + (1,) * (n - 1 - i))
+    return xp.asarray(flat, dtype=_index_dtype(x), device=x.device)
+
+
 def _finish(y, unb):
     return y[0] if unb else y
 
@@ -107,15 +122,17 @@ def _max_pool(fn, n, x, kernel_size, stride, padding, dilation, ceil_mode, retur
         if not return_indices:
             acc = v if acc is None else xp.maximum(acc, v)
             continue
+        if acc is None:
+            # torch starts each window at its first in-bounds position (past the left padding,
+            # unclamped on the right): the index where no element beats -inf
+            acc, idx = v, xp.broadcast_to(_first_index(L, s, p, d, o, x), v.shape)
+            continue
         # the flat input index (over the spatial axes) of each window's element ``off``
         flat = np.zeros(o, dtype=np.int64)
         for i in range(n):
             pos = np.arange(o[i]) * s[i] - p[i] + off[i] * d[i]
             flat = flat + (pos * math.prod(L[i + 1:])).reshape((-1,) + (1,) * (n - 1 - i))
         cur = xp.asarray(flat, dtype=_index_dtype(x), device=x.device)
-        if acc is None:
-            acc, idx = v, xp.broadcast_to(cur, v.shape)
-            continue
         # torch's rule: a larger value, or a NaN, replaces the current one (first max wins)
         upd = (v > acc) | (v != v) if xp.isdtype(v.dtype, "real floating") else v > acc
         acc, idx = xp.where(upd, v, acc), xp.where(upd, cur, idx)
@@ -127,6 +144,10 @@ def _avg_pool(fn, n, x, kernel_size, stride, padding, ceil_mode, count_include_p
               divisor_override):
     xb, unb, k, s, p, d, L, o = _args(fn, x, n, kernel_size, stride, padding, 1, ceil_mode,
                                       "real floating")
+    if n == 3 and any(ki > Li for ki, Li in zip(k, L)):
+        # torch's avg_pool3d also requires the kernel within the unpadded input
+        raise c.err(ValueError, fn, "kernel_size", f"a kernel no larger than x's spatial sizes "
+                    f"{L}", k)
     if not isinstance(count_include_pad, bool):
         raise c.err(TypeError, fn, "count_include_pad", "a bool",
                     type(count_include_pad).__name__)
@@ -157,7 +178,9 @@ def _avg_pool(fn, n, x, kernel_size, stride, padding, ceil_mode, count_include_p
 def max_pool1d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """The maximum over each window of x ``(N, C, L)`` (or ``(C, L)``); padding counts as -inf.
-    ``return_indices``: also each maximum's flat index into the spatial axes (torch's)."""
+    ``return_indices``: also each maximum's flat index into the spatial axes (torch's; where no
+    element beats -inf, the window's first position past the left padding, as torch, which
+    can lie beyond x for a window of padding only)."""
     return _max_pool("max_pool1d", 1, x, kernel_size, stride, padding, dilation, ceil_mode,
                      return_indices)
 

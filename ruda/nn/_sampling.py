@@ -66,25 +66,55 @@ def _softmax(s):
     return e / xp.sum(e, axis=-1, keepdims=True)
 
 
+def _check_filters(fn, top_k, top_p, min_p):
+    """The filters of sample / filter_logits checked: (top_k, top_p, min_p)."""
+    if top_k is not None:
+        if isinstance(top_k, bool) or not isinstance(top_k, int):
+            raise _err(fn, TypeError, "top_k", "an int or None", type(top_k).__name__)
+        if top_k < 1:
+            raise _err(fn, ValueError, "top_k", "an int >= 1", top_k)
+    if top_p is not None:
+        top_p = number(fn, "top_p", top_p, 0.0, 1.0, lo_open=True)
+    if min_p is not None:
+        min_p = number(fn, "min_p", min_p, 0.0, 1.0)
+    return top_k, top_p, min_p
+
+
+def _check_logits(fn, logits, ndim):
+    """logits a real floating ruda array of ``ndim`` dimensions (None: at least 1), V >= 1."""
+    if not isinstance(logits, xp.Array):
+        raise _err(fn, TypeError, "logits", "a ruda array", type(logits).__name__)
+    if not xp.isdtype(logits.dtype, "real floating"):
+        raise _err(fn, TypeError, "logits", "a real floating dtype", logits.dtype)
+    if (logits.ndim != ndim if ndim else logits.ndim < 1) or logits.shape[-1] == 0:
+        raise _err(fn, ValueError, "logits", "shape (B, V) with V >= 1" if ndim else
+                   "shape (..., V) with V >= 1", logits.shape)
+
+
 def filter_logits(logits, top_k=None, top_p=None, min_p=None):
     """The scores with filtered tokens set to -inf, as transformers' logits warpers in the
-    order top-k, top-p, min-p (one token is always kept):
+    order top-k, top-p, min-p (one token is always kept), along the last axis of ``logits``
+    ``(..., V)``:
 
     - ``top_k``: keep the k highest scores (and any tied with the k-th);
     - ``top_p``: nucleus: drop the lowest-probability tokens while their cumulative probability
       (ascending) stays at most ``1 - top_p``;
     - ``min_p``: drop tokens whose probability is below ``min_p`` times the highest."""
-    s = logits
+    _check_logits("filter_logits", logits, None)
+    return _filter(logits, *_check_filters("filter_logits", top_k, top_p, min_p))
+
+
+def _filter(s, top_k, top_p, min_p):
     V = s.shape[-1]
     if top_k is not None and top_k < V:
-        kth = _top_k(s, top_k, axis=-1)[0][:, -1:]
+        kth = _top_k(s, top_k, axis=-1)[0][..., -1:]
         s = xp.where(s < kth, -xp.inf, s)
     if top_p is not None and top_p < 1.0:
         order = xp.argsort(s, axis=-1, stable=True)                   # ascending
         srt = xp.take_along_axis(s, order, axis=-1)
         cum = xp.cumulative_sum(_softmax(srt), axis=-1)
         drop = cum <= 1.0 - top_p
-        drop = xp.concat((drop[:, :-1], xp.zeros_like(drop[:, -1:])), axis=-1)   # keep the top
+        drop = xp.concat((drop[..., :-1], xp.zeros_like(drop[..., -1:])), axis=-1)  # keep the top
         rank = xp.argsort(order, axis=-1, stable=True)               # inverse permutation
         s = xp.where(xp.take_along_axis(drop, rank, axis=-1), -xp.inf, s)
     if min_p is not None and min_p > 0.0:
@@ -104,22 +134,9 @@ def sample(logits, temperature=1.0, top_k=None, top_p=None, min_p=None, generato
     probability ``softmax(s)[i]`` exactly and needs no cumulative sum over the vocabulary.
     bfloat16 logits compute in float32."""
     fn = "sample"
-    if not isinstance(logits, xp.Array):
-        raise _err(fn, TypeError, "logits", "a ruda array", type(logits).__name__)
-    if not xp.isdtype(logits.dtype, "real floating"):
-        raise _err(fn, TypeError, "logits", "a real floating dtype", logits.dtype)
-    if logits.ndim != 2 or logits.shape[1] == 0:
-        raise _err(fn, ValueError, "logits", "shape (B, V) with V >= 1", logits.shape)
+    _check_logits(fn, logits, 2)
     temperature = number(fn, "temperature", temperature, 0.0)
-    if top_k is not None:
-        if isinstance(top_k, bool) or not isinstance(top_k, int):
-            raise _err(fn, TypeError, "top_k", "an int or None", type(top_k).__name__)
-        if top_k < 1:
-            raise _err(fn, ValueError, "top_k", "an int >= 1", top_k)
-    if top_p is not None:
-        top_p = number(fn, "top_p", top_p, 0.0, 1.0, lo_open=True)
-    if min_p is not None:
-        min_p = number(fn, "min_p", min_p, 0.0, 1.0)
+    top_k, top_p, min_p = _check_filters(fn, top_k, top_p, min_p)
     if generator is not None and not isinstance(generator, ruda.random.Generator):
         raise _err(fn, TypeError, "generator", "a ruda.random.Generator or None",
                    type(generator).__name__)
@@ -127,7 +144,7 @@ def sample(logits, temperature=1.0, top_k=None, top_p=None, min_p=None, generato
         xp.astype(logits, compute_dtype(logits.dtype))
     if temperature == 0.0:
         return xp.argmax(s, axis=-1)
-    s = filter_logits(s / temperature, top_k, top_p, min_p)
+    s = _filter(s / temperature, top_k, top_p, min_p)
     if generator is None:
         generator = ruda.random.Generator(int.from_bytes(os.urandom(8), "little"))
     u = generator.random(s.shape, dtype=s.dtype, device=s.device)
