@@ -19,6 +19,7 @@ relative; ``permutation`` sorts 64-bit random keys.
 """
 import math as _math
 import operator as _operator
+import os as _os
 
 from ruda import (_creation, _data_type, _dtypes, _elementwise as _ew, _hints, _manipulation,
                   _sorting)
@@ -105,7 +106,9 @@ class Generator:
     """
 
     def __init__(self, seed=0):
-        seed = _operator.index(seed)
+        if seed is None:          # fresh entropy, as NumPy's default_rng(None)
+            seed = int.from_bytes(_os.urandom(8), "little")
+        seed = _v.integer("random.Generator", "seed", seed)
         if not 0 <= seed < 2**64:
             raise ValueError(f"ruda.random.Generator: seed must be in [0, 2**64); got {seed}")
         self.seed = seed
@@ -162,12 +165,17 @@ class Generator:
     def uniform(self, low=0.0, high=1.0, shape=(), *, dtype=None, device=None):
         """Uniform floats in [low, high) (high itself may come from rounding, as in NumPy)."""
         low, high = _real("uniform", "low", low), _real("uniform", "high", high)
-        return low + (high - low) * self.random(shape, dtype=dtype, device=device)
+        u = self.random(shape, dtype=dtype, device=device)
+        if abs(high - low) <= _dtypes.finfo_object(u._dtype).max:
+            return low + (high - low) * u
+        h = high / 2 - low / 2          # high - low overflows the dtype; half of it does not
+        hu = h * u
+        return (low + hu) + hu
 
     def normal(self, loc=0.0, scale=1.0, shape=(), *, dtype=None, device=None):
         """Normal floats with mean ``loc`` and standard deviation ``scale`` (Box-Muller)."""
         loc, scale = _real("normal", "loc", loc), _real("normal", "scale", scale)
-        if scale < 0:
+        if not scale >= 0:
             raise ValueError(f"ruda.random.normal: scale must be non-negative; got {scale}")
         shape = _v.shape("random.normal", shape)
         dev = _v.device_or_default(device)
@@ -182,7 +190,8 @@ class Generator:
         """Integers in [low, high) (``integers(high)``: [0, high)); dtype: the default integer."""
         if high is None:
             low, high = 0, low
-        low, high = _operator.index(low), _operator.index(high)
+        low = _v.integer("random.integers", "low", low)
+        high = _v.integer("random.integers", "high", high)
         if high <= low:
             raise ValueError(f"ruda.random.integers: needs low < high; got low={low}, high={high}")
         shape = _v.shape("random.integers", shape)
@@ -210,7 +219,12 @@ class Generator:
                 raise ValueError("ruda.random.permutation: x must have at least one dimension")
             idx = self.permutation(x.shape[0], device=x.device)
             return x[idx]
-        n = _operator.index(x)
+        if hasattr(x, "__array_namespace__") or hasattr(x, "__array__"):
+            raise TypeError(f"ruda.random.permutation: x must be an int or a ruda array; got "
+                            f"{type(x).__name__} (convert it with ruda.asarray)")
+        n = _v.integer("random.permutation", "x", x)
+        if n < 0:
+            raise ValueError(f"ruda.random.permutation: x must be a non-negative int; got {n}")
         dev = _v.device_or_default(device)
         w = _manipulation.reshape(self._words(2 * n, dev), (n, 2))
         idx = _sorting.argsort(w[:, 1], stable=True)             # 64-bit keys: low word first,

@@ -142,6 +142,20 @@ def test_permutation_of_an_array(device):
     np.testing.assert_array_equal(to_numpy(p)[:, 1], to_numpy(p)[:, 0] + 1)
 
 
+def test_uniform_over_a_range_wider_than_the_dtype(device):
+    """high - low past the dtype's largest value (both bounds finite): finite values spread
+    over the whole range, not inf."""
+    g = rr.Generator(5)
+    for name, bound in (("float16", 60000.0), ("float32", 3e38), ("float64", 1.7e308)):
+        if not device.backend.supports(np.dtype(name)):
+            continue
+        v = to_numpy(g.uniform(-bound, bound, 20000, dtype=getattr(xp, name), device=device))
+        assert v.dtype == np.dtype(name) and np.all(np.isfinite(v))
+        v = v.astype(np.float64) / bound
+        assert v.min() >= -1 and v.max() <= 1 and v.min() < -0.99 and v.max() > 0.99
+        assert abs(np.mean(v)) < 0.03 and abs(np.mean(v < 0) - 0.5) < 0.02
+
+
 def test_bad_input():
     g = rr.Generator(0)
     with pytest.raises(ValueError, match=r"ruda.random.Generator: seed must be in \[0, 2\*\*64\)"):
@@ -158,3 +172,15 @@ def test_bad_input():
         g.bernoulli(1.5)
     with pytest.raises(ValueError, match="ruda.random.normal: scale must be non-negative"):
         g.normal(0.0, -1.0)
+    with pytest.raises(ValueError, match="ruda.random.normal: scale must be non-negative; got nan"):
+        g.normal(0.0, float("nan"))
+    with pytest.raises(TypeError, match="ruda.random.integers: low must be an integer; got float"):
+        g.integers(0.5, 3)
+    with pytest.raises(TypeError, match="ruda.random.Generator: seed must be an integer; got float"):
+        rr.Generator(1.5)
+    with pytest.raises(ValueError, match="ruda.random.permutation: x must be a non-negative int"):
+        g.permutation(-3)
+    with pytest.raises(TypeError, match=r"ruda.random.permutation: x must be an int or a ruda "
+                                        r"array; got ndarray \(convert it with ruda.asarray\)"):
+        g.permutation(np.arange(5))
+    assert rr.Generator(None).seed != rr.Generator(None).seed     # fresh entropy, as NumPy
