@@ -5,6 +5,8 @@ errors), with the axis also taken positionally (``x.sum(0)``) and ``reshape`` al
 as separate arguments (``x.reshape(2, 3)``).  ``item``, ``tolist`` and ``__format__`` live on
 the Array itself (ruda/_array.py).
 """
+import inspect
+
 from ruda import _data_type, _manipulation, _searching, _statistical
 from ruda._array import Array
 
@@ -22,7 +24,19 @@ def reshape(self, *shape, **kwargs):
 
 
 def _reduction(name, fn):
+    # NumPy's np.sum(x), np.mean(x), np.var(x) ... call these methods with NumPy's defaults
+    # (out=None, dtype=None, ddof=0): they change nothing, so they are dropped where the
+    # function lacks them; any other value reaches the function, whose error names the array
+    # API's spelling
+    params = inspect.signature(fn).parameters
+    unset = {k: d for k, d in (("out", None), ("dtype", None), ("ddof", 0)) if k not in params
+             and (k != "ddof" or "correction" in params)}
+
     def method(self, axis=None, **kwargs):
+        for k, d in unset.items():
+            if k in kwargs and (kwargs[k] is None if d is None else
+                                type(kwargs[k]) is int and kwargs[k] == d):
+                del kwargs[k]
         return fn(self, axis=axis, **kwargs)
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"``ruda.{name}(x, axis=axis, ...)``: the same keywords."

@@ -154,3 +154,22 @@ def test_familiar_methods_delegate_to_the_namespace(device, rng):
     np.testing.assert_array_equal(to_numpy(y), a.astype(np.int32))
     with pytest.raises(TypeError, match="ruda.sum"):
         x.sum(axis=0, dtype="float32x")
+
+
+def test_numpy_reductions_call_the_methods(device, rng):
+    """np.mean(x), np.var(x, axis=0) ... on a ruda array call its method with NumPy's own
+    defaults (out=None, dtype=None, ddof=0), which work; other NumPy values get the hint."""
+    a = rng.standard_normal((4, 3))
+    x = xp.asarray(a, device=device)
+    tol = dict(rtol=1e-5, atol=1e-6)
+    for name in ("sum", "prod", "mean", "std", "var", "min", "max", "all", "any", "argmax",
+                 "argmin"):
+        got = getattr(np, name)(x, axis=0)
+        assert isinstance(got, xp.Array) and got.device == device, name
+        np.testing.assert_allclose(to_numpy(got), getattr(np, name)(a, axis=0), **tol,
+                                   err_msg=name)
+    with pytest.raises(TypeError, match=r"ruda\.var: unexpected keyword argument 'ddof'; the "
+                                        r"array API spells it correction="):
+        np.var(x, ddof=1)
+    with pytest.raises(TypeError, match=r"ruda\.mean: unexpected keyword argument 'out'"):
+        np.mean(x, out=np.zeros(3))
