@@ -1,4 +1,6 @@
 """ruda.data: batches (order, shuffle, shards, prefetch, device), shard folders, import, CLI."""
+import gc
+import os
 import threading
 
 import numpy as np
@@ -289,6 +291,41 @@ def test_batches_snapshot_and_early_stop(tmp_path, monkeypatch):
     it.close()
     assert prefetchers() == 0
     assert len(list(ds.batches(5))) == 9
+
+
+def _open_files(path):
+    """Descriptors of this process open on ``path`` or its -wal / -shm files."""
+    out = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            out += os.readlink(f"/proc/self/fd/{fd}").startswith(str(path))
+        except OSError:
+            pass
+    return out
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_close_during_batches_closes_everything(tmp_path, monkeypatch, shuffle):
+    """close() while a batches() iterator (and its prefetch thread) is alive: the iterator then
+    raises, the thread ends and no connection to the file stays open; access after close
+    names the closed dataset."""
+    monkeypatch.setattr(batches_module, "GROUP_BYTES", 1)      # hand over batch by batch
+    ds, _ = filled(tmp_path, 60)
+    path = ds.files[0]
+    it = ds.batches(2, shuffle=shuffle, seed=0)
+    next(it)
+    assert _open_files(path) > 0
+    ds.close()
+    with pytest.raises(ValueError, match="the dataset was closed while its batches were read"):
+        for _ in it:
+            pass
+    del it
+    gc.collect()
+    assert prefetchers() == 0 and _open_files(path) == 0
+    for access in (lambda: ds[0], lambda: len(ds), lambda: next(ds.batches(2))):
+        with pytest.raises(ValueError, match="the dataset is closed"):
+            access()
 
 
 @pytest.mark.parametrize("kwargs, word", [

@@ -202,7 +202,11 @@ def _prefetched(main, batches, window, depth):
     def produce():
         reader = main.worker()
         try:
-            yield from _groups(read(reader, batches, window))
+            for group in _groups(read(reader, batches, window)):
+                if main.closed:
+                    raise ValueError(f"ruda.data: {main.parts[0].store.path}: the dataset was "
+                                     f"closed while its batches were read")
+                yield group
         finally:
             main.release(reader)    # before the consumer hears of the end and asks again
     groups = background(produce(), depth, "ruda.data prefetch")

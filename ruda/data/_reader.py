@@ -106,6 +106,7 @@ class Reader:
         self._spares = []          # idle worker readers, kept for their warm connections
         self._table = None         # (parts' starts lists, first record of every chunk, where)
         self._rooms = []           # idle window buffers, shared with the workers (see room)
+        self.closed = False
 
     def sync(self):
         total = 0
@@ -128,12 +129,17 @@ class Reader:
         return r
 
     def release(self, worker):
-        """Take back a worker reader once its thread is done with it."""
+        """Take back a worker reader once its thread is done with it (closed, if this reader
+        was closed meanwhile)."""
+        if self.closed:
+            worker.close()
+            return
         for p in worker.parts:
             p.store.drop_blobs()          # ends its read transaction
         self._spares.append(worker)
 
     def close(self):
+        self.closed = True
         self._rooms.clear()
         for r in self._spares:
             r.close()

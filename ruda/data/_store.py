@@ -45,7 +45,9 @@ def guard(path):
     """Turn SQLite errors into DatasetError naming the file."""
     try:
         yield
-    except sqlite3.ProgrammingError:      # misuse (a closed dataset, another thread): as is
+    except sqlite3.ProgrammingError as e:   # misuse: a closed dataset (as a closed file's
+        if "closed" in str(e):              # ValueError), else as is (another thread)
+            raise ValueError(f"ruda.data: {path}: the dataset is closed") from None
         raise
     except sqlite3.OperationalError as e:
         if "locked" in str(e) or "busy" in str(e):
