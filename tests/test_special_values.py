@@ -128,6 +128,57 @@ def test_binary_signed_zero_results(device):
                   f"{name}(array {v1}, scalar {v2}) {dt}")
 
 
+POW_GRID = [NAN, INF, -INF, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, -2.5, 5e-324, -5e-324,
+            1e300, 1.7976931348623157e308, 1 + 2**-52, 1 - 2**-53, 2.0**53, -(2.0**53), 1024.0, -1075.0]
+
+
+def test_pow_special_values(device):
+    """pow over a grid of special values and edges, as NumPy's (C99's): 1 ** y and x ** 0 are 1
+    (NaN included), zeros and infinities signed by y's parity, (-1) ** +-inf = 1, overflow to inf
+    (2 ** 1024) and underflow to 0 of either sign; finite nonzero float64 results to 2 ulp."""
+    for dt in supported(device, "real floating"):
+        if np.dtype(dt).itemsize < 4:
+            continue
+        with np.errstate(all="ignore"):       # the grid's overflows, NaNs and infinite spacing
+            a, b = (v.ravel() for v in np.meshgrid(np.asarray(POW_GRID, dt), np.asarray(POW_GRID, dt)))
+            want = np.power(a, b)
+            got = to_numpy(xp.pow(xp.asarray(a, device=device), xp.asarray(b, device=device)))
+            fin = np.isfinite(want) & (want != 0)
+            ulps = np.abs(got[fin] - want[fin]) / np.spacing(np.abs(want[fin]))
+        assert got.dtype == want.dtype
+        bound = 2 if want.dtype == np.float64 else 128     # float32 without shader-f64: exp(y log x)
+        assert ulps.max() <= bound, (dt, a[fin][np.argmax(ulps)], b[fin][np.argmax(ulps)], ulps.max())
+        same = (got == want) & (np.signbit(got) == np.signbit(want)) | np.isnan(got) & np.isnan(want)
+        off = ~fin & ~same
+        assert not off.any(), (dt, list(zip(a[off], b[off], got[off], want[off]))[:5])
+
+
+def test_complex_pow_integer_exponents(device):
+    """complex ** integer as NumPy's npy_cpow: repeated multiplication below 100, so Gaussian
+    integers give exact powers ((1 + 2j) ** 2 is -3 + 4j); random bases to 16 eps of |result|;
+    0 ** b is 0 for Re b > 0, else NaN.  CuPy's complex power is exp(b log a): looser there."""
+    rng = np.random.default_rng(43)
+    ours = device != "cuda"
+    for dt in supported(device, "complex floating"):
+        g = (rng.integers(-4, 5, 300) + 1j * rng.integers(-4, 5, 300)).astype(dt)
+        e = rng.integers(0, 7, 300).astype(dt)
+        got = to_numpy(xp.asarray(g, device=device) ** xp.asarray(e, device=device))
+        want = np.power(g.astype(np.complex128), e.astype(np.complex128)).astype(dt)
+        assert np.array_equal(got, want) or not ours, (g[got != want][:3], e[got != want][:3])
+        z = (rng.uniform(-3, 3, 2000) + 1j * rng.uniform(-3, 3, 2000)).astype(dt)
+        p = rng.integers(-12, 13, 2000).astype(dt)
+        got = to_numpy(xp.asarray(z, device=device) ** xp.asarray(p, device=device))
+        want = np.power(z.astype(np.complex128), p.astype(np.complex128))
+        err = np.abs(got - want) / np.abs(want)
+        bound = 16 if ours else 64
+        assert err.max() < bound * np.finfo(dt).eps, (np.dtype(dt).name, z[np.argmax(err)], p[np.argmax(err)])
+        zero, b = np.zeros(4, dt), np.asarray([2, -2, 1j, 2 + 1j], dt)
+        with np.errstate(invalid="ignore"):
+            want = np.power(zero, b)
+            got = to_numpy(xp.asarray(zero, device=device) ** xp.asarray(b, device=device))
+        np.testing.assert_array_equal(got, want)
+
+
 # --- complex special cases of log, log1p, tanh, acosh (the standard's lists) --------------------
 
 F = 1.5   # a positive finite number

@@ -7,6 +7,7 @@
 * :mod:`ruda.runtime.wgsl_math`   -- WGSL helper functions: f64 math, NumPy-exact integer and
   float helpers, complex arithmetic.
 * :mod:`ruda.runtime.wgsl_math32` -- WGSL float32 math for adapters without shader-f64.
+* :mod:`ruda.runtime.wgsl_math_pow` -- WGSL float64 pow in double-double arithmetic.
 * :mod:`ruda.runtime.cuda_c`      -- the CUDA C renderer (source for NVRTC).
 * :mod:`ruda.runtime.packing`     -- the metadata layout (shapes, strides, offsets, scalars)
   that lets one compiled kernel serve every shape.

@@ -18,6 +18,7 @@ the type suffix (``f32``/``f64``), ``{U}`` the same-width unsigned type.
 import re
 
 from ruda.runtime.wgsl_math32 import F32_HELPERS, fact, horner, two_over_pi
+from ruda.runtime.wgsl_math_pow import POW_HELPERS
 
 
 _F64_CONSTS = {
@@ -110,17 +111,23 @@ HELPERS = {
   let p = bitcast<f64>(u64(u32(i32(k) + 1023)) << 52u);
   return (em * p) + (p - 1.0lf);
 }}"""),
-    "log_f64": (("inf_f64", "nan_f64", "isnan_f64"), f"""fn log_f64(x0: f64) -> f64 {{
+    "logsplit_f64": ((), """fn logsplit_f64(x0: f64) -> vec2<f64> {
+  // (m, e) with x0 = m 2^e and m in (sqrt(2)/2, sqrt(2)], for finite x0 > 0 (subnormals too)
+  var x = x0; var e: i32 = 0;
+  if (x < 2.2250738585072014e-308lf) { x = x * 18014398509481984.0lf; e = -54; }
+  let b = bitcast<u64>(x);
+  e = e + i32(u32(b >> 52u) & 0x7ffu) - 1023;
+  var m = bitcast<f64>((b & 0x000ffffffffffffflu) | 0x3ff0000000000000lu);
+  if (m > 1.4142135623730951lf) { m = m * 0.5lf; e = e + 1; }
+  return vec2<f64>(m, f64(e));
+}"""),
+    "log_f64": (("logsplit_f64", "inf_f64", "nan_f64", "isnan_f64"), f"""fn log_f64(x0: f64) -> f64 {{
   if (isnan_f64(x0)) {{ return x0; }}
   if (x0 < 0.0lf) {{ return nan_f64(); }}
   if (x0 == 0.0lf) {{ return -inf_f64(); }}
   if (x0 == inf_f64()) {{ return x0; }}
-  var x = x0; var e: i32 = 0;
-  if (x < 2.2250738585072014e-308lf) {{ x = x * 18014398509481984.0lf; e = -54; }}
-  let b = bitcast<u64>(x);
-  e = e + i32(u32(b >> 52u) & 0x7ffu) - 1023;
-  var m = bitcast<f64>((b & 0x000ffffffffffffflu) | 0x3ff0000000000000lu);
-  if (m > 1.4142135623730951lf) {{ m = m * 0.5lf; e = e + 1; }}
+  let me = logsplit_f64(x0);
+  let m = me.x; let e = i32(me.y);
   let f = m - 1.0lf;
   let hfsq = 0.5lf * f * f;
   let s = f / (2.0lf + f);
@@ -322,6 +329,7 @@ for _n in ("atan", "atan2_core", "asin", "acos", "sinh", "cosh", "tanh", "asinh"
 # float32 without f64: integer-reduced trig, exp/expm1/logs of f32 arithmetic, sinh/cosh with
 # float32's thresholds (replacing their twins)
 HELPERS.update(F32_HELPERS)
+HELPERS.update(POW_HELPERS)
 
 # Generic per-float-type helpers; instantiate with T/S/Z ("f32", "f", "0.0f") via ``generic``.
 _GENERIC = {
@@ -420,4 +428,7 @@ _GENERIC = {
   return sgn * exp_{S}(y * log_{S}(ax));
 }"""),
 }
-
+# float64 pow: fpow's special values around the double-double core (wgsl_math_pow); fpow's
+# exp(y log x) stays for float32 computed in f64, where it is ample
+_GENERIC["fpow_dd"] = (("pow_pos", "isnan", "inf", "nan", "isinf"), _GENERIC["fpow"][1].replace(
+    "fn fpow_{S}", "fn fpow_dd_{S}").replace("exp_{S}(y * log_{S}(ax))", "pow_pos_{S}(ax, y)"))

@@ -206,9 +206,11 @@ class OpsMixin:
         if name == "atan2":
             return f"{self._atan2(S)}({x}, {y})"
         if name in ("pow", "logaddexp") and S == "f32" and self.r.f64:   # f32 exp/log builtins are loose
-            return f"f32({self.fop(name, [f'f64({x})', f'f64({y})'], 'f64')})"
-        if name == "pow":
-            return f"{self.need('fpow_' + S)}({x}, {y})"
+            # pow: f64's plain exp(y log x) is ample for f32 (the double-double pow costs more)
+            fn = self.need("fpow_f64" if name == "pow" else "logaddexp_f64")
+            return f"f32({fn}(f64({x}), f64({y})))"
+        if name == "pow":     # f64: double-double (wgsl_math_pow), exact where the result is representable
+            return f"{self.need('fpow_dd_f64' if S == 'f64' else 'fpow_' + S)}({x}, {y})"
         if name == "logaddexp":
             return f"{self.need('logaddexp_' + S)}({x}, {y})"
         if name in _LIB_F64:
@@ -361,10 +363,32 @@ class OpsMixin:
   let d = {o} + b * s * s;                                         // near the poles (msun's ctanh)
   return {T}(b * sqrt({o} + s * s) * s / d, t / d);""",
 
-                "pow": f"if (b.x == {z} && b.y == {z}) {{ return {T}({o}, {z}); }} if (a.x == {z} && a.y == {z}) {{ if (b.x > {z}) {{ return {T}({z}, {z}); }} }} return {e}({mul}(b, {lg}(a)));",
+                # NumPy's npy_cpow: 0 ** b is 0 for Re b > 0, else NaN; integer powers below 100 by
+                # repeated multiplication (exact where NumPy's are: (1 + 2j) ** 2 is -3 + 4j)
+                "pow": f"""if (b.x == {z} && b.y == {z}) {{ return {T}({o}, {z}); }}
+  if (a.x == {z} && a.y == {z}) {{ if (b.x > {z}) {{ return {T}({z}, {z}); }} return {T}({nan}(), {nan}()); }}
+  if (b.y == {z} && abs(b.x) < {literal(100, r)} && floor(b.x) == b.x) {{ return {self.complex_helper('powi', dt)}(a, i32(b.x)); }}
+  return {e}({mul}(b, {lg}(a)));""",
             }
             args = f"a: {T}, b: {T}" if name == "pow" else f"a: {T}"
             src = f"fn {fn}({args}) -> {T} {{ {bodies[name]} }}"
+        elif name == "powi":            # npy_cpow's order of products, and its 1 / a ** -n
+            mul = self.complex_helper("mul", dt)
+            src = f"""fn {fn}(a: {T}, n: i32) -> {T} {{
+  if (n == 1) {{ return a; }}
+  if (n == 2) {{ return {mul}(a, a); }}
+  if (n == 3) {{ return {mul}(a, {mul}(a, a)); }}
+  var m = abs(n); var acc = {T}({o}, {z}); var p = a;
+  loop {{ if ((m & 1) != 0) {{ acc = {mul}(acc, p); }} m = m >> 1u; if (m == 0) {{ break; }} p = {mul}(p, p); }}
+  if (n > 0) {{ return acc; }}
+  if (abs(acc.x) >= abs(acc.y)) {{
+    if (acc.x == {z} && acc.y == {z}) {{ return {T}({o} / abs(acc.x), {z} / abs(acc.y)); }}
+    let rat = acc.y / acc.x; let scl = {o} / (acc.x + acc.y * rat);
+    return {T}(({o} + {z} * rat) * scl, ({z} - rat) * scl);
+  }}
+  let rat = acc.x / acc.y; let scl = {o} / (acc.y + acc.x * rat);
+  return {T}((rat + {z}) * scl, ({z} * rat - {o}) * scl);
+}}"""
         elif name in ("asin", "atan", "acosh"):
             # through the C99 special-value tables of asinh / atanh / acos
             base = {"asin": "asinh", "atan": "atanh", "acosh": "acos"}[name]
