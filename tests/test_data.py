@@ -138,6 +138,8 @@ def test_bad_indices(tmp_path):
             ds[key]
     with pytest.raises(IndexError, match="1-D"):
         ds[np.zeros((2, 2), np.int64)]
+    with pytest.raises(TypeError, match=r"got tuple \(records have one index: a list takes"):
+        ds[1, 2]                           # NumPy reads a tuple as one index per axis
 
 
 def test_many_appends_merge_into_few_chunks(tmp_path):

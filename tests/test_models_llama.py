@@ -272,6 +272,10 @@ def test_chat_template_as_transformers(checkpoints):
     ids = list(ids["input_ids"] if hasattr(ids, "keys") else ids)
     assert m.tokenizer.encode(want, add_special_tokens=False).ids == ids
     assert m.chat(msgs, max_new_tokens=5) == m.generate(ids, max_new_tokens=5)
+    one = [{"role": "user", "content": "Hi!"}]
+    assert m.chat_prompt("Hi!") == m.chat_prompt(one)            # a string: the user's message
+    with pytest.raises(TypeError, match=r"messages: expected a string or a list of"):
+        m.chat_prompt([("user", "Hi!")])
 
 
 def _copy_dir(src, dst, config=None, weights=None):
@@ -332,3 +336,6 @@ def test_cli(checkpoints, capsys):
     want = m.generate("Hi", max_new_tokens=4)
     assert want and out.out.startswith(want)
     assert "prefill" in out.err and "decode" in out.err and "tokens/s" in out.err
+    # one new token because of --max-new-tokens, not the end of the text: not called an end
+    cli.main([str(d), "--prompt", "Hi", "--device", "cpu", "--max-new-tokens", "1", "--raw"])
+    assert "ended the text" not in capsys.readouterr().err

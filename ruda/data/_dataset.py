@@ -178,10 +178,11 @@ class Dataset:
             return range(*key.indices(n))
         if isinstance(key, xp.Array):
             key = np.asarray(key.to_device("cpu"))
-        if isinstance(key, list | tuple | np.ndarray):
+        if isinstance(key, list | np.ndarray):
             return _index_array(np.asarray(key), n)
+        hint = " (records have one index: a list takes several)" if isinstance(key, tuple) else ""
         raise TypeError(f"ruda.data.Dataset: expected an int, a slice or a 1-D integer or boolean "
-                        f"index array; got {type(key).__name__}")
+                        f"index array; got {type(key).__name__}{hint}")
 
     def _arrays(self, host, device):
         return {f.name: xp.asarray(a, device=device) if f.fixed

@@ -63,7 +63,7 @@ def main(argv=None):
     else:
         ids = model.encode(args.prompt)
     text = _Text(model.tokenizer, args.stop)
-    n = 0
+    n, ended = 0, False
     t0 = time.perf_counter()
     prefill = None
     for toks in model.steps([ids], max_new_tokens=args.max_new_tokens,
@@ -73,7 +73,8 @@ def main(argv=None):
         n += 1
         if prefill is None:
             prefill = time.perf_counter() - t0
-        piece = text.flush() if toks[0] in model.eos_ids else text.push(toks)
+        ended = toks[0] in model.eos_ids
+        piece = text.flush() if ended else text.push(toks)
         sys.stdout.write(piece)
         sys.stdout.flush()
         if text.done:
@@ -87,7 +88,7 @@ def main(argv=None):
         dec = total - prefill
         print(f"decode: {n - 1} tokens in {dec:.3f} s ({(n - 1) / dec:.1f} tokens/s)",
               file=sys.stderr)
-    elif n == 1 and not chat:
+    elif n == 1 and ended and not chat:
         print("decode: none (the model ended the text at once; an instruct model answers "
               "through its chat template: --chat)", file=sys.stderr)
     return 0

@@ -284,8 +284,15 @@ class Generator:
         return texts[0] if single else texts
 
     def chat_prompt(self, messages, add_generation_prompt=True):
-        """The prompt text of ``messages`` ([{"role", "content"}, ...]) through the model's
-        chat template (tokenizer_config.json's ``chat_template``)."""
+        """The prompt text of ``messages`` ([{"role", "content"}, ...], or one string: the
+        user's message) through the model's chat template (tokenizer_config.json's
+        ``chat_template``)."""
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": messages}]
+        elif not isinstance(messages, list | tuple) or not all(
+                isinstance(m, dict) and "role" in m and "content" in m for m in messages):
+            raise _err(TypeError, "messages", 'a string or a list of {"role": ..., "content": '
+                       '...} dicts', repr(messages)[:80])
         tc = self.tokenizer_config
         template = tc.get("chat_template")
         if isinstance(template, list):                 # named templates: the default one
