@@ -181,10 +181,13 @@ class Generator:
         dev = _v.device_or_default(device)
         dt = self._float_dtype("normal", dtype, dev)
         n = _math.prod(shape)
-        u = _manipulation.reshape(self._uniform01(2 * n, dt, dev), (n, 2))
+        # float16 from float32 uniforms: its own 11-bit ones would end the tails at |z| = 3.9
+        wdt = _dtypes.float32 if dt.itemsize == 2 else dt
+        u = _manipulation.reshape(self._uniform01(2 * n, wdt, dev), (n, 2))
         r = _ew.sqrt(-2.0 * _ew.log1p(-u[:, 0]))          # 1 - u in (0, 1]: log is finite
         z = r * _ew.cos((2 * _math.pi) * u[:, 1])
-        return _manipulation.reshape(loc + scale * z, shape)
+        z = loc + scale * z
+        return _manipulation.reshape(z if wdt is dt else _data_type.astype(z, dt), shape)
 
     def integers(self, low, high=None, shape=(), *, dtype=None, device=None):
         """Integers in [low, high) (``integers(high)``: [0, high)); dtype: the default integer."""

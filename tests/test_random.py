@@ -156,6 +156,17 @@ def test_uniform_over_a_range_wider_than_the_dtype(device):
         assert abs(np.mean(v)) < 0.03 and abs(np.mean(v < 0) - 0.5) < 0.02
 
 
+def test_float16_normal_tails(device):
+    """float16 normals come from float32 uniforms: the tails reach past |z| = 4 (11-bit
+    uniforms would stop at 3.9), and the spread is right."""
+    if not device.backend.supports(np.dtype("float16")):
+        pytest.skip("no float16 on this device")
+    z = to_numpy(rr.Generator(1).normal(0.0, 1.0, 400000, dtype=xp.float16, device=device))
+    assert z.dtype == np.float16
+    z = z.astype(np.float64)
+    assert np.abs(z).max() > 4.0 and abs(z.std() - 1) < 0.01 and abs(z.mean()) < 0.01
+
+
 def test_bad_input():
     g = rr.Generator(0)
     with pytest.raises(ValueError, match=r"ruda.random.Generator: seed must be in \[0, 2\*\*64\)"):
