@@ -12,8 +12,8 @@ how the work is split into launches. ``Generator.bits`` returns these raw words 
 ``philox4x32`` is the block function itself.
 
 Conversions: ``random`` takes the top 24 bits of a word for float32 (``(w >> 8) * 2**-24``) and
-53 bits of two words for float64 (NumPy's rule), so both lie in [0, 1); ``normal`` is Box-Muller
-on two uniforms; ``integers`` maps 64 random bits per value (128 for ranges above 2**32) to the
+53 bits of two words for float64 (NumPy's rule), and the top 11 bits for float16, so all lie in
+[0, 1); ``normal`` is Box-Muller on two uniforms (float32 ones for float16); ``integers`` maps 64 random bits per value (128 for ranges above 2**32) to the
 range by a multiply-high, so no value is more likely than another by more than range / 2**64
 relative; ``permutation`` sorts 64-bit random keys.
 """
