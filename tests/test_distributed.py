@@ -71,6 +71,18 @@ def test_wgpu_arrays_are_staged_through_the_host(ranks):
                 raise AssertionError(f"{key} on rank {r}: {e}") from None
 
 
+def test_cpu_and_wgpu_ranks_reduce_together(ranks):
+    """A blocking all_reduce with cpu arrays on some ranks and wgpu ones on the others (both
+    host memory): every rank gets the result (the cpu ranks' hot path used to refuse)."""
+    if "mixed-sum|float64" not in ranks[0]["results"]:
+        pytest.skip("no wgpu device on this machine")
+    w = len(ranks)
+    for r, rep in enumerate(ranks):
+        np.testing.assert_array_equal(rep["results"]["mixed-sum|float64"],
+                                      [w, 2 * w, w * (w - 1) / 2])
+        np.testing.assert_array_equal(rep["results"]["mixed-max|float64"], [1, 2, w - 1])
+
+
 @pytest.fixture(scope="module")
 def nccl_engine_ranks(tmp_path_factory):
     out = tmp_path_factory.mktemp("nccl_engine")

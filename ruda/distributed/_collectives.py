@@ -6,8 +6,8 @@ returns a :class:`Work` whose ``wait()`` gives that result.  Functions with an
 """
 import numpy as np
 
-from ruda import _dtypes
 from ruda.distributed import _check, _route, _state
+from ruda.distributed._mpi import WIDENED
 from ruda.distributed._route import CPU, Array
 from ruda.distributed._pending import Work
 
@@ -82,7 +82,7 @@ def all_reduce(x, op="sum", *, async_op=False):
         a = np.asarray(x)   # the hot path: C-contiguous host arrays of a dtype MPI types
         if a.flags.c_contiguous:
             plan = ctx.mpi.host_plans.get((op, a.dtype, a.shape)) if op.__class__ is str else None
-            if plan is None and a.dtype != _dtypes.bfloat16:
+            if plan is None and a.dtype not in WIDENED:
                 _check.op("all_reduce", op, a.dtype)
                 plan = ctx.mpi.host_plan(op, x, a.dtype)
             if plan is not None:

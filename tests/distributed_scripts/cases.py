@@ -42,7 +42,12 @@ def make(case, name, rank, shape=SHAPE):
         return rng.integers(lo, 4, size=shape).astype(dt)
     if dt.kind == "c":
         return (rng.uniform(-2, 2, shape) + 1j * rng.uniform(-2, 2, shape)).astype(dt)
-    return rng.uniform(-2, 2, shape).astype(dt)
+    if "big" in case:                   # float16: a sum past its range, a mean within it
+        return rng.uniform(30000, 40000, shape).astype(dt)
+    x = rng.uniform(-2, 2, shape).astype(dt)
+    if "nan" in case:                   # NaNs at different places on each rank
+        x.flat[rank::5] = np.nan
+    return x
 
 
 def cases(name):
@@ -60,6 +65,13 @@ def cases(name):
             ("all_to_all-ax1", "all_to_all", {"axis": 1}),
             ("send-recv-ring", "ring", {}),
             ("async-all_gather", "all_gather", {"axis": 0, "async_op": True})]
+    if np_dtype(name).kind in "fV":    # NaN propagates through min and max, from any rank
+        out += [("all_reduce-max-nan", "all_reduce", {"op": "max"}),
+                ("all_reduce-min-nan", "all_reduce", {"op": "min"}),
+                ("async-all_reduce-max-nan", "all_reduce", {"op": "max", "async_op": True}),
+                ("reduce_scatter-min-nan", "reduce_scatter", {"op": "min", "axis": 0})]
+    if name == "float16":
+        out += [("all_reduce-mean-big", "all_reduce", {"op": "mean"})]
     rs_op = "max" if name == "bool" else "sum"
     out += [("reduce_scatter-ax1", "reduce_scatter", {"op": rs_op, "axis": 1}),
             ("async-all_reduce", "all_reduce", {"op": rs_op, "async_op": True})]
@@ -86,7 +98,7 @@ def engine_cases(name):
 
 def _reduce(xs, op, dt):
     stack = np.stack(xs)
-    if dt == np_dtype("bfloat16"):
+    if dt in (np_dtype("bfloat16"), np.float16):      # reduced in float32, rounded once
         return _reduce([x.astype(np.float32) for x in xs], op, np.dtype(np.float32)).astype(dt)
     if op == "sum":
         return np.sum(stack, axis=0, dtype=dt)

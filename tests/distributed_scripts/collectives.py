@@ -120,6 +120,10 @@ def main():
     results = run_all()
     if any(d.kind == "wgpu" for d in xp.devices()):     # staged through the host
         results.update(run_all("wgpu", WGPU_DTYPES, prefix="wgpu:"))
+        # a cpu rank beside a wgpu one: the cpu rank's hot path agrees with the other's check
+        x = xp.asarray([1.0, 2.0, float(r)], device="cpu" if r % 2 == 0 else "wgpu")
+        for op in ("sum", "max"):
+            results[f"mixed-{op}|float64"] = to_host(dist.all_reduce(x, op=op), x.device)
     pooled = pooled_outputs(r, w)
     errors = mismatch_cases(r)
     after = to_host(dist.all_reduce(xp.asarray([float(r)])))
