@@ -696,3 +696,62 @@ def test_readback_threads_are_exact(dev, monkeypatch):
         x = xp.asarray(a, device=dev)
         np.testing.assert_array_equal(np.asarray(x.to_device("cpu")), a)
         np.testing.assert_array_equal(np.asarray(x[5::3].to_device("cpu")), a[5::3])
+
+
+def _host(a):
+    return np.asarray(a.to_device("cpu"))
+
+
+def test_scans_longer_than_one_invocation_may_loop(dev):
+    """lavapipe ends a shader invocation after 65,535 loop iterations in all, silently: scans of
+    rows past ~1.7M elements (and nonzero, masks, unique built on them) run in blocks."""
+    n = 2_000_000
+    c = _host(xp.cumulative_sum(xp.ones(n, dtype=xp.int32, device=dev)))
+    np.testing.assert_array_equal(c, np.arange(1, n + 1))
+    m = np.zeros(n, bool)
+    m[::3] = True
+    np.testing.assert_array_equal(_host(xp.nonzero(xp.asarray(m, device=dev))[0]),
+                                  np.nonzero(m)[0])
+    u = np.random.default_rng(0).integers(0, 1000, n).astype(np.int32)
+    got = xp.unique_counts(xp.asarray(u, device=dev))
+    want = np.unique(u, return_counts=True)
+    np.testing.assert_array_equal(_host(got.values), want[0])
+    np.testing.assert_array_equal(_host(got.counts), want[1])
+
+
+@pytest.mark.parametrize("include_initial", [False, True])
+def test_blocked_scans(dev, monkeypatch, include_initial):
+    """The blocked scan itself with tiny blocks: blocks of blocks (an exclusive scan of the
+    totals, itself blocked), strided axes, sums and products."""
+    from ruda.backends.wgpu import _reductions
+    monkeypatch.setattr(_reductions, "SCAN_ROW", 7)
+    rng = np.random.default_rng(4)
+    a = rng.integers(-3, 4, (3, 200)).astype(np.int32)
+    x = xp.asarray(a, device=dev)
+    for axis in (0, 1):
+        got = _host(xp.cumulative_sum(x, axis=axis, include_initial=include_initial))
+        want = np.cumsum(a, axis=axis, dtype=got.dtype)
+        if include_initial:
+            want = np.concatenate([np.zeros_like(np.take(want, [0], axis)), want], axis=axis)
+        np.testing.assert_array_equal(got, want)
+    p = (1 + rng.standard_normal(120) * 0.1).astype(np.float32)
+    np.testing.assert_allclose(_host(xp.cumulative_prod(xp.asarray(p, device=dev))),
+                               np.cumprod(p.astype(np.float64)), rtol=1e-5)
+    m = rng.random(500) < 0.4
+    np.testing.assert_array_equal(_host(xp.nonzero(xp.asarray(m, device=dev))[0]),
+                                  np.nonzero(m)[0])
+
+
+@pytest.mark.parametrize("dtype,K", [("int32", 70_000), ("float32", 1_100_000),
+                                     ("complex64", 70_001)])
+def test_matmul_inner_axis_longer_than_one_invocation_may_loop(dev, dtype, K):
+    """A long inner axis is summed over blocks (lavapipe's loop limit cut it at 65,535
+    iterations: K = 65,535 for the generic kernel, 1,048,560 for the tuned float32 ones)."""
+    rng = np.random.default_rng(5)
+    a = rng.integers(-2, 3, (2, K)).astype(dtype)
+    b = rng.integers(-2, 3, (K, 3)).astype(dtype)
+    got = _host(xp.asarray(a, device=dev) @ xp.asarray(b, device=dev))
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got, a @ b)          # small integers: exact in any order
+    np.testing.assert_array_equal(_host(xp.asarray(a[0], device=dev) @ xp.asarray(b, device=dev)),
+                                  a[0] @ b)

@@ -9,6 +9,7 @@ import numpy as np
 from ruda.backends.wgpu._array import (IR, WArray, basic_index, broadcast_shape, broadcast_strides,
                                        contiguous_strides)
 from ruda.backends.wgpu._base import _K, I
+from ruda.backends.wgpu import _reductions
 from ruda.runtime import ir
 
 
@@ -287,6 +288,10 @@ class IndexingOps:
     def _positions(self, mask_flat):
         """Inclusive prefix count (i32) of a contiguous 1-D bool/numeric array, and the total."""
         n = mask_flat.shape[0]
+        if n > _reductions.SCAN_ROW:        # blocked (see SCAN_ROW)
+            ones = self._map(("posv",), lambda m: ir.cast(ir.cast(m, "bool"), "i32"), [mask_flat])
+            pos = self._scan(ones, 0, "add", np.int32, False)
+            return pos, int(self.to_host(basic_index(pos, (n - 1,))))   # size readback
         pos = self._new((n,), np.int32)
         kkey = ("posscan", mask_flat.ir)
         k = _K.get(kkey)

@@ -44,7 +44,7 @@ import os
 import numpy as np
 
 from ruda.backends.wgpu import _timer
-from ruda.backends.wgpu._array import broadcast_strides, collapse
+from ruda.backends.wgpu._array import basic_index, broadcast_strides, collapse
 from ruda.backends.wgpu._linalg import _as_matrices, _drop_vector_dims
 from ruda.runtime import tune
 from ruda.runtime.kernels import matmul_wgsl as mm
@@ -59,6 +59,9 @@ _WRITABLE = (False, False, True)   # a, b, out
 
 
 _FEW_ROWS = 8       # up to this many rows, x @ W.T runs as a multiply-reduce (no copy of W.T)
+# products loop over K in each invocation; lavapipe ends an invocation after 65,535 loop
+# iterations in all (see _reductions.SCAN_ROW), so a longer K is summed over blocks of this
+K_BLOCK = 1 << 15
 
 
 def _rows_by_transposed(x1, x2):
@@ -137,6 +140,9 @@ class MatmulOps:
         return st
 
     def matmul(self, x1, x2):
+        K = x1.shape[-1]
+        if K > K_BLOCK:
+            return self._matmul_k_blocks(x1, x2, K)
         dt = x1.dtype
         ir = _IR.get(dt)
         if ir is None or x2.dtype != dt or (ir == "f16" and "shader-f16" not in self.ctx.features):
@@ -168,6 +174,17 @@ class MatmulOps:
             out = self._new(oshape, dt)
             self._mm_run(st, ir, a, b, out, batch, M, N, K)
         return _drop_vector_dims(out, va, vb)
+
+    def _matmul_k_blocks(self, x1, x2, K):
+        """x1 @ x2 as the sum of the products of K_BLOCK-long slices of the inner axis."""
+        out = None
+        for k0 in range(0, K, K_BLOCK):
+            ks = slice(k0, min(k0 + K_BLOCK, K))
+            a = basic_index(x1, (Ellipsis, ks))
+            b = basic_index(x2, (ks,) if x2.ndim == 1 else (Ellipsis, ks, slice(None)))
+            p = self.matmul(a, b)
+            out = p if out is None else self.add(out, p)
+        return out
 
     # ------------------------------------------------------------------ launch
     def _mm_operand(self, x, batch, rows, cols):

@@ -24,6 +24,10 @@ from ruda.backends.wgpu._base import _K, np_of
 from ruda.runtime import ir
 
 _view_key = operator.attrgetter("ir", "shape", "strides", "offset")   # an operand's part of a plan key
+# A scan kernel walks each row with one workgroup, about ten loop iterations per 256 elements;
+# lavapipe ends a shader invocation after 65,535 loop iterations in all (llvmpipe's loop
+# limiter) and the rest of the row silently stays unwritten, so longer rows scan in blocks.
+SCAN_ROW = 1 << 18
 
 
 class ReductionOps:
@@ -252,6 +256,9 @@ class ReductionOps:
             return out
         order = [d for d in range(x.ndim) if d != axis] + [axis]
         xv, dv = permute(x, order), permute(dst, order)
+        if xv.shape[-1] > SCAN_ROW:
+            self._write(dv, lambda v: v, [self._blocked_scan(xv, op, dtype, exclusive)], ("copy",))
+            return out
         acc = IR[dtype]
         pshape = xv.shape
         outer, ost = collapse(pshape[:-1], [xv.strides[:-1], dv.strides[:-1]])
@@ -266,6 +273,33 @@ class ReductionOps:
                                      nd, ir.Scan(op, v, 1, exclusive))
         self._launch(k, [xv, dv], sts, shape2)
         return out
+
+    def _blocked_scan(self, xv, op, dtype, exclusive):
+        """The scan of ``xv`` (..., L) along its last axis, L > SCAN_ROW: blocks of SCAN_ROW
+        scanned as rows, then each block combined with the exclusive scan of the blocks' totals
+        (itself blocked where there are that many blocks)."""
+        *outer, L = xv.shape
+        C = SCAN_ROW
+        B = -(-L // C)
+        lead = (slice(None),) * len(outer)
+        ident = 0 if op == "add" else 1
+        padded = self.full(tuple(outer) + (B * C,), ident, dtype)      # the tail: identities
+        src = xv if xv.dtype == dtype else self.astype(xv, dtype)
+        self._write(basic_index(padded, lead + (slice(0, L),)), lambda v: v, [src], ("copy",))
+        blocks = padded.view(tuple(outer) + (B, C), contiguous_strides(tuple(outer) + (B, C)),
+                             padded.offset)
+        s = self._scan(blocks, len(outer) + 1, op, dtype, False)
+        before = self._scan(basic_index(s, lead + (slice(None), C - 1)), len(outer), op, dtype,
+                            False, exclusive=True)          # each block's offset
+        before = before.view(tuple(outer) + (B, 1), before.strides + (0,), before.offset)
+        s = self._map(("b", op), lambda a, b: ir.op(op, a, b), [s, before])
+        s = s.view(tuple(outer) + (B * C,), contiguous_strides(tuple(outer) + (B * C,)), s.offset)
+        if not exclusive:
+            return basic_index(s, lead + (slice(0, L),))
+        res = self.full(tuple(outer) + (L,), ident, dtype)          # shifted by one
+        self._write(basic_index(res, lead + (slice(1, L),)), lambda v: v,
+                    [basic_index(s, lead + (slice(0, L - 1),))], ("copy",))
+        return res
 
     def cumulative_sum(self, x, axis=None, dtype=None, include_initial=False):
         return self._scan(x, axis or 0, "add", dtype or x.dtype, include_initial)
