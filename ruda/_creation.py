@@ -43,6 +43,16 @@ def _host_default(dev, host):
     return dt
 
 
+def _fits_default(fn, host, dt, dev):
+    """OverflowError unless integers ``host`` fit ``dt``, ``dev``'s default integer dtype."""
+    info = np.iinfo(dt)
+    lo, hi = int(host.min()), int(host.max())
+    if lo < info.min or hi > info.max:
+        bad = lo if lo < info.min else hi
+        raise OverflowError(f"ruda.{fn}: {bad} is out of range of {dt}, the default integer "
+                            f"dtype on device '{dev}'{dev.backend.unsupported_reason(_dtypes.int64)}")
+
+
 def asarray(obj: Any, /, *, dtype: DType | None = None, device: Device | None = None,
             copy: bool | None = None) -> Array:
     if obj.__class__ is np.ndarray and dtype is device is copy is None and obj.dtype in _HOST_FAST \
@@ -79,6 +89,8 @@ def asarray(obj: Any, /, *, dtype: DType | None = None, device: Device | None = 
     if dtype is None:
         dt = _host_default(dev, host) if python_data else host.dtype
         if dt != host.dtype:
+            if dt.kind in "iu" and host.size:
+                _fits_default("asarray", host, dt, dev)
             host = host.astype(dt)
         elif not dev.backend.supports(dt):
             v.dtype("asarray", dt, dev)
@@ -126,7 +138,7 @@ def _stack_nested(obj, dtype, dev):
                              f"device='{dev}'; move it explicitly with .to_device()")
     dt = arrays[0]._dtype
     for a in arrays[1:]:
-        dt = _dtypes.promote(dt, a._dtype)
+        dt = v.promote_on("asarray", dev, dt, a._dtype)
     for i in items:
         if i.__class__ is not Array:
             dt = v.scalar_dtype("asarray", i, dt, dev)
@@ -172,6 +184,10 @@ def arange(start: int | float, /, stop: int | float | None = None, step: int | f
     is_float = any(isinstance(a, float) for a in (start, stop, step))
     default = v.default_dtype(dev, "real floating" if is_float else "integral")
     dt = _dtype_or("arange", dtype, dev, default)
+    if dtype is None and dt.kind in "iu" and not is_float:
+        r = range(start, stop, step)        # a narrow default (int32): its ends must fit
+        if r:
+            _fits_default("arange", np.array([r[0], r[-1]], dtype=object), dt, dev)
     return Array._new(dev.backend.arange(start, stop, step, dt), dev)
 
 

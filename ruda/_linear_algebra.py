@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ruda import _dtypes
 from ruda import _validation as v
 from ruda._array import Array
 
@@ -17,7 +16,7 @@ def promoted(fn, x1, x2, cat="numeric"):
     v.category(fn, "x2", x2._dtype, cat)
     a, b = x1._data, x2._data
     if a.dtype != b.dtype:
-        dt = _dtypes.promote(a.dtype, b.dtype)
+        dt = v.promote_on(fn, dev, a.dtype, b.dtype)
         a = a if a.dtype == dt else dev.backend.astype(a, dt, False)
         b = b if b.dtype == dt else dev.backend.astype(b, dt, False)
     return dev, a, b

@@ -17,7 +17,7 @@ def _arrays(fn, arrays):
     dev = v.same_device(fn, *arrays)
     dt = arrays[0]._dtype
     for a in arrays[1:]:
-        dt = _dtypes.promote(dt, a._dtype)
+        dt = v.promote_on(fn, dev, dt, a._dtype)
     natives = [a._data if a._dtype == dt else dev.backend.astype(a._data, dt, False) for a in arrays]
     return dev, natives
 

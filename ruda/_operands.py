@@ -45,7 +45,7 @@ def operands(fn, x1, x2, cat, broadcast=True):
                 if broadcast and a.shape != b.shape:
                     v.broadcast_shapes(fn, a.shape, b.shape)
                 return dev, a, b
-            dt = _dtypes.promote(da, db)
+            dt = v.promote_on(fn, dev, da, db)
             if dt not in _CATS[cat]:  # mixed inputs are judged by their promoted dtype (NumPy 2 rules)
                 v.category(fn, "x1", da, cat)
                 v.category(fn, "x2", db, cat)

@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 
-from ruda import _dtypes
 from ruda import _validation as v
 from ruda._array import Array
 from ruda._typing import Axis, DType
@@ -189,7 +188,7 @@ def diff(x: Array, /, n: int = 1, *, axis: int = -1, prepend: Array | None = Non
         raise TypeError("ruda.diff: x must have a numeric dtype for n > 0; got bool")
     dt = x._dtype
     for e in extra.values():
-        dt = _dtypes.promote(dt, e.dtype)
+        dt = v.promote_on("diff", x._device, dt, e.dtype)
     cast = lambda a: a if a.dtype == dt else x._device.backend.astype(a, dt, False)  # noqa: E731
     extra = {k: cast(e) for k, e in extra.items()}
     return Array._new(x._device.backend.diff(cast(x._data), axis=axis, n=n, **extra), x._device)

@@ -78,6 +78,18 @@ def default_dtype(dev, kind):
     return dev.backend.default_dtypes()[kind]
 
 
+def promote_on(fn, dev, dt1, dt2):
+    """The promoted dtype of ``dt1`` and ``dt2``, which device ``dev`` must have (a browser-class
+    adapter lacks the float64 that int32 with float32 gives)."""
+    dt = _dtypes.promote(dt1, dt2)
+    if not dev.backend.supports(dt):
+        n = _dtypes.name
+        raise TypeError(f"ruda.{fn}: {n(dt1)} with {n(dt2)} promotes to {n(dt)}, "
+                        f"which device '{dev}' lacks{dev.backend.unsupported_reason(dt)}; cast "
+                        f"an operand first (ruda.astype)")
+    return dt
+
+
 def integer(fn, arg, value):
     """An integer argument (anything with ``__index__``) as an int, else a TypeError naming it."""
     try:

@@ -42,6 +42,33 @@ def test_arange_with_dtype(device, data, start, n):
     assert_result(res, np.arange(start, start + n, dtype=np.float64).astype(dt), dtype=dt)
 
 
+def test_python_ints_past_a_narrow_default_integer(device):
+    """Where the default integer dtype is int32 (no shader-int64), Python ints past it raise
+    OverflowError naming the function, never wrap; explicit dtypes keep NumPy's arange."""
+    if default(device, "integral") != np.int32:
+        assert xp.asarray([1, 2**40], device=device).tolist() == [1, 2**40]
+        return
+    for call, fn in ((lambda: xp.asarray([1, 2**40], device=device), "asarray"),
+                     (lambda: xp.asarray(-2**31 - 1, device=device), "asarray"),
+                     (lambda: xp.asarray([np.int64(2**40)], device=device), "asarray"),
+                     (lambda: xp.arange(2**31 - 3, 2**31 + 2, device=device), "arange"),
+                     (lambda: xp.arange(0, 2**31 + 10, 2**30, device=device), "arange")):
+        with pytest.raises(OverflowError, match=rf"ruda\.{fn}: -?\d+ is out of range of int32, "
+                                                rf"the default integer dtype on device"):
+            call()
+    assert xp.asarray([1, 2**31 - 1], device=device).tolist() == [1, 2**31 - 1]
+    assert xp.arange(2**31 - 3, 2**31 - 1, device=device).tolist() == [2**31 - 3, 2**31 - 2]
+
+
+def test_fill_values_past_float32_are_infinite(device):
+    """As NumPy's cast: full(1e39) in float32 (and complex64) is inf, not an error."""
+    for dt in (xp.float32, xp.complex64):
+        got = to_numpy(xp.full(2, -1e39, dtype=dt, device=device))
+        assert got.dtype == np.dtype(dt) and np.all(np.isneginf(got.real))
+    assert np.all(np.isinf(to_numpy(xp.full_like(xp.ones(2, dtype=xp.float32, device=device),
+                                                  1e39))))
+
+
 def test_arange_errors(device):
     with pytest.raises(ValueError, match=r"ruda\.arange: step must not be zero"):
         xp.arange(0, 5, 0, device=device)

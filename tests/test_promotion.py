@@ -182,6 +182,24 @@ def test_uint64_compared_with_int64_exactly(device, op):
             np.testing.assert_array_equal(np.asarray(got.to_device("cpu")), want)
 
 
+def test_promotion_to_a_dtype_the_device_lacks(device):
+    """On an adapter without float64 / int64 (browser-class), int32 with float32 (float64) or
+    with uint32 (int64) raises naming the function, both dtypes and the missing feature."""
+    i = xp.arange(3, dtype=xp.int32, device=device)
+    for other, to in ((xp.ones(3, dtype=xp.float32, device=device), "float64"),
+                      (xp.ones(3, dtype=xp.uint32, device=device), "int64")):
+        if device.backend.supports(np.dtype(to)):
+            assert (i + other).dtype == np.dtype(to)
+            continue
+        for call, fn in ((lambda: i + other, "add"), (lambda: xp.where(i > 0, i, other), "where"),
+                         (lambda: xp.concat([i, other]), "concat"),
+                         (lambda: xp.matmul(i, other), "matmul")):
+            with pytest.raises(TypeError, match=rf"ruda\.{fn}: int32 with {other.dtype} promotes "
+                                                rf"to {to}, which device 'wgpu' lacks \(the "
+                                                rf"adapter lacks the shader-"):
+                call()
+
+
 @pytest.mark.parametrize("name1", NAMES)
 def test_can_cast_matches_promotion_table(name1):
     """The standard's table where it defines a result; NumPy's 'safe' casting across kinds."""

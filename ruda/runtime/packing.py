@@ -61,6 +61,15 @@ def layout(kernel):
     return lay
 
 
+def _f32_word(value):
+    """float32 bits of a Python float; past float32's range, inf as a NumPy cast gives (struct
+    refuses those)."""
+    try:
+        return struct.unpack("<I", struct.pack("<f", value))[0]
+    except OverflowError:
+        return 0xFF800000 if value < 0 else 0x7F800000
+
+
 def _param_words(dtype, value):
     if dtype == "bool":
         return [1 if value else 0]
@@ -70,14 +79,14 @@ def _param_words(dtype, value):
         v = int(value) & 0xFFFFFFFFFFFFFFFF
         return [v & 0xFFFFFFFF, v >> 32]
     if dtype == "f32":
-        return list(struct.unpack("<I", struct.pack("<f", float(value))))
+        return [_f32_word(float(value))]
     if dtype == "f16":
         return [int(np.array(value, np.float16).view(np.uint16))]
     if dtype == "f64":
         return list(struct.unpack("<2I", struct.pack("<d", float(value))))
     if dtype == "c64":
         v = complex(value)
-        return list(struct.unpack("<2I", struct.pack("<2f", v.real, v.imag)))
+        return [_f32_word(v.real), _f32_word(v.imag)]
     if dtype == "c128":
         v = complex(value)
         return list(struct.unpack("<4I", struct.pack("<2d", v.real, v.imag)))
