@@ -333,6 +333,17 @@ def from_dlpack(x: Any, /, *, device: Device | None = None,
     """
     if x.__class__ is Array:
         return asarray(x, device=device, copy=copy)
+    try:
+        return _from_dlpack(x, device, copy)
+    except RuntimeError as e:       # NumPy's (and CuPy's) DLPack import knows no bfloat16
+        if "dtype" not in str(e).lower():
+            raise
+        raise BufferError(f"ruda.from_dlpack: x's dtype ({getattr(x, 'dtype', 'unknown')}) does "
+                          f"not travel over DLPack here ({e}); convert x to float32 first, or "
+                          f"pass its bits as uint16 and view them as ruda.bfloat16 on the host") from None
+
+
+def _from_dlpack(x, device, copy):
     if not hasattr(x, "__dlpack__") or not hasattr(x, "__dlpack_device__"):
         raise TypeError(f"ruda.from_dlpack: x must support DLPack (__dlpack__ and __dlpack_device__); "
                         f"got {type(x).__name__}")

@@ -153,6 +153,23 @@ def test_torch_from_dlpack(device):
 
 
 # --- import: ruda.from_dlpack ----------------------------------------------------------------
+def test_bfloat16_over_dlpack_is_refused_with_a_way_out(device):
+    """NumPy's DLPack (and CuPy's) has no bfloat16: exporting or importing one raises
+    BufferError naming the way out (float32, or the uint16 bits), never a NumPy internal."""
+    torch = pytest.importorskip("torch")
+    if xp.bfloat16 is None or not device.backend.supports(xp.bfloat16):
+        pytest.skip("no bfloat16 here")
+    x = xp.asarray([1.5, -2.0], dtype=xp.bfloat16, device=device)
+    with pytest.raises(BufferError, match=r"ruda: __dlpack__: bfloat16 .*x\.astype\(ruda\.float32\)"):
+        torch.from_dlpack(x)
+    t = torch.tensor([1.5, -2.0], dtype=torch.bfloat16)
+    with pytest.raises(BufferError, match=r"ruda\.from_dlpack: x's dtype \(torch\.bfloat16\) "
+                                          r"does not travel over DLPack here"):
+        xp.from_dlpack(t, device=device)
+    back = torch.from_dlpack(xp.astype(x, xp.float32).to_device("cpu"))
+    assert back.dtype == torch.float32 and back.tolist() == [1.5, -2.0]
+
+
 def test_from_dlpack_of_host_producers(device):
     xs = pytest.importorskip("array_api_strict")
     rng = np.random.default_rng(7)
