@@ -117,6 +117,12 @@ def repeat(x: Array, repeats: int | Array, /, *, axis: int | None = None) -> Arr
             raise ValueError(f"ruda.repeat: repeats must be non-negative; got {reps}")
     if axis is not None:
         axis = v.axis("repeat", axis, x.ndim)
+    if repeats.__class__ is Array and repeats.ndim == 1:
+        n = x.size if axis is None else x.shape[axis]
+        if repeats.shape[0] not in (1, n):
+            where = "x's size" if axis is None else f"x.shape[{axis}]"
+            raise ValueError(f"ruda.repeat: repeats must have 1 or {where} = {n} entries; got "
+                             f"{repeats.shape[0]}")
     try:
         out = dev.backend.repeat(x._data, reps, axis=axis)
     except ValueError as e:      # negative repeats, found by the backend on the data

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ruda import _dtypes
 from ruda import _validation as v
 from ruda._array import Array
 from ruda._typing import Axis, DType
@@ -28,7 +29,11 @@ def accumulation_dtype(fn, x, dtype):
     """The standard's result dtype of sum/prod/cumulative_*: integers widen to the default."""
     dev = x._device
     if dtype is not None:
-        return v.dtype(fn, dtype, dev)
+        dt = v.dtype(fn, dtype, dev)
+        if x._data.dtype.kind == "c" and dt.kind != "c":     # as astype: never drop imaginaries
+            raise TypeError(f"ruda.{fn}: dtype={_dtypes.name(dt)} would drop the imaginary part "
+                            f"of x's {_dtypes.name(x._data.dtype)} values; take ruda.real first")
+        return dt
     key = (dev, x._data.dtype)
     acc = _ACC.get(key)
     if acc is None:

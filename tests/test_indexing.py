@@ -260,6 +260,25 @@ def test_take_errors(device):
         xp.take_along_axis(x, idx, axis=0)
 
 
+@pytest.mark.parametrize("nd", [7, 12, 33])
+def test_masks_and_nonzero_of_many_axes(device, nd):
+    """nonzero and x[mask] / x[mask] = v with masks of more axes than a kernel may bind index
+    arrays for (WebGPU allows 8 storage buffers by default): per-axis coordinates come from the
+    flat positions, and the mask's axes are merged."""
+    a = np.arange(12.0).reshape((2,) + (1,) * (nd - 3) + (2, 3))
+    x = xp.asarray(a, device=device)
+    for got, want in zip(xp.nonzero(x > 4), np.nonzero(a > 4)):
+        np.testing.assert_array_equal(np.asarray(got.to_device("cpu")), want)
+    np.testing.assert_array_equal(np.asarray(x[x > 4].to_device("cpu")), a[a > 4])
+    xt = xp.permute_dims(x, tuple(range(nd))[::-1])           # a view that will not merge
+    at = a.transpose(tuple(range(nd))[::-1]).copy()
+    xt[xt > 4] = -1.0
+    at[at > 4] = -1.0
+    np.testing.assert_array_equal(np.asarray(xt.to_device("cpu")), at)
+    np.testing.assert_array_equal(np.asarray(x.to_device("cpu")),
+                                  at.transpose(tuple(range(nd))[::-1]))
+
+
 _BOOL_SCALAR_KEYS = [
     (True, [0, 1]), ([True, False], "0-d True"), (Ellipsis, False), (False, Ellipsis),
     (Ellipsis, True), ([1, 0, 1], None, True, 1), (True, None, Ellipsis, [3, 0]),

@@ -170,6 +170,17 @@ def test_repeat_repeats_of_any_integer_dtype_and_negative_ones(device):
                     xp.repeat(x, xp.asarray(np.asarray(bad, dtype=rdt), device=device), axis=0)
 
 
+def test_repeat_repeats_of_a_wrong_length(device):
+    """repeats must have one entry or one per element along the axis (x's size for
+    axis=None): anything else raises, never reads past the entries or drops some."""
+    x = xp.asarray([[1, 2], [3, 4]], device=device)
+    for reps, axis, n, where in (([2, 1, 1], 0, 2, r"x\.shape\[0\]"), ([1, 2], None, 4, "x's size"),
+                                 ([1, 1, 1, 1, 3], None, 4, "x's size")):
+        with pytest.raises(ValueError, match=rf"ruda\.repeat: repeats must have 1 or {where} = "
+                                             rf"{n} entries; got {len(reps)}"):
+            xp.repeat(x, xp.asarray(reps, device=device), axis=axis)
+
+
 @given(data=st.data(), seed=seeds, shape=shapes(0, 4, 1, 4))
 def test_reshape(device, data, seed, shape):
     dt = data.draw(st.sampled_from(supported(device)), label="dtype")

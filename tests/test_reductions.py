@@ -185,6 +185,21 @@ def test_cumulative(device, name, data, seed, shape, include_initial, layout):
     assert_result(res, exp, dtype=want, loose=True)
 
 
+def test_real_dtype_for_complex_values_refused(device):
+    """sum/prod/cumulative_sum/trace with a real dtype= of complex x raise, as astype does
+    (the imaginary parts would be dropped silently)."""
+    c = supported(device, "complex floating")[0]
+    f = supported(device, "real floating")[0]
+    x = xp.asarray(np.asarray([[1 + 2j, 3j], [2, 1j]], dtype=c), device=device)
+    for call, fn in ((lambda: xp.sum(x, dtype=f), "sum"), (lambda: xp.prod(x, dtype=f), "prod"),
+                     (lambda: xp.cumulative_sum(x, axis=0, dtype=f), "cumulative_sum"),
+                     (lambda: xp.linalg.trace(x, dtype=f), r"linalg\.trace")):
+        with pytest.raises(TypeError, match=rf"ruda\.{fn}: dtype=float\d+ would drop the "
+                                            rf"imaginary part"):
+            call()
+    assert complex(xp.sum(x, dtype=c)) == 3 + 6j
+
+
 def test_cumulative_dtype_argument_and_errors(device):
     f = supported(device, "real floating")[0]
     a = rand(np.random.default_rng(2), (3, 4), supported(device, "signed integer")[0], -5, 5)

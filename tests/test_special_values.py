@@ -153,6 +153,18 @@ def test_pow_special_values(device):
         assert not off.any(), (dt, list(zip(a[off], b[off], got[off], want[off]))[:5])
 
 
+def test_square_root_exponent_keeps_the_special_cases(device):
+    """x ** 0.5 with a scalar exponent (NumPy computes it as sqrt on the host): (-0) ** 0.5 is
+    +0 and (-inf) ** 0.5 is +inf, as with an array exponent, on every device."""
+    for dt in supported(device, "real floating"):
+        x = xp.asarray(np.asarray([-0.0, -np.inf, 4.0, 0.0], dt), device=device)
+        for got in (x ** 0.5, xp.pow(x, 0.5), x ** xp.asarray(0.5, dtype=dt, device=device)):
+            got = to_numpy(got)
+            assert got.dtype == np.dtype(dt)
+            np.testing.assert_array_equal(got, [0.0, np.inf, 2.0, 0.0])
+            assert not np.signbit(got[0])
+
+
 def test_complex_pow_integer_exponents(device):
     """complex ** integer as NumPy's npy_cpow: repeated multiplication below 100, so Gaussian
     integers give exact powers ((1 + 2j) ** 2 is -3 + 4j); random bases to 16 eps of |result|;

@@ -51,6 +51,16 @@ def floor_divide(x1, x2):
     return out
 
 
+def pow(x1, x2):
+    """NumPy's power; a scalar exponent 0.5, which NumPy computes as sqrt, keeps the standard's
+    special cases ((-0) ** 0.5 is +0, (-inf) ** 0.5 is +inf, not -0 and NaN)."""
+    if np.ndim(x2) == 0 and x2 == 0.5 and np.result_type(x1, x2).kind == "f":
+        with np.errstate(invalid="ignore"):        # sqrt(-inf): replaced below
+            r = np.power(x1, x2)
+        return np.where(np.isneginf(x1), r.dtype.type(np.inf), r) + r.dtype.type(0)  # -0 -> +0
+    return np.power(x1, x2)
+
+
 def vecdot(x1, x2, axis=-1):
     """np.vecdot is a ufunc: spelled out here so the ufunc fast path keeps the axis keyword."""
     return np.vecdot(x1, x2, axis=axis)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ruda.backends.wgpu._array import (IR, WArray, basic_index, broadcast_shape, broadcast_strides,
-                                       contiguous_strides)
+                                       contiguous_strides, reshape_view)
 from ruda.backends.wgpu._base import _K, I
 from ruda.backends.wgpu import _reductions
 from ruda.runtime import ir
@@ -22,6 +22,9 @@ def _fitted(value, shape):
     if len(vs) > len(shape) or any(n not in (1, t) for n, t in zip(vs[::-1], shape[::-1])):
         raise ValueError(f"could not broadcast a value of shape {value.shape} into shape {shape}")
     return value.view(vs, value.strides[value.ndim - len(vs):], value.offset)
+
+
+_DEFAULT_STORAGE_BUFFERS = 8    # WebGPU's default maxStorageBuffersPerShaderStage
 
 
 class IndexingOps:
@@ -75,9 +78,22 @@ class IndexingOps:
                 out.append(k)
         return basic_index(x, tuple(view)), tuple(out)
 
+    def _wide_mask(self, x, key):
+        """For ``x[mask]`` with a mask of more axes than one kernel may bind index arrays for:
+        (x with the mask's axes merged, its mask flattened), else None."""
+        if len(key) != 1 or not isinstance(key[0], WArray) or key[0].dtype.kind != "b" or \
+                key[0].ndim + 2 <= _DEFAULT_STORAGE_BUFFERS:
+            return None
+        k = key[0].ndim
+        shape = (math.prod(x.shape[:k]),) + x.shape[k:]
+        return shape, self.reshape(key[0], (shape[0],))
+
     def getitem(self, x, key):
         if not isinstance(key, tuple):
             key = (key,)
+        wide = self._wide_mask(x, key)
+        if wide is not None:
+            return self.getitem(self.reshape(x, wide[0]), (wide[1],))
         x, key = self._bool_scalars_as_arrays(x, key)
         key, empty = self._bool_scalars(key)
         if empty:
@@ -93,6 +109,16 @@ class IndexingOps:
     def setitem(self, x, key, value):
         if not isinstance(key, tuple):
             key = (key,)
+        wide = self._wide_mask(x, key)
+        if wide is not None:
+            merged = reshape_view(x, wide[0])
+            if merged is not None:
+                return self.setitem(merged, (wide[1],), value)
+            merged = self.reshape(self.copy(x), wide[0])      # set in a copy, then write back
+            self.setitem(merged, (wide[1],), value)
+            self._write(x, lambda v: v, [merged.view(x.shape, contiguous_strides(x.shape),
+                                                     merged.offset)], ("copy",))
+            return
         x, key = self._bool_scalars_as_arrays(x, key)
         key, empty = self._bool_scalars(key)
         if empty:                                   # x[False] = v selects nothing
@@ -310,6 +336,12 @@ class IndexingOps:
             return tuple(self._new((0,), idt) for _ in range(nd))
         xc = self._contig(x)
         flat = xc.view((x.size,), (1,), xc.offset)
+        if nd + 2 > _DEFAULT_STORAGE_BUFFERS:
+            # one output per axis would pass the bindings every adapter allows: the flat
+            # positions, then each axis' coordinate from them
+            (f,) = self.nonzero(flat)
+            return tuple(self.remainder(self.floor_divide(f, self.scalar(math.prod(x.shape[d + 1:]), idt)),
+                                        self.scalar(x.shape[d], idt)) for d in range(nd))
         pos, total = self._positions(flat)
         outs = [self._new((total,), idt) for _ in range(nd)]
         if total == 0:
