@@ -150,10 +150,11 @@ class Array(_Base):
 
     def __dlpack__(self, /, *, stream: Any = None, max_version: tuple[int, int] | None = None,
                    dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
-        if self._dtype == _dtypes.bfloat16 and _dtypes.bfloat16 is not None:
-            raise BufferError("ruda: __dlpack__: bfloat16 does not travel over DLPack here (NumPy's "
-                              "and CuPy's DLPack lack it); export x.astype(ruda.float32) instead, "
-                              "or its bits on the host: np.asarray(x).view(np.uint16)")
+        if self._dtype == _dtypes.bfloat16 and _dtypes.bfloat16 is not None and \
+                self._device.kind != "cuda":          # CuPy exports it; NumPy's DLPack cannot
+            raise BufferError("ruda: __dlpack__: bfloat16 does not travel over DLPack from the host "
+                              "(NumPy's DLPack lacks it); export x.astype(ruda.float32) instead, "
+                              "or its bits: np.asarray(x).view(np.uint16)")
         return self._device.backend.to_dlpack(self._data, stream=stream, max_version=max_version,
                                               dl_device=dl_device, copy=copy)
 

@@ -123,7 +123,7 @@ def getitem(self, key, /):
     k = normalize_key("__getitem__", self, key)
     try:
         return Array._new(self._device.backend.getitem(self._data, k), self._device)
-    except IndexError as e:
+    except (IndexError, ValueError) as e:    # CuPy's index arrays that do not broadcast: ValueError
         raise IndexError(f"ruda: __getitem__: {e}") from None
 
 

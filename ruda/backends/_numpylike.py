@@ -9,6 +9,27 @@ import contextlib
 import math
 
 
+def _value_fits(x, key, value):
+    """ValueError unless ``value`` broadcasts to ``x[key]`` under NumPy's rule, for keys with
+    bool masks or bool scalars (CuPy stores such a value partly or not at all, silently)."""
+    keys = key if isinstance(key, tuple) else (key,)
+    def boolean(k):
+        return isinstance(k, bool) or getattr(getattr(k, "dtype", None), "kind", "") == "b"
+    masks = [k for k in keys if boolean(k) and getattr(k, "ndim", 0) > 0]
+    if masks and len(keys) == 1:
+        shape = (int(masks[0].sum()),) + tuple(x.shape[masks[0].ndim:])   # the mask's count
+    elif not masks and any(boolean(k) for k in keys):
+        shape = tuple(x[key].shape)
+    else:
+        return
+    vs = tuple(value.shape)
+    while len(vs) > len(shape) and vs[0] == 1:
+        vs = vs[1:]
+    if len(vs) > len(shape) or any(n not in (1, t) for n, t in zip(vs[::-1], shape[::-1])):
+        raise ValueError(f"could not broadcast a value of shape {tuple(value.shape)} into shape "
+                         f"{shape}")
+
+
 def ops_for(mod):
     # CuPy's kernels do not warn and CuPy has no errstate
     errstate = getattr(mod, "errstate", None) or (lambda **_: contextlib.nullcontext())
@@ -16,7 +37,11 @@ def ops_for(mod):
     def getitem(x, key):
         return x[key]
 
+    strict = mod.__name__ != "numpy"        # NumPy refuses a value that does not fit itself
+
     def setitem(x, key, value):
+        if strict and getattr(value, "ndim", 0):
+            _value_fits(x, key, value)
         x[key] = value
 
     def astype(x, dtype, copy=True):
