@@ -254,6 +254,10 @@ def fast(monkeypatch):
     """ruda.backends.cuda._fast imported over the fake CuPy, its modules compiled by the
     emulator; the modules it imports are forgotten afterwards."""
     _fake_cupy.install(monkeypatch)
+    # imported already over the real CuPy (a GPU machine's earlier test): imported afresh here
+    # over the fake one, and put back afterwards
+    own = ("ruda.backends.cuda._fast", "ruda.backends.cuda._kernels")
+    saved = {n: sys.modules.pop(n) for n in own if n in sys.modules}
     before = set(sys.modules)
     try:
         mod = importlib.import_module("ruda.backends.cuda._fast")
@@ -270,6 +274,10 @@ def fast(monkeypatch):
             if parent in sys.modules and getattr(sys.modules[parent], child, None) is sys.modules[name]:
                 delattr(sys.modules[parent], child)
             del sys.modules[name]
+        for name, m in saved.items():
+            sys.modules[name] = m
+            parent, _, child = name.rpartition(".")
+            setattr(sys.modules[parent], child, m)
 
 
 @pytest.mark.parametrize("name", ["argmax", "argmin"])
