@@ -152,3 +152,18 @@ def test_generator_arguments():
     assert conv_wgsl.tiles(5000, 100) == (128, 128, 8, 8)
     assert all(t in conv_wgsl.TILES for m in (10, 2000, 5000) for c in (8, 30, 60, 200)
                for t in [conv_wgsl.tiles(m, c)])
+
+
+@pytest.mark.parametrize("xs,ws,kw", [
+    ((1, 60_000, 2, 2), (3, 60_000, 1, 1), {}),                     # the GEMM's K past the loops
+    ((1, 2, 40, 40), (2, 1, 31, 31), dict(groups=2)),               # depthwise taps unrolled
+])
+def test_kernels_decline_what_one_invocation_should_not_do(wgpu_device, launches, xs, ws, kw):
+    """An implicit-GEMM K past what one invocation may loop over (lavapipe ends it after 65,535
+    loop iterations in all: wrong values past ~58k) and depthwise kernels of more taps than
+    compile in reasonable time (31 x 31 took 37 s) are declined; ruda.nn composes them right."""
+    x, w, b = _data([len(xs), ws[0]], xs, ws, True)
+    dev = wgpu_device
+    got = nn.conv2d(*(xp.asarray(a, device=dev) for a in (x, w, b)), **kw)
+    assert launches == [False]
+    _check(got, 2, x, w, b, kw)

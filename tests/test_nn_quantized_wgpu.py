@@ -101,3 +101,19 @@ def test_through_nn_linear(wgpu_device, kind):
     y = nn.linear(xp.asarray(x, device=dev), qw)
     assert y.shape == (2, 3, 33)
     _check(xp.reshape(y, (6, 33)), x.reshape(6, 64), w, None)
+
+
+@pytest.mark.parametrize("kind,rows,n", [("q8_0", 1, (1 << 18) + 32), ("q4_1", 9, 65_536)])
+def test_rows_longer_than_one_invocation_may_loop(wgpu_device, kind, rows, n):
+    """Rows past what one kernel invocation may loop over (lavapipe ends an invocation after
+    65,535 loop iterations in all: the GEMV failed at 1M, the GEMM at 64K) are declined and
+    composed by ruda.nn (dequantize + matmul), with the right values."""
+    dev = wgpu_device
+    rng = np.random.default_rng(12)
+    q, d, m, w = _random(rng, kind, 4, n)
+    x = rng.standard_normal((rows, n)).astype(np.float32)
+    args = [xp.asarray(a, device=dev) if a is not None else None for a in (x, q, d, m)]
+    assert dev.backend.nn.linear_quantized(*(native(a) if a is not None else None for a in args),
+                                           kind, None) is NotImplemented
+    qw = nn.QuantizedWeight(kind, args[1], args[2], args[3])
+    _check(nn.linear(args[0], qw), x, w, None)

@@ -22,6 +22,10 @@ from ruda.runtime.kernels import conv_wgsl as gen
 _F32 = np.dtype(np.float32)
 _I31 = 2 ** 31
 DW_ROW = 4              # depthwise outputs of a row per invocation, where rows are as long
+DW_MAX_TAPS = 169       # the depthwise kernel unrolls its taps: compiling 31x31 took 37 s
+GEMM_MAX_K = 1 << 15    # the implicit GEMM loops along C_in / groups x taps in each invocation:
+                        # lavapipe ends one after 65,535 loop iterations in all (it failed past
+                        # ~58k); past these ruda.nn composes (per-tap matmuls)
 TUNE_MIN = 1 << 24      # multiply-adds of the GEMM from which its tile is tuned
 _CANDIDATES = 4         # tiles tried (each one compiled): the reference and the next largest
 _BUDGET = 1.0           # seconds of measuring per shape bucket unless $RUDA_TUNE_BUDGET says
@@ -61,6 +65,10 @@ def conv(self, x, w, bias, stride, padding, dilation, groups):
     offs = (x.offset, w.offset, 0 if bias is None else bias.offset, y.offset)
     writable = (False,) * len(ins) + (True,)
     r0 = 0
+    taps = ks[0] * ks[1] * ks[2]
+    if (groups == cin and w.shape[1] == 1 and taps > DW_MAX_TAPS) or \
+            (not (groups == cin and w.shape[1] == 1) and cin // groups * taps > GEMM_MAX_K):
+        return NotImplemented
     if groups == cin and w.shape[1] == 1:
         vo = DW_ROW if out[2] >= DW_ROW else 1          # a row's outputs vo at a time
         r0 = -(-out[2] // vo)

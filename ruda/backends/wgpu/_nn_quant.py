@@ -15,6 +15,11 @@ _QDT = {"q8_0": np.dtype(np.int8), "q4_0": np.dtype(np.uint8), "q4_1": np.dtype(
 _U32 = 2 ** 32
 GEMV_ROWS = 8
 GEMV_OB = 4            # output rows per GEMV workgroup
+# the longest rows each kernel takes: its invocations loop along them, and lavapipe ends an
+# invocation after 65,535 loop iterations in all (see _reductions.SCAN_ROW); past these (4x
+# short of the lengths that failed) ruda.nn composes dequantize + matmul
+GEMV_MAX_IN = 1 << 18
+GEMM_MAX_IN = 1 << 15
 
 
 def linear_quantized(self, x, q, scales, mins, kind, bias):
@@ -30,7 +35,8 @@ def linear_quantized(self, x, q, scales, mins, kind, bias):
     out = q.shape[0]
     if n == 0 or n % 32 or q.shape[1] != (n if kind == "q8_0" else n // 2):
         return NotImplemented
-    if max(x.size, q.size, rows * out) >= _U32:
+    if max(x.size, q.size, rows * out) >= _U32 or n > (GEMV_MAX_IN if rows <= GEMV_ROWS
+                                                        else GEMM_MAX_IN):
         return NotImplemented
     y = be._new((rows, out), _F32)
     if rows == 0 or out == 0:
