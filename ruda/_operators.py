@@ -51,7 +51,8 @@ def inplace(fn, name):
             raise ValueError(f"ruda: in-place {name} would change the shape {self.shape} to {r.shape}")
         rd, sd = r._data.dtype, self._data.dtype
         if rd != sd:
-            if _dtypes.kind_rank(rd) > _dtypes.kind_rank(sd):
+            # a higher kind, or signed into unsigned (NumPy's same-kind casting refuses both)
+            if _dtypes.kind_rank(rd) > _dtypes.kind_rank(sd) or (rd.kind, sd.kind) == ("i", "u"):
                 raise TypeError(f"ruda: in-place {name} cannot store a {_dtypes.name(rd)} result "
                                 f"in a {_dtypes.name(sd)} array")
         self._device.backend.setitem(self._data, Ellipsis, r._data if rd == sd else

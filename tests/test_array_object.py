@@ -94,6 +94,13 @@ def test_inplace_errors(device):
     y = xp.asarray(rand(rng, (3,), fdt), device=device)
     with pytest.raises(ValueError, match=r"\(3,\).*\(2, 3\)"):
         y += xp.asarray(rand(rng, (2, 3), fdt), device=device)
+    u = xp.asarray([100, 7], dtype=xp.uint8, device=device)
+    with pytest.raises(TypeError, match=r"in-place add cannot store a int16 result in a uint8"):
+        u += xp.asarray([-1, 1], dtype=xp.int8, device=device)     # signed into unsigned, as NumPy
+    assert u.tolist() == [100, 7]
+    i = xp.asarray([100, -7], dtype=xp.int8, device=device)
+    i += xp.asarray([1, 1], dtype=xp.uint8, device=device)          # int16 back into int8: as NumPy
+    assert i.dtype == xp.int8 and i.tolist() == [101, -6]
 
 
 @given(data=st.data(), seed=seeds, shape=shapes(0, 3, 1, 4))
