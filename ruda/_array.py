@@ -150,7 +150,7 @@ class Array(_Base):
 
     def __dlpack__(self, /, *, stream: Any = None, max_version: tuple[int, int] | None = None,
                    dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
-        if self._dtype == _dtypes.bfloat16 and _dtypes.bfloat16 is not None and \
+        if _dtypes.bfloat16 is not None and self._dtype == _dtypes.bfloat16 and \
                 self._device.kind != "cuda":          # CuPy exports it; NumPy's DLPack cannot
             raise BufferError("ruda: __dlpack__: bfloat16 does not travel over DLPack from the host "
                               "(NumPy's DLPack lacks it); export x.astype(ruda.float32) instead, "

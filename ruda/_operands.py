@@ -18,7 +18,7 @@ from ruda._typing import Scalar
 
 _CATS = v._CATEGORY_SETS
 # the comparisons, each as Python's operator: uint64 with int64 goes to compare_mixed_sign
-_COMPARISONS = {"equal": operator.eq, "not_equal": operator.ne, "less": operator.lt,
+COMPARISONS = {"equal": operator.eq, "not_equal": operator.ne, "less": operator.lt,
                 "less_equal": operator.le, "greater": operator.gt, "greater_equal": operator.ge}
 _MIXED_SIGN = frozenset((_dtypes.uint64, _dtypes.int64))
 
@@ -41,7 +41,7 @@ def operands(fn, x1, x2, cat, broadcast=True):
         a, b = x1._data, x2._data
         da, db = a.dtype, b.dtype
         if da != db:
-            if fn in _COMPARISONS and {da, db} == _MIXED_SIGN:    # exact: compare_mixed_sign
+            if fn in COMPARISONS and {da, db} == _MIXED_SIGN:    # exact: compare_mixed_sign
                 if broadcast and a.shape != b.shape:
                     v.broadcast_shapes(fn, a.shape, b.shape)
                 return dev, a, b
@@ -78,6 +78,7 @@ def operands(fn, x1, x2, cat, broadcast=True):
     s = v.scalar(dev, val, dt, fn)
     return (dev, a, s) if c1 else (dev, s, a)
 
+
 def compare_mixed_sign(dev, fn, op, a, b):
     """``op(a, b)``, the backend's comparison ``fn``, exactly for uint64 with int64: the pair's
     promotion to float64 would round integers past 2**53. A negative int64 decides alone (the
@@ -89,7 +90,7 @@ def compare_mixed_sign(dev, fn, op, a, b):
     neg = bk.less(s, zero)
     s = bk.astype(bk.maximum(s, zero), _dtypes.uint64, False)
     r = op(s, b) if signed_first else op(a, s)
-    if _COMPARISONS[fn](-1, 0) if signed_first else _COMPARISONS[fn](0, -1):
+    if COMPARISONS[fn](-1, 0) if signed_first else COMPARISONS[fn](0, -1):
         return bk.logical_or(r, neg)
     return bk.logical_and(r, bk.logical_not(neg))
 

@@ -295,6 +295,18 @@ DLPACK_DEVICE_TYPES = {1: "kDLCPU", 2: "kDLCUDA", 3: "kDLCUDAHost", 4: "kDLOpenC
                        17: "kDLMAIA"}
 
 
+def store_shape(value_shape, shape):
+    """The shape of a value stored into ``shape`` (``x[key] = value``), its leading 1s dropped,
+    under NumPy's rule (it must broadcast to ``shape``), else ValueError."""
+    vs = tuple(value_shape)
+    while len(vs) > len(shape) and vs[0] == 1:
+        vs = vs[1:]
+    if len(vs) > len(shape) or any(n not in (1, t) for n, t in zip(vs[::-1], shape[::-1])):
+        raise ValueError(f"could not broadcast a value of shape {tuple(value_shape)} into shape "
+                         f"{tuple(shape)}")
+    return vs
+
+
 def dlpack_pair(dl_device):
     """``dl_device`` as a (device type, index) pair of ints, or TypeError."""
     try:

@@ -8,6 +8,8 @@ needs none), for the backends of such modules to take the same way.
 import contextlib
 import math
 
+from ruda.backends import store_shape
+
 
 def _value_fits(x, key, value):
     """ValueError unless ``value`` broadcasts to ``x[key]`` under NumPy's rule, for keys with
@@ -22,12 +24,7 @@ def _value_fits(x, key, value):
         shape = tuple(x[key].shape)
     else:
         return
-    vs = tuple(value.shape)
-    while len(vs) > len(shape) and vs[0] == 1:
-        vs = vs[1:]
-    if len(vs) > len(shape) or any(n not in (1, t) for n, t in zip(vs[::-1], shape[::-1])):
-        raise ValueError(f"could not broadcast a value of shape {tuple(value.shape)} into shape "
-                         f"{shape}")
+    store_shape(value.shape, shape)
 
 
 def ops_for(mod):

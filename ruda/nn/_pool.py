@@ -92,16 +92,22 @@ def _index_dtype(x):
     return xp.__array_namespace_info__().default_dtypes(device=x.device)["indexing"]
 
 
+def _flat_index(L, o, positions, x):
+    """The flat indices over spatial axes ``L`` of the grid (shape ``o``) whose axis-i
+    positions are ``positions[i]``, as an array of x's device's index dtype."""
+    n = len(L)
+    flat = np.zeros(o, dtype=np.int64)
+    for i, pos in enumerate(positions):
+        flat = flat + (pos * math.prod(L[i + 1:])).reshape((-1,) + (1,) * (n - 1 - i))
+    return xp.asarray(flat, dtype=_index_dtype(x), device=x.device)
+
+
 def _first_index(L, s, p, d, o, x):
     """Each window's first position past the left padding, as a flat index over the spatial
     axes (torch's initial index of max pooling)."""
-    n = len(L)
-    flat = np.zeros(o, dtype=np.int64)
-    for i in range(n):
-        start = np.arange(o[i]) * s[i] - p[i]
-        pos = start - np.minimum(start, 0) // d[i] * d[i]       # ceil to the first tap >= 0
-        flat = flat + (pos * math.prod(L[i + 1:])).reshape((-1,) + (1,) * (n - 1 - i))
-    return xp.asarray(flat, dtype=_index_dtype(x), device=x.device)
+    starts = [np.arange(o[i]) * s[i] - p[i] for i in range(len(L))]
+    return _flat_index(L, o, [t - np.minimum(t, 0) // di * di       # ceil to the first tap >= 0
+                              for t, di in zip(starts, d)], x)
 
 
 def _finish(y, unb):
@@ -128,11 +134,8 @@ def _max_pool(fn, n, x, kernel_size, stride, padding, dilation, ceil_mode, retur
             acc, idx = v, xp.broadcast_to(_first_index(L, s, p, d, o, x), v.shape)
             continue
         # the flat input index (over the spatial axes) of each window's element ``off``
-        flat = np.zeros(o, dtype=np.int64)
-        for i in range(n):
-            pos = np.arange(o[i]) * s[i] - p[i] + off[i] * d[i]
-            flat = flat + (pos * math.prod(L[i + 1:])).reshape((-1,) + (1,) * (n - 1 - i))
-        cur = xp.asarray(flat, dtype=_index_dtype(x), device=x.device)
+        cur = _flat_index(L, o, [np.arange(o[i]) * s[i] - p[i] + off[i] * d[i]
+                                 for i in range(n)], x)
         # torch's rule: a larger value, or a NaN, replaces the current one (first max wins)
         upd = (v > acc) | (v != v) if xp.isdtype(v.dtype, "real floating") else v > acc
         acc, idx = xp.where(upd, v, acc), xp.where(upd, cur, idx)

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ruda.backends import store_shape
 from ruda.backends.wgpu._array import (IR, WArray, basic_index, broadcast_shape, broadcast_strides,
                                        contiguous_strides, reshape_view)
 from ruda.backends.wgpu._base import _K, I
@@ -14,13 +15,8 @@ from ruda.runtime import ir
 
 
 def _fitted(value, shape):
-    """``value`` viewed for a store into ``shape`` under NumPy's rule (it broadcasts to
-    ``shape`` once its leading 1s are dropped), else ValueError."""
-    vs = value.shape
-    while len(vs) > len(shape) and vs[0] == 1:
-        vs = vs[1:]
-    if len(vs) > len(shape) or any(n not in (1, t) for n, t in zip(vs[::-1], shape[::-1])):
-        raise ValueError(f"could not broadcast a value of shape {value.shape} into shape {shape}")
+    """``value`` viewed for a store into ``shape`` (``store_shape``'s rule), else ValueError."""
+    vs = store_shape(value.shape, shape)
     return value.view(vs, value.strides[value.ndim - len(vs):], value.offset)
 
 

@@ -66,10 +66,10 @@ def conv(self, x, w, bias, stride, padding, dilation, groups):
     writable = (False,) * len(ins) + (True,)
     r0 = 0
     taps = ks[0] * ks[1] * ks[2]
-    if (groups == cin and w.shape[1] == 1 and taps > DW_MAX_TAPS) or \
-            (not (groups == cin and w.shape[1] == 1) and cin // groups * taps > GEMM_MAX_K):
+    depthwise = groups == cin and w.shape[1] == 1
+    if taps > DW_MAX_TAPS if depthwise else cin // groups * taps > GEMM_MAX_K:
         return NotImplemented
-    if groups == cin and w.shape[1] == 1:
+    if depthwise:
         vo = DW_ROW if out[2] >= DW_ROW else 1          # a row's outputs vo at a time
         r0 = -(-out[2] // vo)
         gx, gy = gen.grid(-(-(total // out[2] * r0) // gen.DW_WG), self.max_groups)
