@@ -258,6 +258,9 @@ def fast(monkeypatch):
     # over the fake one, and put back afterwards
     own = ("ruda.backends.cuda._fast", "ruda.backends.cuda._kernels")
     saved = {n: sys.modules.pop(n) for n in own if n in sys.modules}
+    for name in saved:          # `from ruda.backends.cuda import _kernels` reads the package's attribute
+        parent, _, child = name.rpartition(".")
+        vars(sys.modules[parent]).pop(child, None)
     before = set(sys.modules)
     try:
         mod = importlib.import_module("ruda.backends.cuda._fast")

@@ -52,10 +52,11 @@ def _install():
     _fast._FORCE_FALLBACK = True
     _gemv.ENABLED = False           # an NVRTC kernel: every bfloat16 product goes to the emulated cuBLAS
 
-    def divmod_f(op, x1, x2):       # the IR kernels need NVRTC: the host's float floor_divide/remainder
+    def float_binary(op, x1, x2):   # the IR kernels need NVRTC: the host's float floor_divide/remainder/pow
+        fn = {"floordiv": host.floor_divide, "mod": np.remainder, "pow": host.pow}[op]
         with np.errstate(all="ignore"):
-            return host.floor_divide(x1, x2) if op == "floordiv" else np.remainder(x1, x2)
-    _ops._divmod_f = divmod_f
+            return fn(x1, x2)
+    _ops._float_binary = float_binary
     _bf16._launch = launch
     _bf16_routes._map = map_
     _bf16._ptr = lambda a: a.ctypes.data

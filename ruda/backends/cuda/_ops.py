@@ -63,37 +63,44 @@ def linspace(start, stop, num, dtype, endpoint):
     return out
 
 
-# Float floor_divide and remainder: NumPy's npy_divmod with the standard's results where exactly
-# one operand of floor_divide is infinite, as IR kernels (ruda.runtime.cuda_c) compiled with IEEE
-# subnormals: CuPy compiles its kernels with -ftz=true, which made float32 3.4e38 % 4e-45 NaN.
+# Float floor_divide, remainder and pow as IR kernels (ruda.runtime.cuda_c) compiled with IEEE
+# subnormals: CuPy compiles its kernels with -ftz=true, which made float32 3.4e38 % 4e-45 NaN and
+# float32 powers below 2**-126 zero.  floor_divide and remainder are NumPy's npy_divmod with the
+# standard's results where exactly one operand of floor_divide is infinite; pow is CUDA's.
 @functools.lru_cache(maxsize=None)
-def _divmod_kernel(op, dt, ndim):
+def _float_kernel(op, dt, ndim):
     args = (ir.Arg("x0", dt, ndim), ir.Arg("x1", dt, ndim), ir.Arg("out", dt, ndim, True))
     value = ir.op(op, ir.load(0, dt), ir.load(1, dt))
     return ir.Kernel(f"ruda_{op}", args, (), ndim, ir.Map((ir.Store(2, ir.Strided(), value),)))
 
 
-def _divmod_f(op, x1, x2):
+def _float_binary(op, x1, x2):
     if x1.dtype == cp.float16:      # as NumPy's half loops: in float32, rounded once
-        return _divmod_f(op, x1.astype(cp.float32), x2.astype(cp.float32)).astype(cp.float16)
+        return _float_binary(op, x1.astype(cp.float32), x2.astype(cp.float32)).astype(cp.float16)
     x1, x2 = cp.broadcast_arrays(x1, x2)
     out = cp.empty(x1.shape, x1.dtype)
     if out.size:
         flat = [a.reshape(1) if a.ndim == 0 else a for a in (x1, x2, out)]
-        _ir.launch(_divmod_kernel(op, _ir.IR_DTYPE[out.dtype], flat[2].ndim), flat[2].shape, flat)
+        _ir.launch(_float_kernel(op, _ir.IR_DTYPE[out.dtype], flat[2].ndim), flat[2].shape, flat)
     return out
 
 
 def floor_divide(x1, x2):
     if x1.dtype.kind == "f":
-        return _divmod_f("floordiv", x1, x2)
+        return _float_binary("floordiv", x1, x2)
     return cp.floor_divide(x1, x2)
 
 
 def remainder(x1, x2):
     if x1.dtype.kind == "f":
-        return _divmod_f("mod", x1, x2)
+        return _float_binary("mod", x1, x2)
     return cp.remainder(x1, x2)
+
+
+def pow(x1, x2):
+    if x1.dtype.kind == "f":
+        return _float_binary("pow", x1, x2)
+    return cp.pow(x1, x2)
 
 
 # NumPy's argmax/argmin: the first NaN wins.  CuPy's float reductions return the index of *a* NaN,
