@@ -190,6 +190,18 @@ def test_failing_before_mpi_dies_by_sigkill_and_tells_the_launcher(tmp_path, cal
         assert text == "rank 2: init did not complete"
 
 
+def test_ranks_sharing_a_gpu_get_a_clear_error():
+    """NCCL takes one GPU a rank: two ranks on one (host, PCI bus) raise, naming both (NCCL's own
+    error is a bare NCCL_ERROR_INVALID_USAGE); the same bus on two hosts is two GPUs."""
+    from ruda.distributed import _route
+    _route.one_gpu_each("all_reduce", [("a", "0000:01:00.0", 0), ("b", "0000:01:00.0", 0),
+                                       ("a", "0000:02:00.0", 1)])
+    with pytest.raises(ValueError, match=r"^ruda.distributed.all_reduce: NCCL needs a GPU of its "
+                                         r"own for each rank; ranks 0 and 2 both use 'cuda:1' on a "):
+        _route.one_gpu_each("all_reduce", [("a", "0000:01:00.0", 1), ("b", "0000:01:00.0", 0),
+                                           ("a", "0000:01:00.0", 1)])
+
+
 def test_nccl_backend_without_cupy_raises_import_error():
     try:
         from cupy.cuda import nccl  # noqa: F401

@@ -9,6 +9,7 @@ buffer MPI or NCCL can read: they are staged through the host (``x.to_device("cp
 back), by design.  Nothing else moves between devices.
 """
 import os
+import socket
 
 import numpy as np
 
@@ -79,8 +80,33 @@ def nccl_engine(ctx, fn, device_index):
         ctx.wd.disarm()
     if device_index is None:
         device_index = default_cuda_index(ctx)
+    ctx.wd.arm("NCCL device check")
+    try:
+        places = ctx.comm.allgather(_gpu_place(device_index))
+    finally:
+        ctx.wd.disarm()
+    one_gpu_each(fn, places)
     ctx.nccl = _nccl.NcclEngine(uid, ctx.size, ctx.rank, device_index, ctx.wd)
     return ctx.nccl
+
+
+def _gpu_place(device_index):
+    import cupy
+    return socket.gethostname(), cupy.cuda.Device(device_index).pci_bus_id, device_index
+
+
+def one_gpu_each(fn, places):
+    """Raise on every rank where two ranks' (host, PCI bus id, index) name one GPU: NCCL
+    refuses that with a bare ``NCCL_ERROR_INVALID_USAGE``."""
+    seen = {}
+    for rank, (host, bus, index) in enumerate(places):
+        if (host, bus) in seen:
+            raise ValueError(
+                f"ruda.distributed.{fn}: NCCL needs a GPU of its own for each rank; ranks "
+                f"{seen[host, bus]} and {rank} both use 'cuda:{index}' on {host} (PCI {bus}): "
+                f"start at most as many ranks on a machine as it has GPUs, or move the arrays "
+                f"to 'cpu' first")
+        seen[host, bus] = rank
 
 
 def native(x):
