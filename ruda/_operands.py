@@ -130,6 +130,8 @@ def _clip_bound(dev, x, arg, b, to_int):
     if b.__class__ is Array:
         v.same_device("clip", x, b)
         v.category("clip", arg, b._dtype, "real numeric")
+        if dt.kind in "iu" and b._dtype != dt:
+            return cast(dev, _saturated(dev, b, dt, arg), dt)
         return cast(dev, b._data, dt)
     b = v.python_scalar(b)
     if not v.is_scalar(b) or isinstance(b, complex):
@@ -146,6 +148,21 @@ def _clip_bound(dev, x, arg, b, to_int):
         info = _dtypes.iinfo_object(dt)
         b = info.min if b < info.min else info.max if b > info.max else b
     return v.scalar(dev, b, dt, "clip")
+
+
+def _saturated(dev, b, dt, arg):
+    """An array bound of another dtype than the integer x's, as the scalar bounds are: rounded
+    inward and held to dt's range in its own dtype, so that the cast keeps its value (int8 x
+    clipped at an int16 200 is 127, never the wrapped -56)."""
+    bk, bdt, info = dev.backend, b._dtype, _dtypes.iinfo_object(dt)
+    data = b._data
+    if bdt.kind == "f":
+        data = (bk.ceil if arg == "min" else bk.floor)(data)
+        lims = float(info.min), float(info.max)
+    else:
+        own = _dtypes.iinfo_object(bdt)
+        lims = max(info.min, own.min), min(info.max, own.max)
+    return bk.clip(data, *(v.scalar(dev, lim, bdt, "clip") for lim in lims))
 
 
 # keyword errors name the standard's spelling of a NumPy keyword (ruda/_hints.py)

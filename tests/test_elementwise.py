@@ -346,6 +346,23 @@ def test_clip_no_bounds_and_int_float_bound(device):
     assert_result(res, np.clip(x, -10, 10).astype(dt), dtype=dt)
 
 
+def test_clip_integer_x_with_bounds_of_other_dtypes(device):
+    """Array bounds of another dtype act as the scalar bounds do: held to x's range (int8 x at an
+    int16 200 is 127 everywhere, not the wrapped -56) and float bounds rounded inward."""
+    x = np.asarray([-120, -5, 0, 3, 7, 100, 127], np.int8)
+    X = xp.asarray(x, device=device)
+    info = np.iinfo(np.int8)
+    for lo, hi in [(np.int16(200), None), (None, np.int16(-200)), (np.int16(-300), np.int16(50)),
+                   (np.uint8(200), None), (None, np.uint8(5)), (np.float32(-7.5), np.float32(90.5)),
+                   (np.float32(1e6), None), (None, np.float32(-1e6))]:
+        if any(b is not None and b.dtype not in supported(device) for b in (lo, hi)):
+            continue
+        got = xp.clip(X, *(None if b is None else xp.asarray(b, device=device) for b in (lo, hi)))
+        wide = np.clip(x.astype(np.float64), None if lo is None else np.ceil(float(lo)),
+                       None if hi is None else np.floor(float(hi)))
+        assert_result(got, np.clip(wide, info.min, info.max).astype(np.int8), dtype=xp.int8)
+
+
 @pytest.mark.parametrize("name", ["add", "multiply", "less", "logaddexp", "maximum"])
 def test_binary_broadcast_shapes_error(device, name):
     dt = supported(device, "real floating")[0]
