@@ -27,6 +27,20 @@ def _value_fits(x, key, value):
     store_shape(value.shape, shape)
 
 
+
+def _zero_signs(mod, x, out, axis):
+    """NumPy's SIMD quicksort (AVX-512) can give equal zeros each other's sign, so its result is
+    not a permutation of x; each row gets back as many -0.0 as it had, first (any order of
+    equal values is a valid unstable sort)."""
+    neg = mod.signbit(x) & (x == 0)
+    if not neg.any():
+        return
+    zero = out == 0
+    first = mod.cumsum(zero, axis=axis) <= neg.sum(axis=axis, keepdims=True)
+    out[zero & first] = -0.0
+    out[zero & ~first] = 0.0
+
+
 def ops_for(mod):
     # CuPy's kernels do not warn and CuPy has no errstate
     errstate = getattr(mod, "errstate", None) or (lambda **_: contextlib.nullcontext())
@@ -86,8 +100,11 @@ def ops_for(mod):
         # descending sorts the reversed axis and reverses back: equal values (+-0) keep their order
         # and NaN (the largest) comes first, the order of argsort(descending=True)
         if descending:
-            return mod.flip(mod.sort(mod.flip(x, axis), axis=axis, kind=kinds[stable]), axis)
-        return mod.sort(x, axis=axis, kind=kinds[stable])
+            return mod.flip(sort(mod.flip(x, axis), axis, False, stable), axis)
+        out = mod.sort(x, axis=axis, kind=kinds[stable])
+        if not stable and mod.__name__ == "numpy" and x.dtype.kind == "f":
+            _zero_signs(mod, x, out, axis)
+        return out
 
     # complex expm1 and log1p accurate near 0, where exp(z) - 1 and log(1 + z) (NumPy's and
     # CuPy's) lose the digits: expm1(x) cos y - 2 sin^2(y/2) + i e^x sin y and
