@@ -81,6 +81,10 @@ def asarray(obj: Any, /, *, dtype: DType | None = None, device: Device | None = 
         raise OverflowError(f"ruda.asarray: {e}") from None
     except ValueError as e:  # ragged nested sequences; copy=False that needs a copy
         raise ValueError(f"ruda.asarray: {str(e).splitlines()[0]}") from None
+    if not host.dtype.isnative:     # big-endian data (FITS, network formats): the same values
+        if copy is False:
+            raise ValueError("ruda.asarray: copy=False, but the data is in non-native byte order")
+        host = host.astype(host.dtype.newbyteorder("="))
     if host.dtype == object or host.dtype.kind in "USVMm" and not _dtypes.is_dtype(host.dtype):
         if python_data and host.dtype == object and _has_big_int(obj):
             raise OverflowError("ruda.asarray: Python integer out of range of every integer dtype")

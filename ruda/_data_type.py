@@ -19,7 +19,7 @@ def astype(x: Array, dtype: DType, /, *, copy: bool = True,
     dt = v.dtype("astype", dtype, dev)
     if dt == x._dtype and not copy:
         return x
-    if x._dtype.kind == "c" and dt.kind != "c":
+    if x._dtype.kind == "c" and dt.kind not in "cb":     # to bool: nonzero, as the standard says
         raise TypeError(f"ruda.astype: casting complex {_dtypes.name(x._dtype)} to "
                         f"{_dtypes.name(dt)} would drop the imaginary part; take real() first")
     return Array._new(dev.backend.astype(x._data, dt, bool(copy)), dev)

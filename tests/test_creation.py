@@ -129,6 +129,19 @@ def test_asarray_copy_semantics(device):
         np.testing.assert_array_equal(to_numpy(moved), a)
 
 
+def test_asarray_of_non_native_byte_order(device):
+    """Big-endian NumPy data (FITS files, network formats) gives the same values in the native
+    dtype; copy=False, which would need a converted copy, raises."""
+    for name in ("int32", "uint16", "float64", "complex64"):
+        dt = np.dtype(name)
+        if dt not in supported(device):
+            continue
+        a = np.arange(-3, 4).astype(dt.newbyteorder(">"))
+        assert_result(xp.asarray(a, device=device), a.astype(dt), dtype=dt)
+    with pytest.raises(ValueError, match=r"ruda\.asarray: copy=False"):
+        xp.asarray(np.arange(3, dtype=">i4"), device=device, copy=False)
+
+
 def test_asarray_errors(device):
     with pytest.raises(TypeError, match=r"ruda\.asarray: cannot make an array of str"):
         xp.asarray("abc", device=device)

@@ -222,7 +222,7 @@ def test_astype(device, data, seed, shape):
     dst = data.draw(st.sampled_from(supported(device)), label="to")
     a = rand(np.random.default_rng(seed), shape, src, 0, 100)
     x = xp.asarray(a, device=device)
-    if np.dtype(src).kind == "c" and np.dtype(dst).kind != "c":
+    if np.dtype(src).kind == "c" and np.dtype(dst).kind not in "cb":
         with pytest.raises(TypeError, match=r"ruda\.astype.*complex"):
             xp.astype(x, dst)
         return
@@ -244,6 +244,14 @@ def test_astype_integers_over_their_whole_range(device):
         for dst in supported(device):
             assert_result(xp.astype(xp.asarray(a, device=device), dst), a.astype(dst), dtype=dst,
                           rtol=0, atol=0)
+
+
+def test_astype_complex_to_bool(device):
+    """The standard's complex -> bool: False for 0+0j (either zero's sign), True for every other
+    value, NaN parts included."""
+    for dt in supported(device, "complex floating"):
+        a = np.asarray([0j, complex(-0.0, -0.0), 1j, 2 + 0j, complex(np.nan, 0), complex(0, np.inf)], dt)
+        assert_result(xp.astype(xp.asarray(a, device=device), xp.bool), a.astype(bool), dtype=xp.bool)
 
 
 def test_astype_copy_semantics(device):
