@@ -131,6 +131,7 @@ _SCALAR_KINDS = {int: "iufc", float: "fc"}   # Python scalar -> array kinds that
 
 
 def setitem(self, key, value, /):
+    v.writable("__setitem__", self)
     data = self._data
     if data.shape and _simple(key) and data.dtype.kind in _SCALAR_KINDS.get(value.__class__, "") \
             and (key.__class__ is slice or -data.shape[0] <= key < data.shape[0]):

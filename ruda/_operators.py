@@ -46,6 +46,7 @@ def inplace(fn, name):
     def op(self, other):
         if not _operand_ok(other):
             return NotImplemented
+        v.writable(f"{name} (in place)", self)
         r = fn(self, other)
         if r._data.shape != self._data.shape:
             raise ValueError(f"ruda: in-place {name} would change the shape {self.shape} to {r.shape}")

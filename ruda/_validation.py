@@ -34,6 +34,16 @@ def category(fn, arg, dtype, cat):
         raise TypeError(f"ruda.{fn}: {arg} must have {a} {cat} dtype; got {_dtypes.name(dtype)}")
 
 
+def writable(fn, x):
+    """ValueError if x is a broadcast view (a zero stride on an axis longer than 1): its elements
+    share memory, so a write would land on all of them (NumPy makes such views read-only)."""
+    data = x._data
+    if 0 in data.strides and any(s == 0 and n > 1 for n, s in zip(data.shape, data.strides)):
+        raise ValueError(f"ruda.{fn}: the array is a broadcast view (broadcast_to, "
+                         f"broadcast_arrays) whose elements share memory; write into a copy, "
+                         f"ruda.asarray(x, copy=True)")
+
+
 def same_device(fn, *arrays):
     """The common device of ``arrays``; ValueError naming both if they differ."""
     dev = arrays[0]._device

@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import ruda as xp
+from conftest import to_numpy
 from strategies import assert_result, broadcastable_pair, rand, seeds, shapes, supported
 
 
@@ -29,6 +30,28 @@ def test_broadcast(device, data, seed, shapes):
     _exact(rb, eb, dt)
     big = (2,) + target
     _exact(xp.broadcast_to(x, big), np.broadcast_to(a, big), dt)
+
+
+def test_broadcast_views_refuse_writes(device):
+    """A broadcast view's elements share memory (NumPy makes it read-only): item assignment and
+    in-place operators raise, and the source keeps its values."""
+    a = xp.asarray([0.0, 1.0, 2.0], device=device)
+    b = xp.broadcast_to(a, (2, 3))
+    c = xp.broadcast_arrays(a, xp.zeros((2, 3), device=device))[0]
+    for view in (b, c):
+        with pytest.raises(ValueError, match=r"read-only|broadcast view"):
+            view[0, 0] = 5.0
+        with pytest.raises(ValueError, match=r"read-only|broadcast view"):
+            view[1] = xp.asarray([4.0, 5.0, 6.0], device=device)
+        with pytest.raises(ValueError, match=r"read-only|broadcast view"):
+            view += 1
+        with pytest.raises(ValueError, match=r"read-only|broadcast view"):
+            view *= view
+    assert to_numpy(a).tolist() == [0.0, 1.0, 2.0]
+    d = xp.asarray(b, copy=True)
+    d[0, 0] = 5.0
+    d += 1
+    assert to_numpy(d).tolist() == [[6.0, 2.0, 3.0], [1.0, 2.0, 3.0]]
 
 
 def test_broadcast_errors(device):
