@@ -185,9 +185,16 @@ def arange(start: int | float, /, stop: int | float | None = None, step: int | f
         start, stop = 0, start
     if step == 0:
         raise ValueError("ruda.arange: step must not be zero")
+    for name, val in (("start", start), ("stop", stop), ("step", step)):
+        if isinstance(val, float) and not np.isfinite(val):
+            raise ValueError(f"ruda.arange: {name} must be finite; got {val}")
     is_float = any(isinstance(a, float) for a in (start, stop, step))
     default = v.default_dtype(dev, "real floating" if is_float else "integral")
     dt = _dtype_or("arange", dtype, dev, default)
+    if dt.kind in "iu" and isinstance(start, int):    # NumPy's check: the first value must fit
+        info = np.iinfo(dt)
+        if not info.min <= start <= info.max:
+            raise OverflowError(f"ruda.arange: start {start} is out of range for {_dtypes.name(dt)}")
     if dtype is None and dt.kind in "iu" and not is_float:
         r = range(start, stop, step)        # a narrow default (int32): its ends must fit
         if r:
@@ -214,7 +221,9 @@ def _filled(fn, shape, value, dtype, dev):
     if isinstance(value, float) and dt.kind in "iub":
         if dt.kind != "b":
             raise TypeError(f"ruda.{fn}: a float fill_value needs a floating dtype; got {_dtypes.name(dt)}")
-    if dt.kind in "iu" and not isinstance(value, builtins.bool):
+    if dt.kind == "b":
+        value = builtins.bool(value)    # any nonzero number is True (2**64 included)
+    elif dt.kind in "iu" and not isinstance(value, builtins.bool):
         info = np.iinfo(dt)
         if not info.min <= value <= info.max:
             raise OverflowError(f"ruda.{fn}: fill_value {value} is out of range for {_dtypes.name(dt)}")

@@ -74,6 +74,14 @@ def test_arange_errors(device):
         xp.arange(0, 5, 0, device=device)
     with pytest.raises(TypeError, match=r"ruda\.arange: start must be a real"):
         xp.arange(1j, device=device)
+    for args in [(0, math.nan), (0, math.inf), (-math.inf, 0), (0, 1, math.nan)]:
+        with pytest.raises(ValueError, match=r"ruda\.arange: (start|stop|step) must be finite"):
+            xp.arange(*args, device=device)
+    # NumPy's rule: the first value must fit an explicit integer dtype; later ones wrap
+    with pytest.raises(OverflowError, match=r"ruda\.arange: start -5 is out of range for uint8"):
+        xp.arange(-5, 5, dtype=xp.uint8, device=device)
+    assert_result(xp.arange(120, 130, dtype=xp.int8, device=device),
+                  np.arange(120, 130, dtype=np.int8), dtype=xp.int8)
 
 
 @given(seed=seeds, shape=shapes(0, 3, 1, 4))
@@ -193,6 +201,8 @@ def test_full_errors(device):
         xp.full((2,), 1j, dtype=supported(device, "real floating")[0], device=device)
     with pytest.raises(OverflowError, match=r"ruda\.full: fill_value 300 is out of range for int8"):
         xp.full((2,), 300, dtype=xp.int8, device=device)
+    assert_result(xp.full((2,), 2**64 - 1, dtype=xp.bool, device=device), np.ones(2, bool),
+                  dtype=xp.bool)     # any nonzero number is True
     with pytest.raises(ValueError, match=r"ruda\.full: shape must not have negative sizes"):
         xp.full((2, -1), 1, device=device)
     with pytest.raises(TypeError, match=r"ruda\.full: fill_value must be a Python scalar"):
