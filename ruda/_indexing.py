@@ -179,7 +179,8 @@ def take(x: Array, indices: Array, /, *, axis: int | None = None) -> Array:
             raise ValueError(f"ruda.take: axis is required for a {x.ndim}-D array")
         axis = 0
     axis = v.axis("take", axis, max(x.ndim, 1))
-    return Array._new(dev.backend.take(x._data, indices._data, axis=axis), dev)
+    data = x._data if x.ndim else dev.backend.reshape(x._data, (1,))   # NumPy's: 0-d as 1-d
+    return Array._new(dev.backend.take(data, indices._data, axis=axis), dev)
 
 
 def take_along_axis(x: Array, indices: Array, /, *, axis: int = -1) -> Array:
@@ -191,6 +192,10 @@ def take_along_axis(x: Array, indices: Array, /, *, axis: int = -1) -> Array:
         raise ValueError(f"ruda.take_along_axis: indices must have x's number of dimensions "
                          f"({x.ndim}); got shape {indices.shape}")
     axis = v.axis("take_along_axis", axis, x.ndim)
+    if any(a != b and 1 not in (a, b) for i, (a, b) in enumerate(zip(x.shape, indices.shape))
+           if i != axis):       # the other axes broadcast, as NumPy's
+        raise ValueError(f"ruda.take_along_axis: x's shape {x.shape} and indices' shape "
+                         f"{indices.shape} must broadcast on the axes other than {axis}")
     return Array._new(dev.backend.take_along_axis(x._data, indices._data, axis=axis), dev)
 
 # keyword errors name the standard's spelling of a NumPy keyword (ruda/_hints.py)

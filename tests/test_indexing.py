@@ -258,6 +258,21 @@ def test_take_errors(device):
         xp.take(x, xp.reshape(idx, (1, 2)), axis=0)
     with pytest.raises(ValueError, match=r"take_along_axis.*dimensions"):
         xp.take_along_axis(x, idx, axis=0)
+    with pytest.raises(ValueError, match=r"ruda\.take_along_axis: x's shape \(3, 4\) and "
+                                         r"indices' shape \(2, 1\) must broadcast"):
+        xp.take_along_axis(x, xp.reshape(idx, (2, 1)), axis=1)
+
+
+def test_take_of_0d_and_broadcast_take_along_axis(device):
+    """take of a 0-d array reads it as 1-d (NumPy's); take_along_axis broadcasts the other axes."""
+    dt = supported(device, "real floating")[0]
+    assert_result(xp.take(xp.asarray(3.0, dtype=dt, device=device),
+                          xp.asarray([0, 0, -1], device=device)), np.full(3, 3.0, dt), dtype=dt)
+    a = rand(np.random.default_rng(4), (3, 4), dt)
+    for shape, axis in [((1, 2), 1), ((2, 1), 0), ((3, 2), 1)]:
+        i = np.random.default_rng(5).integers(0, a.shape[axis], shape)
+        got = xp.take_along_axis(xp.asarray(a, device=device), xp.asarray(i, device=device), axis=axis)
+        assert_result(got, np.take_along_axis(a, i, axis), dtype=dt)
 
 
 @pytest.mark.parametrize("nd", [7, 12, 33])
