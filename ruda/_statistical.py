@@ -17,7 +17,7 @@ def reduction_axes(fn, x, axis):
 
 
 def _nonempty(fn, x, ax):
-    if builtins.any(x.shape[a] == 0 for a in ax) or (not ax and x.size == 0):
+    if builtins.any(x.shape[a] == 0 for a in ax):    # axis=() reduces nothing: an empty x is fine
         raise ValueError(f"ruda.{fn}: cannot reduce over a zero-size axis of shape {x.shape} "
                          f"(the reduction has no identity)")
 

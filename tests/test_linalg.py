@@ -1,6 +1,8 @@
 """Linear algebra: the main-namespace matmul/tensordot/vecdot/matrix_transpose and the linalg
 extension, against NumPy (float64/complex128 oracle) on every device.  Decompositions whose output
 is not unique (eig, eigh vectors, qr, svd) are checked by their defining identities."""
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
@@ -8,7 +10,7 @@ from hypothesis import given, strategies as st
 import ruda as xp
 from conftest import to_numpy
 from test_reductions import accumulation_dtype
-from strategies import assert_result, broadcastable_pair, dtypes, host64, rand, seeds, shapes, supported, view
+from strategies import assert_result, broadcastable_pair, default, dtypes, host64, rand, seeds, shapes, supported, view
 
 FLOAT = ("real floating", "complex floating")
 NUMERIC = ("integral", "real floating", "complex floating")
@@ -228,6 +230,36 @@ def test_matrix_norm(device, data, seed, b, m, n, ord, keepdims):
     res = xp.linalg.matrix_norm(xp.asarray(a, device=device), ord=ord, keepdims=keepdims)
     check(res, np.linalg.matrix_norm(host64(a), ord=ord, keepdims=keepdims), real_dtype(dt), scale=4)
 
+
+@pytest.mark.parametrize("shape", [(0, 0), (2, 0), (0, 3), (2, 3, 0), (0, 2, 0)])
+@pytest.mark.parametrize("ord", ["fro", "nuc", 1, 2, -1, -2, np.inf, -np.inf])
+def test_matrix_norm_of_empty(device, shape, ord):
+    """An empty matrix's norms are 0 (NumPy's, 1/2/inf included); a negative ord whose least
+    value (column sum, singular value, row sum) has none to take raises on every device."""
+    f = supported(device, "real floating")[0]
+    x = xp.zeros(shape, dtype=f, device=device)
+    try:
+        exp = np.linalg.matrix_norm(np.zeros(shape), ord=ord, keepdims=True)
+    except ValueError:
+        with pytest.raises(ValueError, match=rf"ruda\.linalg\.matrix_norm: ord={ord} \(the least .*\) needs x "
+                                             rf"with .*; got shape {re.escape(str(shape))}"):
+            xp.linalg.matrix_norm(x, ord=ord)
+        return
+    for keepdims in (False, True):
+        want = exp if keepdims else exp[..., 0, 0]
+        check(xp.linalg.matrix_norm(x, ord=ord, keepdims=keepdims), want, f)
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (3, 0), (0, 2), (2, 3, 0), (0, 2, 2)])
+def test_matrix_rank_of_empty(device, shape):
+    """An empty matrix has rank 0 (NumPy's), in the default integer dtype."""
+    f = supported(device, "real floating")[0]
+    x = xp.zeros(shape, dtype=f, device=device)
+    exp = np.linalg.matrix_rank(np.zeros(shape))
+    assert_result(xp.linalg.matrix_rank(x), exp, dtype=default(device, "integral"))
+    rtol = xp.full((4,) + shape[:-2], 0.5, dtype=f, device=device)     # broadcasts with the stacks
+    assert_result(xp.linalg.matrix_rank(x, rtol=rtol), np.zeros((4,) + shape[:-2], int),
+                  dtype=default(device, "integral"))
 
 @given(data=st.data(), seed=seeds, b=batch, n=size, p=st.integers(-3, 4))
 def test_matrix_power(device, data, seed, b, n, p):

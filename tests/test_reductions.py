@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import ruda as xp
+from conftest import to_numpy
 from strategies import assert_result, default, dtypes, layouts, rand, seeds, shapes, supported, view
 
 
@@ -114,6 +115,16 @@ def test_max_min_nan_propagates(device):
         assert_result(xp.min(x, axis=0), np.min(a, axis=0), dtype=dt)
 
 
+@pytest.mark.parametrize("name", ["max", "min"])
+@pytest.mark.parametrize("shape", [(0,), (2, 0)])
+def test_max_min_over_no_axes_of_empty(device, name, shape):
+    """axis=() reduces nothing, so an empty x comes back as a copy (NumPy's), keepdims or not."""
+    for dt in (supported(device, "real floating")[0], default(device, "integral")):
+        a = np.zeros(shape, dt)
+        for keepdims in (False, True):
+            res = getattr(xp, name)(xp.asarray(a, device=device), axis=(), keepdims=keepdims)
+            assert_result(res, getattr(np, name)(a, axis=(), keepdims=keepdims), dtype=dt)
+
 def test_nan_is_true(device):
     """NaN (in either part of a complex number) is nonzero, so true, in all, any, count_nonzero,
     nonzero and the cast to bool, as in NumPy; +-0 is false.  (wgpu once took NaN for false.)"""
@@ -142,6 +153,17 @@ def test_mean(device, data, seed, sa, keepdims, layout):
                   keepdims=keepdims)
     assert_result(res, exp, dtype=dt, loose=True)
 
+
+@pytest.mark.parametrize("shape, axis", [((0,), None), ((3, 0), 1), ((0, 2), 0)])
+def test_mean_of_no_values_complex(device, shape, axis):
+    """The mean of no complex values is NaN in both parts, as NumPy's 0 / 0 (wgpu gave NaN + 0j)."""
+    for dt in supported(device, "complex floating"):
+        for keepdims in (False, True):
+            res = xp.mean(xp.zeros(shape, dtype=dt, device=device), axis=axis, keepdims=keepdims)
+            want_shape = np.sum(np.zeros(shape), axis=axis, keepdims=keepdims).shape
+            assert_result(res, np.full(want_shape, complex(np.nan, np.nan), dt), dtype=dt)
+            got = to_numpy(res)
+            assert np.isnan(got.real).all() and np.isnan(got.imag).all()
 
 @pytest.mark.parametrize("name", ["std", "var"])
 @given(data=st.data(), seed=seeds, sa=shape_and_axis(min_side=2), keepdims=st.booleans(),

@@ -51,6 +51,7 @@ def _check_1d(fn, x, n, axis, norm):
 def _check_nd(fn, x, s, axes, norm):
     """A several-axes transform's checks: (s or None, axes or None; both given when s is)."""
     _check(fn, x, norm)
+    given = "axes=()" if axes is not None else "s=()"     # which argument an empty axes came from
     if axes is not None:
         axes = tuple(_v.axis(f"fft.{fn}", a, x.ndim, "axes") for a in axes)
         if len(set(axes)) != len(axes):
@@ -66,6 +67,9 @@ def _check_nd(fn, x, s, axes, norm):
             raise ValueError(f"ruda.fft.{fn}: s {s} and axes {axes} differ in length")
         if any(i < 1 and i != -1 for i in s):
             raise ValueError(f"ruda.fft.{fn}: s must hold positive sizes; got {s}")
+    if axes == () and fn in ("rfftn", "irfftn"):
+        raise ValueError(f"ruda.fft.{fn}: axes must name at least one axis (the real transform runs "
+                         f"over the last one); got {given}")
     for j, a in enumerate(range(x.ndim) if axes is None else axes):
         if x.shape[a] == 0 and (s is None or s[j] == -1):
             raise ValueError(f"ruda.fft.{fn}: axis {a} has no points to transform; got shape "

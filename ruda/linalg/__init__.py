@@ -108,8 +108,12 @@ def _rtol(fn, rtol, x):
 
 def matrix_rank(x: _Array, /, *, rtol: float | _Array | None = None) -> _Array:
     dev = _matrix("matrix_rank", x)
-    return _Array._new(dev.backend.linalg_matrix_rank(x._data, rtol=_rtol("matrix_rank", rtol, x)),
-                       dev)
+    rtol = _rtol("matrix_rank", rtol, x)
+    if 0 in x.shape[-2:]:
+        # no singular values, so rank 0 (NumPy's); the backends' cut-off takes their maximum
+        shape = _v.broadcast_shapes("linalg.matrix_rank", x.shape[:-2], getattr(rtol, "shape", ()))
+        return _Array._new(dev.backend.full(shape, 0, _v.default_dtype(dev, "integral")), dev)
+    return _Array._new(dev.backend.linalg_matrix_rank(x._data, rtol=rtol), dev)
 
 
 def pinv(x: _Array, /, *, rtol: float | _Array | None = None) -> _Array:
@@ -122,6 +126,14 @@ def matrix_norm(x: _Array, /, *, keepdims: bool = False, ord: int | float | str 
     if ord not in ("fro", "nuc") and not (_v.is_scalar(ord) and ord in (1, 2, -1, -2, float("inf"), -float("inf"))):
         raise ValueError(f"ruda.linalg.matrix_norm: unsupported ord {ord!r}")
     dev = _matrix("matrix_norm", x)
+    m, n = x.shape[-2:]
+    if not m or not n:
+        # the negative ords take a least value; NumPy raises where there is none to take
+        least = {-1: ("column sum of |x|", "columns", n), -2: ("singular value", "rows and columns", 0),
+                 -float("inf"): ("row sum of |x|", "rows", m)}.get(ord)
+        if least is not None and not least[2]:
+            raise ValueError(f"ruda.linalg.matrix_norm: ord={ord} (the least {least[0]}) needs x with "
+                             f"{least[1]}; got shape {x.shape}")
     out = dev.backend.linalg_matrix_norm(x._data, keepdims=_builtins.bool(keepdims), ord=ord)
     return _Array._new(out, dev)
 

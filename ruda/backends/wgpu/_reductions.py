@@ -185,9 +185,10 @@ class ReductionOps:
 
     def mean(self, x, axis, keepdims=False):
         R = math.prod(x.shape[d] for d in axis)
-        if R == 0:
+        if R == 0:     # 0 / 0: NaN in both parts of a complex mean, as NumPy
+            nan = complex(math.nan, math.nan) if x.dtype.kind == "c" else math.nan
             return self.full(tuple(1 if d in axis else n for d, n in enumerate(x.shape)) if keepdims else
-                             tuple(n for d, n in enumerate(x.shape) if d not in axis), float("nan"), x.dtype)
+                             tuple(n for d, n in enumerate(x.shape) if d not in axis), nan, x.dtype)
         s = self._reduce(x, axis, "sum", x.ir, x.dtype, keepdims)
         return self._scale(s, 1.0 / R)
 
