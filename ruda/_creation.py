@@ -152,7 +152,7 @@ def _stack_nested(obj, dtype, dev):
 
 def _has_big_int(obj):
     if isinstance(obj, int):
-        return True
+        return not -2**63 <= obj < 2**64
     return isinstance(obj, list | tuple) and any(_has_big_int(o) for o in obj)
 
 

@@ -165,9 +165,12 @@ def roll(x: Array, /, shift: int | tuple[int, ...], *, axis: Axis = None) -> Arr
     return Array._new(x._device.backend.roll(x._data, shift, axis=ax), x._device)
 
 
-def squeeze(x: Array, /, axis: int | tuple[int, ...]) -> Array:
+def squeeze(x: Array, /, axis: int | tuple[int, ...] | None = None) -> Array:
     v.array("squeeze", "x", x)
-    ax = v.axes("squeeze", axis, x.ndim)
+    if axis is None:        # NumPy's and PyTorch's: every axis of size 1
+        ax = tuple(i for i, n in enumerate(x.shape) if n == 1)
+    else:
+        ax = v.axes("squeeze", axis, x.ndim)
     for a in ax:
         if x.shape[a] != 1:
             raise ValueError(f"ruda.squeeze: axis {a} of shape {x.shape} has size {x.shape[a]}, not 1")
@@ -184,6 +187,8 @@ def stack(arrays: tuple[Array, ...] | list[Array], /, *, axis: int = 0) -> Array
 
 def tile(x: Array, repetitions: tuple[int, ...], /) -> Array:
     v.array("tile", "x", x)
+    if not isinstance(repetitions, tuple | list):   # NumPy's: one count for the last axis
+        repetitions = (v.integer("tile", "repetitions", repetitions),)
     reps = tuple(v.integer("tile", "each repetition", r) for r in repetitions)
     if any(r < 0 for r in reps):
         raise ValueError(f"ruda.tile: repetitions must be non-negative; got {reps}")

@@ -155,6 +155,8 @@ def test_asarray_errors(device):
         xp.asarray("abc", device=device)
     with pytest.raises(OverflowError, match=r"ruda\.asarray"):
         xp.asarray([2**70], device=device)
+    with pytest.raises(TypeError, match=r"ruda\.asarray: cannot make an array of list"):
+        xp.asarray([1, None], device=device)     # not the big-integer OverflowError
     with pytest.raises(TypeError, match=r"ruda\.asarray: dtype must be a ruda dtype"):
         xp.asarray([1], dtype="not-a-dtype", device=device)
     with pytest.raises(ValueError, match=r"unknown device 'nope'.*available devices: cpu"):

@@ -115,6 +115,17 @@ def test_expand_dims_squeeze(device, data, seed, shape):
     _exact(xp.squeeze(x, axis=ones), np.squeeze(a, axis=ones), dt)
 
 
+def test_squeeze_without_axis_and_tile_by_an_int(device):
+    """NumPy's spellings: squeeze() drops every axis of size 1, tile(x, 2) is tile(x, (2,))."""
+    dt = supported(device)[0]
+    for shape in [(1, 3, 1), (1, 1), (2, 3), ()]:
+        a, x = _arr(device, np.random.default_rng(2), shape, dt)
+        _exact(xp.squeeze(x), np.squeeze(a), dt)
+        _exact(xp.tile(x, 2), np.tile(a, 2), dt)
+    with pytest.raises(TypeError, match=r"ruda\.tile: repetitions must be an integer; got float"):
+        xp.tile(x, 2.0)
+
+
 def test_squeeze_error(device):
     x = xp.asarray(rand(np.random.default_rng(1), (2, 1), supported(device)[0]), device=device)
     with pytest.raises(ValueError, match=r"ruda\.squeeze: axis 0 of shape \(2, 1\) has size 2, not 1"):
