@@ -123,28 +123,33 @@ def test_conv_empty_channels(device):
 
 
 def test_conv_transpose_empty(device):
-    """An empty batch, and padding that leaves an output size of 0: empty results, as torch
-    (its oneDNN path: float32, batch > 1); a negative size is an error."""
+    """An empty batch gives the empty result, as torch; an output size below 1 is a ValueError
+    naming the sizes, as torch's native path raises (its oneDNN path returns an empty result)."""
     dt, tol = fdt(device)
     rng = np.random.default_rng(213)
-    cases = [(1, (2, 4, 2), (4, 3, 3), dict(padding=2)),
-             (2, (2, 4, 2, 2), (4, 3, 3, 3), dict(padding=(2, 0))),
-             (2, (3, 4, 3, 2), (4, 2, 2, 2), dict(stride=2, padding=(1, 2), groups=2)),
-             (2, (0, 4, 3, 2), (4, 3, 3, 3), dict(padding=1))]
-    for nd, xs, ws, kw in cases:
+    a, w, b = rng.standard_normal((0, 4, 3, 2)), rng.standard_normal((4, 3, 3, 3)), \
+        rng.standard_normal(3)
+    want = F.conv_transpose2d(T(a), T(w), T(b), padding=1).numpy()
+    got = nn.conv_transpose2d(put(a, device, dt), put(w, device, dt), put(b, device, dt),
+                              padding=1)
+    assert got.shape == want.shape == (0, 3, 3, 2)
+    close(got, want, dt, tol)
+    cases = [(1, (1, 3, 2), (3, 1, 1), dict(padding=1), r"\(2,\) give \(2,\) without padding\), "
+              r"got padding \(1,\): output sizes \(0,\)"),
+             (1, (2, 4, 2), (4, 3, 3), dict(padding=3), r"\(2,\) give \(4,\) without padding\), "
+              r"got padding \(3,\): output sizes \(-2,\)"),
+             (2, (2, 4, 2, 2), (4, 3, 3, 3), dict(padding=(2, 0)), r"\(2, 2\) give \(4, 4\) "
+              r"without padding\), got padding \(2, 0\): output sizes \(0, 4\)"),
+             (2, (3, 4, 3, 2), (4, 2, 2, 2), dict(stride=2, padding=(1, 2), groups=2),
+              r"\(3, 2\) give \(6, 4\) without padding\), got padding \(1, 2\): output "
+              r"sizes \(4, 0\)")]
+    for nd, xs, ws, kw, msg in cases:
         a, w = rng.standard_normal(xs), rng.standard_normal(ws)
-        b = rng.standard_normal(ws[1] * kw.get("groups", 1))
-        tf = getattr(F, f"conv_transpose{nd}d")
-        want = tf(T(a.astype(np.float32)), T(w.astype(np.float32)), T(b.astype(np.float32)),
-                  **kw).numpy()
-        got = getattr(nn, f"conv_transpose{nd}d")(put(a, device, dt), put(w, device, dt),
-                                                  put(b, device, dt), **kw)
-        assert got.shape == want.shape and 0 in want.shape
-        close(got, want, dt, tol)
-    with pytest.raises(ValueError, match=r"ruda.nn.conv_transpose1d: padding: expected an "
-                       r"output of size >= 0 \(without padding \(4,\)\), got padding \(3,\)"):
-        nn.conv_transpose1d(put(rng.standard_normal((2, 4, 2)), device, dt),
-                            put(rng.standard_normal((4, 3, 3)), device, dt), padding=3)
+        with pytest.raises(RuntimeError, match="Output size is too small"):
+            getattr(F, f"conv_transpose{nd}d")(T(a), T(w), **kw)
+        with pytest.raises(ValueError, match=rf"ruda.nn.conv_transpose{nd}d: padding: expected "
+                           rf"output sizes >= 1 \(x's spatial sizes {msg}"):
+            getattr(nn, f"conv_transpose{nd}d")(put(a, device, dt), put(w, device, dt), **kw)
 
 
 @pytest.mark.parametrize("kw", [dict(kernel_size=3), dict(kernel_size=(2, 3), dilation=(1, 2),
@@ -313,7 +318,7 @@ def test_conv_errors(device):
          r"divisible by groups=3", nn.conv_transpose2d, x, wt, groups=3)
     _err(ValueError, r"ruda.nn.conv_transpose2d: weight: expected shape\[0\] = x's C_in = 4",
          nn.conv_transpose2d, x, w)
-    _err(ValueError, r"ruda.nn.conv_transpose2d: padding: expected an output of size >= 0",
+    _err(ValueError, r"ruda.nn.conv_transpose2d: padding: expected output sizes >= 1",
          nn.conv_transpose2d, x, wt, padding=5)
     _err(ValueError, r"ruda.nn.unfold: x: expected 4 dimensions \(N, C, H, W\)", nn.unfold,
          x[0], 3)

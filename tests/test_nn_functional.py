@@ -496,3 +496,18 @@ def test_pad(device, mode):
             nn.pad(put(a, device, dt), (-3, -3), mode=mode)
     with pytest.raises(ValueError, match=r"ruda.nn.pad: mode"):
         nn.pad(put(a, device, dt), (1, 1), mode="edge")
+
+
+def test_pad_returns_a_new_array(device):
+    """Zero pads, and border modes that only crop, still return a new array, as torch:
+    writing into the result leaves x unchanged."""
+    dt, _ = fdt(device)
+    a = np.random.default_rng(15).standard_normal((2, 3, 4, 5)).astype(np.dtype(dt))
+    for p, mode in (((0, 0), "constant"), ((0, 0, 0, 0), "constant"),
+                    ((-1, -1, 0, 0), "reflect"), ((-1, 0, 0, -2), "replicate"),
+                    ((0, -2, -1, 0), "circular")):
+        x = put(a, device, dt)
+        got = nn.pad(x, p, mode=mode)
+        close(got, F.pad(torch.from_numpy(a), p, mode=mode).numpy(), dt, 0)
+        got[...] = 7.0
+        close(x, a, dt, 0)

@@ -201,6 +201,37 @@ def test_interpolate(device, n, modes):
                 close(got, want, dt, tol * 10)
 
 
+def test_identity_cases_return_new_arrays(device):
+    """Pooling with 1-element windows and resizing to x's own size still return a new array,
+    as torch: writing into the result leaves x unchanged (batched and unbatched x, the 3-d and
+    integer resizes that the host kernel leaves to the composed path)."""
+    dt, tol = fdt(device)
+    rng = np.random.default_rng(62)
+    a2, a3 = rng.standard_normal((2, 3, 4, 5)), rng.standard_normal((1, 2, 3, 4, 2))
+    img = rng.integers(0, 256, (1, 3, 4, 5)).astype(np.uint8)
+    cases = [("max_pool2d", a2, dict(kernel_size=1)), ("max_pool2d", a2[0], dict(kernel_size=1)),
+             ("max_pool2d", a2, dict(kernel_size=(1, 1), return_indices=True)),
+             ("max_pool3d", a3, dict(kernel_size=1, stride=1)),
+             ("adaptive_avg_pool2d", a2, dict(output_size=(4, 5))),
+             ("adaptive_avg_pool2d", a2[0], dict(output_size=(None, 5))),
+             ("adaptive_max_pool2d", a2, dict(output_size=(4, 5))),
+             ("interpolate", a2, dict(size=(4, 5))),
+             ("interpolate", a2, dict(scale_factor=1.0, mode="bilinear")),
+             ("interpolate", a2, dict(size=(4, 5), mode="area")),
+             ("interpolate", a3, dict(scale_factor=1.0, mode="trilinear")),
+             ("interpolate", img, dict(size=(4, 5)))]
+    for name, a, kw in cases:
+        d = xp.uint8 if a.dtype == np.uint8 else dt
+        a = a.astype(np.dtype(d))
+        x = xp.asarray(a.copy(), device=device)        # not sharing a's memory on cpu
+        got, want = getattr(nn, name)(x, **kw), getattr(F, name)(torch.from_numpy(a), **kw)
+        if kw.get("return_indices"):
+            got, want = got[0], want[0]
+        close(got, want.numpy(), d, tol)
+        got[...] = 7
+        close(x, a, d, 0)
+
+
 @pytest.mark.parametrize("name, tol", [("bfloat16", 1e-2), ("float16", 2e-3)])
 def test_half_cpu(name, tol):
     """bfloat16 and float16 on cpu (float32 inside, rounded once) vs torch in the same dtype on

@@ -106,6 +106,20 @@ def test_filters_keep_the_transformers_set(device, kw):
     np.testing.assert_array_equal(got[np.isfinite(got)], x[np.isfinite(want)])
 
 
+@pytest.mark.parametrize("kw", [{}, dict(top_k=24), dict(top_k=30), dict(top_p=1.0),
+                                dict(min_p=0.0)])
+def test_filter_logits_that_keeps_every_token_returns_a_new_array(device, kw):
+    """No filter, or none that drops a token, still returns a new array: writing into the
+    result leaves the logits unchanged."""
+    x = np.random.default_rng(32).standard_normal((5, 24)).astype(_float(device))
+    logits = ruda.asarray(x.copy(), device=device)      # not sharing x's memory on cpu
+    got = nn.filter_logits(logits, **kw)
+    assert got.dtype == logits.dtype
+    np.testing.assert_array_equal(_host(got), _ref_filter(x, **kw))
+    got[...] = 0.0
+    np.testing.assert_array_equal(_host(logits), x)
+
+
 def test_filter_logits_any_leading_axes(device):
     """Logits (V,) and (..., V): the rows of the 2-D case, filtered alike."""
     rng = np.random.default_rng(31)

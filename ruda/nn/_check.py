@@ -115,6 +115,12 @@ def down(y, dt):
     return y if y.dtype == dt else xp.astype(y, dt)
 
 
+def fresh(y, x):
+    """y, or a copy of it where it is x itself: results are new arrays, as torch's, so
+    writing into one never changes the caller's input."""
+    return xp.asarray(x, copy=True) if y is x else y
+
+
 def kernel(x, name):
     """The fused kernel ``name`` of x's device, or None."""
     mod = getattr(x.device.backend, "nn", None)

@@ -11,9 +11,9 @@ tap's block added into a strided slice of the output.
 Deviations from torch: the input must carry its batch axis (torch also takes an unbatched
 ``(C, *spatial)``: here that is an error, so a 3-D input to conv2d is caught); ``weight`` and
 ``bias`` must have x's dtype; integer input is an error. An empty batch, C_out = 0 or C_in = 0
-gives the empty result (C_in = 0: the bias alone), and conv_transpose's output size 0 an empty
-result, in every case (torch refuses C_out = 0, and an empty transposed output outside its
-oneDNN float32 path).
+gives the empty result (C_in = 0: the bias alone; torch refuses C_out = 0). conv_transpose's
+output size below 1 is a ValueError, as torch's native path raises (its oneDNN path, float32
+with a batch > 1 or bfloat16, returns an empty result instead).
 """
 import itertools
 import numbers
@@ -254,10 +254,10 @@ def _conv_transpose(fn, nd, x, weight, bias, stride, padding, output_padding, gr
     full = tuple((n - 1) * s + d * (k - 1) + 1 + op
                  for n, s, d, k, op in zip(sp, stride, dil, ks, opad))
     out = tuple(f - 2 * p for f, p in zip(full, pad))
-    if any(o < 0 for o in out):
-        raise c.err(ValueError, fn, "padding", f"an output of size >= 0 (without padding "
-                    f"{full})", f"padding {pad}")
-    if x.shape[0] == 0 or cout == 0 or cin == 0 or 0 in out:
+    if any(o < 1 for o in out):
+        raise c.err(ValueError, fn, "padding", f"output sizes >= 1 (x's spatial sizes {sp} give "
+                    f"{full} without padding)", f"padding {pad}: output sizes {out}")
+    if x.shape[0] == 0 or cout == 0 or cin == 0:
         return _empty(x, cout, out, bias, nd)
     r = None
     if x.size and weight.size:

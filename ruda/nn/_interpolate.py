@@ -170,4 +170,4 @@ def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=N
             v = v * xp.asarray(w[j].reshape(bshape), dtype=y.dtype, device=x.device)
             acc = v if acc is None else acc + v
         y = acc
-    return c.down(y, x.dtype)
+    return c.fresh(c.down(y, x.dtype), x)

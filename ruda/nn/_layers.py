@@ -317,7 +317,7 @@ def pad(x, pad, mode="constant", value=0.0):
         if any(v < 0 for v in pads):
             return _pad_cropping(x, widths, mode)
         return _pad_borders(x, widths, mode)
-    return _pad_constant(x, widths, value) if widths else x
+    return _pad_constant(x, widths, value) if widths else xp.asarray(x, copy=True)
 
 
 def _pad_constant(x, widths, value):
@@ -380,10 +380,11 @@ def _pad_cropping(x, widths, mode):
             raise c.err(ValueError, "pad", "pad", f"values <= the axis length after cropping "
                         f"({m}) in mode 'circular'", (lo, hi))
         crop[ax] = slice(max(0, -lo), n - max(0, -hi))
+    if not grow:                                # cropping only: a copy, not a view of x
+        return xp.asarray(x[tuple(crop)], copy=True)
     if mode == "circular":
-        x = x[tuple(crop)]
-        return _pad_borders(x, grow, mode) if grow else x
-    return (_pad_borders(x, grow, mode) if grow else x)[tuple(crop)]
+        return _pad_borders(x[tuple(crop)], grow, mode)
+    return _pad_borders(x, grow, mode)[tuple(crop)]
 
 
 def _pad_borders(x, widths, mode):

@@ -139,6 +139,8 @@ def _max_pool(fn, n, x, kernel_size, stride, padding, dilation, ceil_mode, retur
         # torch's rule: a larger value, or a NaN, replaces the current one (first max wins)
         upd = (v > acc) | (v != v) if xp.isdtype(v.dtype, "real floating") else v > acc
         acc, idx = xp.where(upd, v, acc), xp.where(upd, cur, idx)
+    if math.prod(k) == 1 and acc.dtype == x.dtype:
+        acc = xp.asarray(acc, copy=True)       # a 1-element window: acc is a view of x
     acc = c.down(acc, x.dtype)
     return (_finish(acc, unb), _finish(idx, unb)) if return_indices else _finish(acc, unb)
 
@@ -269,7 +271,7 @@ def _adaptive_avg(fn, n, x, output_size):
         m = ((pos >= start) & (pos < end)) / (end - start)
         m = xp.asarray(m, dtype=y.dtype, device=x.device)
         y = xp.moveaxis(xp.matmul(xp.moveaxis(y, ax, -1), m), -1, ax)
-    return _finish(c.down(y, x.dtype), unb)
+    return _finish(c.down(c.fresh(y, xb), x.dtype), unb)
 
 
 def _adaptive_max(fn, n, x, output_size, return_indices):

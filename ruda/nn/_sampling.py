@@ -4,7 +4,8 @@ import os
 
 import ruda as xp
 import ruda.random
-from ruda.nn._check import axis as _axis, compute_dtype, err, kernel, native, number, real, wrap
+from ruda.nn._check import axis as _axis, compute_dtype, err, fresh, kernel, native, number, real, \
+    wrap
 
 
 def _err(fn, cls, arg, expected, got):
@@ -101,7 +102,7 @@ def filter_logits(logits, top_k=None, top_p=None, min_p=None):
       (ascending) stays at most ``1 - top_p``;
     - ``min_p``: drop tokens whose probability is below ``min_p`` times the highest."""
     _check_logits("filter_logits", logits, None)
-    return _filter(logits, *_check_filters("filter_logits", top_k, top_p, min_p))
+    return fresh(_filter(logits, *_check_filters("filter_logits", top_k, top_p, min_p)), logits)
 
 
 def _filter(s, top_k, top_p, min_p):
