@@ -35,6 +35,24 @@ def test_arange_float(device, data, start, length, step, neg):
                   atol=1e-5 * (abs(start) + abs(stop) + 1) if want == np.float32 else None)
 
 
+def test_arange_float_values_are_numpys(device):
+    """Float arange bit for bit NumPy's fill: start, start + step rounded to the dtype, then
+    start + i * delta in the dtype, delta the difference of the first two (so 1, 0.9, ... 0.7 is
+    NumPy's 0.7000000000000001); a step past the dtype's range gives NumPy's start, inf, NaN."""
+    rng = np.random.default_rng(21)
+    for dt in supported(device, "real floating"):
+        cases = [(1, 0, -0.1), (0, 1, 0.3), (-5.5, 100, 0.37), (0, 10, 1e300 if dt == np.float64 else 1e39)]
+        for _ in range(30):
+            a, st_ = float(rng.uniform(-100, 100)), float(rng.uniform(0.001, 3) * rng.choice([-1, 1]))
+            cases.append((a, a + st_ * int(rng.integers(1, 3000)), st_))
+        for a, b, s_ in cases:
+            with np.errstate(all="ignore"):
+                want = np.arange(a, b, s_, dtype=dt)
+            got = to_numpy(xp.arange(a, b, s_, dtype=dt, device=device))
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want, err_msg=f"arange({a}, {b}, {s_}, {dt})")
+
+
 @given(data=st.data(), start=st.integers(0, 30), n=st.integers(0, 30))
 def test_arange_with_dtype(device, data, start, n):
     dt = data.draw(dtypes(device, ("integral", "real floating")), label="dtype")

@@ -63,6 +63,23 @@ def linspace(start, stop, num, dtype, endpoint):
     return out
 
 
+def arange(start, stop, step, dtype):
+    """NumPy's fill (CuPy's is start + i * step): start, start + step rounded to the dtype, then
+    start + i * delta with delta the difference of those two, each operation rounded once
+    (float16: in float32)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind != "f":
+        return cp.arange(start, stop, step, dtype=dtype)
+    n = max(0, math.ceil((stop - start) / step))
+    wide = np.dtype(np.float32) if dtype == np.float16 else dtype
+    with np.errstate(all="ignore"):
+        first, second = np.asarray(start, dtype), np.asarray(start + step, dtype)
+        delta = second.astype(wide) - first.astype(wide)
+    out = cp.arange(n, dtype=wide) * delta[()] + first.astype(wide)[()]   # two kernels: not fused
+    out[:2] = cp.asarray(np.stack([first, second]).astype(wide)[:n])
+    return out.astype(dtype, copy=False)
+
+
 # Float floor_divide, remainder and pow as IR kernels (ruda.runtime.cuda_c) compiled with IEEE
 # subnormals: CuPy compiles its kernels with -ftz=true, which made float32 3.4e38 % 4e-45 NaN and
 # float32 powers below 2**-126 zero.  floor_divide and remainder are NumPy's npy_divmod with the

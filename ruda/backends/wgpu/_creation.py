@@ -42,7 +42,9 @@ class CreationOps:
         else:
             n = max(0, math.ceil((stop - start) / step))
         out = self._new((n,), dtype)
-        if n:
+        if n and dtype.kind == "f":
+            self._arange_float(out, start, step, dtype)
+        elif n:
             p = IR[dtype]
             cdt = "f64" if p in ("f32", "f64") and self.has_f64 else p
             if p in ir.INTS:
@@ -52,6 +54,23 @@ class CreationOps:
             self._write_coords(out, lambda c, s, st: ir.cast(ir.op("add", s, ir.op("mul", ir.cast(c[0], cdt), st)), p),
                                ("arange",), params=(start, step), param_dtypes=(cdt, cdt))
         return out
+
+    def _arange_float(self, out, start, step, dtype):
+        """NumPy's fill: start, then start + step rounded to the dtype, then start + i * delta
+        in the dtype (float16: in float32) with delta the difference of the first two."""
+        cdt = "f32" if dtype == np.float16 else IR[dtype]
+        wide = np.dtype(np.float32) if dtype == np.float16 else dtype
+        with np.errstate(all="ignore"):      # a step past the dtype's range: NumPy's inf and NaN
+            first, second = np.asarray(start, dtype), np.asarray(start + step, dtype)
+            delta = second.astype(wide) - first.astype(wide)
+
+        def fill(c, a, b, d):
+            i = ir.cast(c[0], cdt)
+            rest = ir.op("add", a, ir.op("mul", i, d))
+            return ir.select(ir.op("eq", c[0], ir.Const(0, I)), a,
+                             ir.select(ir.op("eq", c[0], ir.Const(1, I)), b, rest))
+        self._write_coords(out, fill, ("arange_float",),
+                           params=(float(first), float(second), float(delta)), param_dtypes=(cdt,) * 3)
 
     def linspace(self, start, stop, num, dtype, endpoint):
         dtype = np.dtype(dtype)
