@@ -5,7 +5,7 @@ Each function checks its arguments and calls the backend method ``linalg_<name>`
 import builtins as _builtins
 from collections import namedtuple as _namedtuple
 
-from ruda import _hints
+from ruda import _dtypes, _hints
 from ruda import _validation as _v
 from ruda._array import Array as _Array
 from ruda._linear_algebra import matmul, matrix_transpose, promoted as _promoted, tensordot, vecdot
@@ -134,6 +134,9 @@ def matrix_norm(x: _Array, /, *, keepdims: bool = False, ord: int | float | str 
         if least is not None and not least[2]:
             raise ValueError(f"ruda.linalg.matrix_norm: ord={ord} (the least {least[0]}) needs x with "
                              f"{least[1]}; got shape {x.shape}")
+        # every other norm of no values is 0 (NumPy's); the backends' max/min have no identity
+        shape = x.shape[:-2] + ((1, 1) if keepdims else ())
+        return _Array._new(dev.backend.full(shape, 0, _dtypes.real_of(x._dtype)), dev)
     out = dev.backend.linalg_matrix_norm(x._data, keepdims=_builtins.bool(keepdims), ord=ord)
     return _Array._new(out, dev)
 

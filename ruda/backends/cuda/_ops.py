@@ -3,6 +3,7 @@
 Imported only once CuPy imports.  Every function receives validated native
 (``cupy.ndarray``) arrays and plain Python parameters (see ruda/backends/__init__.py).
 """
+import builtins
 import functools
 import math
 
@@ -70,7 +71,7 @@ def arange(start, stop, step, dtype):
     dtype = np.dtype(dtype)
     if dtype.kind != "f":
         return cp.arange(start, stop, step, dtype=dtype)
-    n = max(0, math.ceil((stop - start) / step))
+    n = builtins.max(0, math.ceil((stop - start) / step))    # max: this module's is the op's
     wide = np.dtype(np.float32) if dtype == np.float16 else dtype
     with np.errstate(all="ignore"):
         first, second = np.asarray(start, dtype), np.asarray(start + step, dtype)

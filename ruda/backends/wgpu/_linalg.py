@@ -157,10 +157,6 @@ class LinalgOps:
 
     def linalg_matrix_norm(self, x, keepdims=False, ord="fro"):
         nd = x.ndim
-        if 0 in x.shape[-2:]:
-            # every norm of an empty matrix is 0 (NumPy's; the front end rejects the least-value
-            # ords that have no values), and max/min over no values have no identity here
-            return self.full(x.shape[:-2] + ((1, 1) if keepdims else ()), 0, np_of(ir.real_of(x.ir)))
         if ord == "fro":
             return self.linalg_vector_norm(x, (nd - 2, nd - 1), keepdims, 2)
         if ord in (1, -1, float("inf"), float("-inf")):
