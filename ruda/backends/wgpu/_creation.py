@@ -64,13 +64,14 @@ class CreationOps:
             first, second = np.asarray(start, dtype), np.asarray(start + step, dtype)
             delta = second.astype(wide) - first.astype(wide)
 
-        def fill(c, a, b, d):
-            i = ir.cast(c[0], cdt)
-            rest = ir.op("add", a, ir.op("mul", i, d))
+        def fill(c, a, b, d, one):
+            # (i * d) * one, one = 1.0 unknown to the compiler: a driver that contracts a * b + c
+            # into an fma (NVIDIA's) still rounds i * d once before the sum, as NumPy does
+            rest = ir.op("add", a, ir.op("mul", ir.op("mul", ir.cast(c[0], cdt), d), one))
             return ir.select(ir.op("eq", c[0], ir.Const(0, I)), a,
                              ir.select(ir.op("eq", c[0], ir.Const(1, I)), b, rest))
-        self._write_coords(out, fill, ("arange_float",),
-                           params=(float(first), float(second), float(delta)), param_dtypes=(cdt,) * 3)
+        self._write_coords(out, fill, ("arange_float",), params=(float(first), float(second),
+                           float(delta), 1.0), param_dtypes=(cdt,) * 4)
 
     def linspace(self, start, stop, num, dtype, endpoint):
         dtype = np.dtype(dtype)
