@@ -12,11 +12,8 @@ Error-free transforms that survive the shader compilers: Mesa folds inexact floa
 So products are Dekker's, from halves split by a bit mask (exact partial products, which no
 compiler can fold or fuse wrongly), and each sum's error term subtracts an operand passed
 through ``pw_hide``: an OR with a zero the compiler cannot know (the sign bit of the positive
-base), which no algebraic rule sees through.  NVIDIA's driver contracts ``a * b + c`` into an
-fma wherever it can: a product that a later sum takes with its error term (``th - k ln2`` after
-``th = y * lg``) would be rounded away twice, so every product comes out hidden.  Never hide a
-value twice with the same zero: OR is idempotent, so the second hide folds away
-(``pw_fast(pw_hide(1.0, z), q, z)`` gave 0).
+base), which no algebraic rule sees through.  Never hide a value twice with the same zero: OR is
+idempotent, so the second hide folds away (``pw_fast(pw_hide(1.0, z), q, z)`` gave 0).
 """
 from fractions import Fraction
 
@@ -33,10 +30,9 @@ _EXP_TAIL = horner("rh", [1.0 / fact(i + 3) for i in range(13)], "lf")
 POW_HELPERS = {
     "pw_dd": ((), """fn pw_hide(v: f64, z: u64) -> f64 { return bitcast<f64>(bitcast<u64>(v) | z); }
 fn pw_split(v: f64) -> f64 { return bitcast<f64>(bitcast<u64>(v) & 0xfffffffff8000000lu); }
-// a * b = .x + .y (the last partial product rounds: 2^-106 of the product); .x hidden, so that
-// no later sum is contracted with it into an fma that would count its rounding twice
-fn pw_mul(a: f64, b: f64, z: u64) -> vec2<f64> {
-  let p = pw_hide(a * b, z);
+// a * b = .x + .y (the last partial product rounds: 2^-106 of the product)
+fn pw_mul(a: f64, b: f64) -> vec2<f64> {
+  let p = a * b;
   let ah = pw_split(a); let al = a - ah; let bh = pw_split(b); let bl = b - bh;
   return vec2<f64>(p, ((ah * bh - p) + ah * bl + al * bh) + al * bl);
 }
@@ -57,33 +53,33 @@ fn pw_sum(a: f64, b: f64, z: u64) -> vec2<f64> {
   let f = m - 1.0lf;
   let d = pw_fast(2.0lf, f, z);
   let sh = pw_hide(f / d.x, z);
-  let q = pw_mul(sh, d.x, z);
+  let q = pw_mul(sh, d.x);
   let sl = (((f - q.x) - q.y) - sh * d.y) / d.x;
-  let s2 = pw_mul(sh, sh, z); let s2l = s2.y + 2.0lf * sh * sl;
-  let s3 = pw_mul(sh, s2.x, z); let s3l = s3.y + (sh * s2l + sl * s2.x);
-  let t3 = pw_mul({_C3_HI!r}lf, s3.x, z); let t3l = t3.y + ({_C3_HI!r}lf * s3l + {_C3_LO!r}lf * s3.x);
+  let s2 = pw_mul(sh, sh); let s2l = s2.y + 2.0lf * sh * sl;
+  let s3 = pw_mul(sh, s2.x); let s3l = s3.y + (sh * s2l + sl * s2.x);
+  let t3 = pw_mul({_C3_HI!r}lf, s3.x); let t3l = t3.y + ({_C3_HI!r}lf * s3l + {_C3_LO!r}lf * s3.x);
   let zh = s2.x;
   let lm = pw_fast(2.0lf * sh, t3.x, z);
   let lml = lm.y + ((2.0lf * sl + t3l) + s3.x * zh * {_LOG_TAIL});
   // log x = e ln2 + log m = lg.x + lg.y: e LN2_HI is exact
   let fe = f64(e);
-  let pl = pw_mul(fe, {_LN2_LO}, z);
+  let pl = pw_mul(fe, {_LN2_LO});
   let hh = pw_sum(fe * {_LN2_HI}, lm.x, z);
   let lg = pw_fast(hh.x, hh.y + (pl.x + (pl.y + lml)), z);
   // t = y log x = th + tl
-  let tp = pw_mul(y, lg.x, z);
-  let th = tp.x;
+  let th = y * lg.x;
   if (th > 709.79lf) {{ return inf_f64(); }}
   if (th < -745.2lf) {{ return 0.0lf; }}
+  let tp = pw_mul(y, lg.x);
   let tl = tp.y + y * lg.y;
   // exp t = 2^k exp r, r = t - k ln2 = r.x + r.y (th - k LN2_HI is exact: a factor 2 apart or k = 0)
   let k = round(th * 1.44269504088896338700e+00lf);
-  let kl = pw_mul(k, {_LN2_LO}, z);
+  let kl = pw_mul(k, {_LN2_LO});
   let r1 = pw_sum(th - k * {_LN2_HI}, -kl.x, z);
   let r = pw_fast(r1.x, r1.y + (tl - kl.y), z);
   // exp r = 1 + q, q = r + r^2 / 2 + r^3 P(r), summed so that 1 + q rounds once
   let rh = r.x;
-  let p2 = pw_mul(rh, rh, z);
+  let p2 = pw_mul(rh, rh);
   let h2 = 0.5lf * p2.x;
   let qq = pw_fast(rh, h2, z);
   let ql = qq.y + (r.y + ((0.5lf * p2.y + r.y * (rh + h2)) + rh * p2.x * {_EXP_TAIL}));
