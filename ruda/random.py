@@ -60,9 +60,16 @@ def philox4x32(counter, key, rounds=10, *, wide=None):
 
     ``wide=False`` forces the 32-bit-only arithmetic that devices without uint64 use (the
     results are the same bits either way)."""
+    if len(counter) != 4 or any(c.__class__ is not _Array or c.dtype != _U32 for c in counter):
+        raise TypeError(f"ruda.random.philox4x32: counter must be four uint32 arrays; got "
+                        f"{[getattr(c, 'dtype', type(c).__name__) for c in counter]}")
+    if len(key) != 2 or not all(0 <= _operator.index(k) <= _MASK for k in key):
+        raise ValueError(f"ruda.random.philox4x32: key must be two ints in [0, 2**32); got {key}")
+    if _operator.index(rounds) < 1:
+        raise ValueError(f"ruda.random.philox4x32: rounds must be at least 1; got {rounds}")
     c0, c1, c2, c3 = counter
     wide = _wide(c0) if wide is None else wide
-    k0, k1 = (_operator.index(k) & _MASK for k in key)
+    k0, k1 = (_operator.index(k) for k in key)
     for r in range(rounds):
         if r:
             k0, k1 = (k0 + _W0) & _MASK, (k1 + _W1) & _MASK
@@ -124,11 +131,11 @@ class Generator:
         return _manipulation.reshape(self._words(_math.prod(shape), dev), shape)
 
     def _words(self, n, dev):
+        blocks = -(-n // 4)
+        if blocks >= 2**32:     # before the stream is taken: a refused call leaves none used
+            raise ValueError(f"ruda.random: {n} words in one call is more than one stream's 2**34")
         c = self.calls
         self.calls += 1
-        blocks = -(-n // 4)
-        if blocks >= 2**32:
-            raise ValueError(f"ruda.random: {n} words in one call is more than one stream's 2**34")
         j = _creation.arange(blocks, dtype=_U32, device=dev)
         ctr = [j] + [_creation.full_like(j, w) for w in (0, c & _MASK, c >> 32)]
         out = philox4x32(ctr, (self.seed & _MASK, self.seed >> 32))
@@ -165,6 +172,8 @@ class Generator:
     def uniform(self, low=0.0, high=1.0, shape=(), *, dtype=None, device=None):
         """Uniform floats in [low, high) (high itself may come from rounding, as in NumPy)."""
         low, high = _real("uniform", "low", low), _real("uniform", "high", high)
+        dt = self._float_dtype("uniform", dtype, _v.device_or_default(device))
+        _fits("uniform", dt, low=low, high=high)
         u = self.random(shape, dtype=dtype, device=device)
         if abs(high - low) <= _dtypes.finfo_object(u._dtype).max:
             return low + (high - low) * u
@@ -180,6 +189,7 @@ class Generator:
         shape = _v.shape("random.normal", shape)
         dev = _v.device_or_default(device)
         dt = self._float_dtype("normal", dtype, dev)
+        _fits("normal", dt, loc=loc, scale=scale)
         n = _math.prod(shape)
         # float16 from float32 uniforms: its own 11-bit ones would end the tails at |z| = 3.9
         wdt = _dtypes.float32 if dt.itemsize == 2 else dt
@@ -220,6 +230,9 @@ class Generator:
         if x.__class__ is _Array:
             if x.ndim == 0:
                 raise ValueError("ruda.random.permutation: x must have at least one dimension")
+            if device is not None and _v.device_or_default(device) is not x.device:
+                raise ValueError(f"ruda.random.permutation: device {device!r} differs from x's "
+                                 f"device '{x.device}'; move x with x.to_device first")
             idx = self.permutation(x.shape[0], device=x.device)
             return x[idx]
         if hasattr(x, "__array_namespace__") or hasattr(x, "__array__"):
@@ -256,6 +269,15 @@ def _plus(off, low, dt):
 def default_rng(seed=0):
     """``Generator(seed)``, spelled as in NumPy."""
     return Generator(seed)
+
+
+def _fits(fn, dt, **values):
+    """ValueError for finite parameters that the dtype cannot hold (float16's 65504)."""
+    top = _dtypes.finfo_object(dt).max
+    for arg, value in values.items():
+        if _math.isfinite(value) and abs(value) > top:
+            raise ValueError(f"ruda.random.{fn}: {arg}={value} is out of {_dtypes.name(dt)}'s "
+                             f"range (+-{top})")
 
 
 def _real(fn, arg, value):

@@ -195,3 +195,28 @@ def test_bad_input():
                                         r"array; got ndarray \(convert it with ruda.asarray\)"):
         g.permutation(np.arange(5))
     assert rr.Generator(None).seed != rr.Generator(None).seed     # fresh entropy, as NumPy
+
+
+def test_bad_input_leaves_the_stream_and_names_the_argument():
+    """A refused call takes no stream number; philox4x32 checks its words, key and rounds;
+    float16 parameters past its range and a permutation asked for another device raise."""
+    g = rr.Generator(0)
+    with pytest.raises(ValueError, match="more than one stream's 2"):
+        g.bits((2**35,))
+    assert g.calls == 0
+    z32, z64 = xp.zeros(1, dtype=xp.uint32), xp.zeros(1, dtype=xp.int64)
+    with pytest.raises(TypeError, match=r"ruda.random.philox4x32: counter must be four uint32"):
+        rr.philox4x32([z64] * 4, (0, 0))
+    for key in [(-1, 0), (2**32, 0)]:
+        with pytest.raises(ValueError, match=r"ruda.random.philox4x32: key must be two ints"):
+            rr.philox4x32([z32] * 4, key)
+    with pytest.raises(ValueError, match=r"ruda.random.philox4x32: rounds must be at least 1"):
+        rr.philox4x32([z32] * 4, (0, 0), rounds=0)
+    with pytest.raises(ValueError, match=r"ruda.random.uniform: high=100000.0 is out of float16"):
+        g.uniform(0, 1e5, (4,), dtype=xp.float16)
+    with pytest.raises(ValueError, match=r"ruda.random.normal: loc=100000.0 is out of float16"):
+        g.normal(1e5, 1.0, (4,), dtype=xp.float16)
+    assert g.calls == 0
+    if "wgpu" in [str(d) for d in xp.__array_namespace_info__().devices()]:
+        with pytest.raises(ValueError, match=r"ruda.random.permutation: device 'wgpu' differs"):
+            g.permutation(xp.arange(3), device="wgpu")
