@@ -10,6 +10,7 @@ from ruda import _dtypes
 from ruda import _elementwise as ew
 from ruda import _indexing
 from ruda import _linear_algebra as la
+from ruda import _statistical
 from ruda import _validation as v
 from ruda._array import Array, _speedups
 
@@ -121,5 +122,11 @@ Array.__imatmul__ = inplace(la.matmul, "matmul")
 if _speedups is None:   # with the C accelerator: its mapping slots (ruda/_accelerate.py)
     Array.__getitem__ = _indexing.getitem
     Array.__setitem__ = _indexing.setitem
+def _contains(self, value):
+    """``value in x``: NumPy's and torch's (x == value).any(), one reduction on the device."""
+    return bool(_statistical.any(ew.equal(self, value)))
+
+
+Array.__contains__ = _contains
 Array.__array_ufunc__ = None  # NumPy defers to ruda's operators: no silent conversion
 Array.__hash__ = None

@@ -213,6 +213,18 @@ def test_python_scalar_conversion(device):
         int(xp.asarray(float("inf"), dtype=fdt, device=device))
 
 
+def test_membership_is_an_elementwise_test(device):
+    """``v in x`` is NumPy's (x == v).any(), over every element (2-D included) in one
+    reduction, with a scalar or an array that broadcasts."""
+    dt = supported(device, "real floating")[0]
+    a = np.arange(6.0, dtype=dt).reshape(2, 3)
+    x = xp.asarray(a, device=device)
+    for v in [3, 7, 2.0, -0.0, float("nan"), np.asarray([3.0, 4.0, 5.0], dt), np.asarray([0.0, 9.0, 9.0], dt)]:
+        want = v in a
+        got = (xp.asarray(v, device=device) if isinstance(v, np.ndarray) else v) in x
+        assert got is want, v
+
+
 def test_repr_and_str(device):
     rng = np.random.default_rng(2)
     dt = supported(device, "real floating")[0]
