@@ -106,13 +106,28 @@ Array.__abs__ = ew.abs
 Array.__invert__ = ew.bitwise_invert
 
 
+def _matmul_operand_error(arg, other):
+    """A clear TypeError for @ with a scalar, a sequence or another library's array (NumPy's
+    and Python's own errors name neither ruda nor the fix); None for other objects."""
+    if v.foreign_array(other) or isinstance(other, (*_OPERANDS, list, tuple)):
+        hint = "" if isinstance(other, _OPERANDS) else " (convert it with ruda.asarray)"
+        return TypeError(f"ruda.matmul: {arg} must be a ruda array; got {type(other).__name__}{hint}")
+    return None
+
+
 def _matmul_forward(self, other):
     if other.__class__ is not Array:
+        e = _matmul_operand_error("x2", other)
+        if e is not None:
+            raise e
         return NotImplemented
     return la.matmul(self, other)
 
 
 def _matmul_reflected(self, other):
+    e = _matmul_operand_error("x1", other)
+    if e is not None:
+        raise e
     return NotImplemented
 
 

@@ -143,6 +143,10 @@ def test_numpy_operand_is_not_silently_converted(device):
         np.ones(3) + x
     with pytest.raises(TypeError):
         x + [1, 2, 3]
+    for left, right, arg, got in [(x, np.ones(3), "x2", "ndarray"), (np.ones(3), x, "x1", "ndarray"),
+                                  (x, [1, 2, 3], "x2", "list"), (x, 2, "x2", "int"), (2.0, x, "x1", "float")]:
+        with pytest.raises(TypeError, match=rf"ruda\.matmul: {arg} must be a ruda array; got {got}"):
+            left @ right
 
 
 @given(seed=seeds, shape=shapes(0, 4, 0, 4))
