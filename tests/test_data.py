@@ -1,11 +1,15 @@
 """ruda.data: round trips, indexing, splits, bad input (oracle: the NumPy arrays written)."""
+import os
+import pickle
 import sqlite3
+import threading
 
 import numpy as np
 import pytest
 
 import ruda as xp
 import ruda.data as rd
+import ruda.data._store as store_module
 from ruda.data._schema import DTYPES
 from conftest import to_numpy
 
@@ -175,6 +179,23 @@ def test_splits(tmp_path):
     assert len(appender) == 0 and "valid" in appender.splits
 
 
+def test_views_sharing_a_connection_see_each_others_writes(tmp_path):
+    """Split views share one SQLite connection, whose own commits its data_version misses."""
+    ds = rd.Dataset.create(tmp_path / "d.ruda", {"i": ("int64", ())})
+    view = ds.split("train")
+    assert len(view) == 0
+    ds.extend({"i": np.arange(10)})
+    assert len(ds) == 10 and len(view) == 10 and view.counts() == {"train": 10}
+    got = [to_numpy(b["i"]) for b in view.batches(4)]
+    np.testing.assert_array_equal(np.concatenate(got), np.arange(10))
+    test, test2 = ds.split("test"), ds.split("test")
+    assert len(test2) == 0
+    test.extend({"i": np.arange(3)})
+    test.append({"i": 7})                                   # merged into the tail row
+    assert len(test2) == 4 and to_numpy(test2[:]["i"]).tolist() == [0, 1, 2, 7]
+    assert int(to_numpy(test2[3]["i"])) == 7 and to_numpy(view[9]["i"]) == 9
+
+
 def test_variable_field_given_as_one_array(tmp_path):
     ds = rd.Dataset.create(tmp_path / "d.ruda", {"v": ("float32", (None, 3))})
     arr = np.arange(24, dtype=np.float32).reshape(2, 4, 3)
@@ -193,6 +214,28 @@ def test_python_values_fill_fields(tmp_path):
     assert b["x"].dtype == xp.float32 and b["y"].dtype == xp.uint8
     np.testing.assert_array_equal(to_numpy(b["x"]), [[1.5, 2.0], [0.0, 1.0]])
     np.testing.assert_array_equal(to_numpy(b["y"]), [7, 255])
+
+
+def test_python_floats_that_overflow_the_field_raise(tmp_path):
+    ds = rd.Dataset.create(tmp_path / "d.ruda", {"x": ("float32", (2,)), "b": ("bfloat16", ()),
+                                                 "c": ("complex64", ())})
+    good = {"x": [1.0, 2.0], "b": 1.0, "c": 1j}
+    for change in ({"x": [1e300, 1.0]}, {"b": -1e300}, {"c": 1e300j}):
+        with pytest.raises(ValueError) as e:
+            ds.append({**good, **change})
+        for w in ["ruda.data.Dataset.append", repr(next(iter(change))), "does not fit", "1e+300"]:
+            assert w in str(e.value)
+        with pytest.raises(ValueError, match="ruda.data.Dataset.extend.*does not fit"):
+            ds.extend({k: [v] for k, v in {**good, **change}.items()})
+    assert len(ds) == 0
+    ds.append({"x": [np.inf, np.nan], "b": -np.inf, "c": complex(np.inf, 0)})   # given as such
+    ds.append({"x": [3.4e38, -3.4e38], "b": 3.3e38, "c": 3.4e38 + 0j})        # finite, fits
+    got = ds[:]
+    x, b = to_numpy(got["x"]), to_numpy(got["b"]).astype(np.float64)
+    assert got["x"].dtype == xp.float32 and got["b"].dtype == xp.bfloat16
+    np.testing.assert_array_equal(x, np.array([[np.inf, np.nan], [3.4e38, -3.4e38]], np.float32))
+    assert b[0] == -np.inf and np.isfinite(b[1]) and np.isfinite(x[1]).all()
+    np.testing.assert_array_equal(to_numpy(got["c"]), np.array([np.inf, 3.4e38], np.complex64))
 
 
 BAD_BATCHES = [  # (change to a good batch, words the message must hold)
@@ -280,6 +323,85 @@ def test_open_and_create_errors(tmp_path):
     assert len(fresh) == 0 and fresh.schema == {"x": (xp.int8, ())}
     assert fresh[:]["x"].shape == (0,) and fresh[:]["x"].dtype == xp.int8
     assert list(fresh.batches(4)) == [] and fresh.verify() == {"train": 0}
+
+
+def test_create_path_errors_leave_no_file(tmp_path, monkeypatch):
+    schema = {"x": ("int8", ())}
+    missing = tmp_path / "no" / "d.ruda"
+    with pytest.raises(FileNotFoundError) as e:
+        rd.Dataset.create(missing, schema)
+    assert "ruda.data.Dataset.create" in str(e.value) and repr(str(missing.parent)) in str(e.value)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="ruda.data.Dataset.create: expected a non-empty path"):
+        rd.Dataset.create("", schema)
+    with pytest.raises(TypeError, match="ruda.data.Dataset.create: expected path as a str, "
+                                        "bytes or os.PathLike; got int"):
+        rd.Dataset.create(3, schema)
+    with pytest.raises(ValueError, match="ruda.data.Dataset.open: expected a non-empty path"):
+        rd.Dataset.open(b"")
+    assert list(tmp_path.iterdir()) == []
+    ds = rd.Dataset.create(bytes(tmp_path / "b.ruda"), schema)      # bytes as os.fsencode gives
+    ds.append({"x": 5})
+    ds.close()
+    assert [p.name for p in tmp_path.iterdir()] == ["b.ruda"]
+    assert to_numpy(rd.Dataset.open(b"b.ruda")[:]["x"]).tolist() == [5]
+    assert rd.shard_path(b"shards", 1) == os.path.join("shards", "shard-00001.ruda")
+
+
+def test_a_failed_create_leaves_no_temporary_file(tmp_path, monkeypatch):
+    def fail(*args):
+        raise OSError("No space left on device")
+    monkeypatch.setattr(store_module.os, "replace", fail)
+    with pytest.raises(OSError, match="No space"):
+        rd.Dataset.create(tmp_path / "d.ruda", {"x": ("int8", ())})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_another_thread_gets_a_clear_error(tmp_path):
+    ds, data = filled(tmp_path, 5)
+    errors = []
+
+    def use():
+        for name, call in [("__getitem__", lambda: ds[0]), ("__len__", lambda: len(ds)),
+                           ("batches", lambda: ds.batches(2)), ("counts", ds.counts),
+                           ("extend", lambda: ds.extend(make(1))), ("close", ds.close)]:
+            with pytest.raises(RuntimeError) as e:
+                call()
+            errors.append((name, str(e.value)))
+        errors.append(repr(ds))                                # never raises
+    t = threading.Thread(target=use)
+    t.start()
+    t.join()
+    assert len(errors) == 7 and "opened in another thread" in errors[-1]
+    for name, message in errors[:-1]:
+        assert f"ruda.data.Dataset.{name}" in message and "open it" in message
+        assert "in the thread that uses it" in message
+    assert_batch(ds[:], data, range(5))                 # still works in its own thread
+
+
+def test_pickle_reopens_path_mode_and_split(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    ds, data = filled(tmp_path, 6)
+    test = ds.split("test")
+    test.extend(make(2))
+    copy = pickle.loads(pickle.dumps(test))
+    assert (copy.path, copy.mode, copy.split_name) == (str(tmp_path / "d.ruda"), "a", "test")
+    assert_batch(copy[:], make(2), range(2))
+    reader = pickle.loads(pickle.dumps(rd.Dataset.open("d.ruda")))
+    assert reader.mode == "r" and reader.split_name == "train"
+    assert_batch(reader[:], data, range(6))
+    copy.close()
+    assert "closed" in repr(copy)
+    with pytest.raises(ValueError, match="closed"):
+        pickle.dumps(copy)
+
+
+def test_repr_of_a_closed_dataset(tmp_path):
+    ds, _ = filled(tmp_path, 3)
+    view = ds.split("train")
+    assert repr(ds).startswith("Dataset(") and "3 records" in repr(ds)
+    ds.close()
+    assert "closed" in repr(ds) and "closed" in repr(view)
 
 
 def test_a_reader_in_the_same_process_sees_new_records(tmp_path):

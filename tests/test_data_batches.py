@@ -341,6 +341,18 @@ def test_bad_batches_arguments(tmp_path, kwargs, word):
         ds.batches(**kwargs)
 
 
+@pytest.mark.parametrize("kwargs, error", [
+    ({"seed": -1}, ValueError), ({"seed": 1.5}, ValueError), ({"seed": "a"}, ValueError),
+    ({"shuffle": "no"}, TypeError), ({"drop_last": "no"}, TypeError), ({"shuffle": 1}, TypeError),
+])
+def test_bad_batches_seed_and_flags(tmp_path, kwargs, error):
+    ds, _ = filled(tmp_path, 5)
+    word = next(iter(kwargs))
+    with pytest.raises(error, match=f"ruda.data.Dataset.batches: expected {word} as "):
+        ds.batches(2, **kwargs)
+    assert len(list(ds.batches(2, shuffle=np.bool_(True), seed=np.int64(3)))) == 3
+
+
 def test_reader_errors_reach_the_consumer(tmp_path, monkeypatch):
     ds, _ = filled(tmp_path, 20)
     it = ds.batches(5, prefetch=2)

@@ -1,11 +1,15 @@
 """ruda.data: files that are not datasets, tampered, corrupted or truncated give DatasetError."""
+import contextlib
+import os
 import shutil
 import sqlite3
+import subprocess
 
 import numpy as np
 import pytest
 
 import ruda.data as rd
+from ruda.data._cli import main as cli
 from ruda.data._store import _meta_check
 from conftest import to_numpy
 from test_data import filled
@@ -150,3 +154,51 @@ def test_wal_left_by_a_writer_is_recovered(tmp_path):
     shutil.copy(tmp_path / "d.ruda", tmp_path / "copy.ruda")
     shutil.copy(tmp_path / "d.ruda-wal", tmp_path / "copy.ruda-wal")
     assert read_everything(tmp_path / "copy.ruda", data)
+
+
+@contextlib.contextmanager
+def read_only_copy(tmp_path, *files):
+    """A read-only folder holding copies of ``files``: chmod 0555, or for root (whom that
+    does not stop) a tmpfs remounted read-only; skipped where neither is possible."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    mounted = os.geteuid() == 0
+    if mounted and subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(folder)],
+                                  capture_output=True).returncode:
+        pytest.skip("root without permission to mount a read-only tmpfs")
+    try:
+        for f in files:
+            shutil.copy(f, folder / f.name)
+        if mounted:
+            subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True)
+        else:
+            folder.chmod(0o555)
+        yield folder
+    finally:
+        if mounted:
+            subprocess.run(["umount", str(folder)], check=True)
+        else:
+            folder.chmod(0o755)
+
+
+def test_read_only_folder_reads_in_mode_r(tmp_path, capsys):
+    """WAL files need a -shm file beside them: a read-only folder is read as immutable."""
+    path, data = pristine(tmp_path, 120)
+    with read_only_copy(tmp_path, path) as folder:
+        ro = folder / path.name
+        assert read_everything(ro, data)
+        with pytest.raises(PermissionError, match="mode 'r'"):
+            rd.Dataset.open(ro, "a")
+        with pytest.raises(PermissionError, match="ruda.data.Dataset.create.*read-only"):
+            rd.Dataset.create(folder / "new.ruda", {"x": ("int8", ())})
+        assert cli(["info", str(ro)]) == 0 and "train: 120 records" in capsys.readouterr().out
+        assert sorted(p.name for p in folder.iterdir()) == [path.name]
+
+
+def test_read_only_folder_with_commits_in_the_wal(tmp_path):
+    """Immutable reads ignore a -wal file: one that holds commits is refused, not skipped."""
+    ds, _ = filled(tmp_path, 20)
+    with read_only_copy(tmp_path, tmp_path / "d.ruda", tmp_path / "d.ruda-wal") as folder:
+        with pytest.raises(rd.DatasetError, match="-wal"):
+            rd.Dataset.open(folder / "d.ruda")
+    ds.close()

@@ -98,9 +98,14 @@ def _picked(reader, buffers, rows, sizes):
                 f.cancel()
 
 
-def _check(batch_size, shard, prefetch, device, shuffle, seed, window):
+def _check(batch_size, shard, prefetch, device, shuffle, seed, drop_last, window):
     def is_int(v):
         return isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
+    for name, flag in (("shuffle", shuffle), ("drop_last", drop_last)):
+        if not isinstance(flag, bool | np.bool_):
+            raise TypeError(f"{_FN}: expected {name} as a bool; got {flag!r}")
+    if seed is not None and (not is_int(seed) or seed < 0):
+        raise ValueError(f"{_FN}: expected seed as a non-negative int or None; got {seed!r}")
     if not is_int(batch_size) or batch_size < 1:
         raise ValueError(f"{_FN}: expected batch_size as a positive int; got {batch_size!r}")
     if shard is not None and not (isinstance(shard, tuple | list) and len(shard) == 2 and
@@ -119,7 +124,7 @@ def _check(batch_size, shard, prefetch, device, shuffle, seed, window):
 
 
 def iterate(ds, batch_size, shuffle, seed, drop_last, device, shard, prefetch, window):
-    device = _check(batch_size, shard, prefetch, device, shuffle, seed, window)
+    device = _check(batch_size, shard, prefetch, device, shuffle, seed, drop_last, window)
     batches = plan(len(ds), batch_size, shuffle, seed, drop_last, shard)
     window = (WINDOW_BYTES if window is None else window) if shuffle else None
     reader = ds._reader

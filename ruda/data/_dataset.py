@@ -1,6 +1,7 @@
 """The Dataset: records of named tensors in SQLite, read back as ruda arrays."""
 import glob
 import os
+import threading
 import time
 
 import numpy as np
@@ -9,7 +10,7 @@ import ruda as xp
 from ruda.data import _schema
 from ruda.data._reader import Part, Reader
 from ruda.data._schema import DatasetError
-from ruda.data._store import Store
+from ruda.data._store import Store, wrong_thread
 
 SHARD_SUFFIX = ".ruda"
 RESYNC_SECONDS = 1.0    # single-record reads look for new commits at least this often
@@ -19,8 +20,9 @@ def shard_path(folder, rank):
     """The file that rank ``rank`` writes in a sharded dataset ``folder`` (made if missing)."""
     if not isinstance(rank, int) or rank < 0:
         raise ValueError(f"ruda.data.shard_path: expected rank as a non-negative int; got {rank!r}")
+    folder = _path("ruda.data.shard_path", folder, "folder")
     os.makedirs(folder, exist_ok=True)
-    return os.path.join(os.fspath(folder), f"shard-{rank:05d}{SHARD_SUFFIX}")
+    return os.path.join(folder, f"shard-{rank:05d}{SHARD_SUFFIX}")
 
 
 class Dataset:
@@ -36,6 +38,10 @@ class Dataset:
     values.  A shard folder reads its ``*.ruda`` files (present when opened) in name order.
     Reads go to the default device unless ``device=`` says otherwise; variable-shape fields
     come back in batches as lists of arrays.
+
+    A Dataset is used in the thread that opened it (each thread opens its own); pickled, it
+    is reopened from its path, mode and split (as spawned worker processes need).  A file in
+    a read-only folder or file system opens in mode "r" (read as immutable).
     """
 
     def __init__(self, stores, split, mode, path):
@@ -44,9 +50,24 @@ class Dataset:
         self.mode = mode
         self.split_name = split
         self.fields = stores[0].fields
+        self._thread = threading.get_ident()      # the connections' thread
         ids = [s.splits().get(split) for s in stores]
         self._reader = Reader([Part(s, None if i is None else i[0]) for s, i in zip(stores, ids)])
         self._sync()
+
+    def _here(self, method):
+        """Raise a clear error where SQLite would refuse a connection of another thread."""
+        if threading.get_ident() != self._thread:
+            raise wrong_thread(f"ruda.data.Dataset.{method}", self.path)
+
+    def __reduce__(self):
+        if self.closed:
+            raise ValueError(f"ruda.data.Dataset: {self.path}: cannot pickle a closed dataset")
+        return _reopen, (os.path.abspath(self.path), self.mode, self.split_name)
+
+    @property
+    def closed(self):
+        return any(s.closed for s in self._stores)
 
     def _sync(self):
         self._reader.sync()
@@ -56,6 +77,7 @@ class Dataset:
     @classmethod
     def create(cls, path, schema, *, overwrite=False, split="train"):
         """A new dataset file (mode "a") with ``schema`` = {name: (dtype, shape)}."""
+        path = _path("ruda.data.Dataset.create", path)
         fields = _schema.parse(schema)
         _check_split("ruda.data.Dataset.create", split)
         store = Store.create(path, fields, overwrite)
@@ -73,7 +95,7 @@ class Dataset:
             raise ValueError(f"{fn}: expected mode 'r' or 'a'; got {mode!r}")
         if split is not None:
             _check_split(fn, split)
-        path = os.fspath(path)
+        path = _path(fn, path)
         files = _shard_files(fn, path) if os.path.isdir(path) else [path]
         if mode == "a" and os.path.isdir(path):
             raise ValueError(f"{fn}: mode 'a' needs one dataset file; {path!r} is a shard folder "
@@ -102,6 +124,7 @@ class Dataset:
     def split(self, name):
         """The split ``name`` of the same file(s) (created on the spot in mode "a")."""
         _check_split("ruda.data.Dataset.split", name)
+        self._here("split")
         if name not in self.splits:
             if self.mode != "a":
                 raise ValueError(f"ruda.data.Dataset.split: {self.path!r} has no split {name!r}; "
@@ -111,6 +134,7 @@ class Dataset:
 
     def close(self):
         """Close the file(s), shared with the Datasets that ``split`` gave."""
+        self._here("close")
         self._reader.close()
         for s in self._stores:
             s.close()
@@ -128,6 +152,7 @@ class Dataset:
 
     @property
     def splits(self):
+        self._here("splits")
         names = []
         for s in self._stores:
             names += [n for n in s.splits() if n not in names]
@@ -135,6 +160,7 @@ class Dataset:
 
     def counts(self):
         """{split: records}, summed over shards."""
+        self._here("counts")
         out = {}
         for s in self._stores:
             for name, (_, count) in s.splits().items():
@@ -146,17 +172,24 @@ class Dataset:
         return tuple(s.path for s in self._stores)
 
     def __len__(self):
+        self._here("__len__")
         self._sync()
         return len(self._reader)
 
     def __repr__(self):
         fields = ", ".join(f"{f.name}: {f.describe()}" for f in self.fields)
-        return (f"Dataset({self.path!r}, split={self.split_name!r}, {len(self)} records, "
-                f"{{{fields}}})")
+        if self.closed:
+            state = "closed"
+        elif threading.get_ident() != self._thread:     # its connections are not usable here
+            state = "opened in another thread"
+        else:
+            state = f"{len(self)} records"
+        return f"Dataset({self.path!r}, split={self.split_name!r}, {state}, {{{fields}}})"
 
     # reading -------------------------------------------------------------------------------
     def __getitem__(self, key):
         """``ds[i]``: a dict of arrays; ``ds[i:j]``, ``ds[index_array]``: batched arrays."""
+        self._here("__getitem__")
         idx = self._index(key)
         if isinstance(idx, int):
             return {f.name: xp.asarray(a) for f, a in zip(self.fields, self._reader.one(idx))}
@@ -212,11 +245,13 @@ class Dataset:
         times); the order is the same whatever the window.
         """
         from ruda.data._batches import iterate
+        self._here("batches")
         return iterate(self, batch_size, shuffle, seed, drop_last, device, shard, prefetch,
                        window)
 
     def verify(self):
         """Read and check every chunk of every split; returns {split: records}."""
+        self._here("verify")
         out = {}
         for name in self.splits:
             r = self.split(name)._reader if name != self.split_name else self._reader
@@ -245,6 +280,7 @@ class Dataset:
             self._write(store, n, arrays)
 
     def _writer(self, fn):
+        self._here(fn)
         if self.mode != "a":
             raise ValueError(f"ruda.data.Dataset.{fn}: the dataset {self.path!r} is open for "
                              f"reading; open it with mode='a' to write")
@@ -254,6 +290,22 @@ class Dataset:
         part = self._reader.parts[0]
         store.write(part.sid, n, arrays)
         part.invalidate()
+
+
+def _reopen(path, mode, split):
+    return Dataset.open(path, mode, split=split)
+
+
+def _path(fn, path, what="path"):
+    """``path`` (str, bytes or os.PathLike) as a str."""
+    try:
+        text = os.fsdecode(os.fspath(path))
+    except TypeError:
+        raise TypeError(f"{fn}: expected {what} as a str, bytes or os.PathLike; got "
+                        f"{type(path).__name__}") from None
+    if not text:
+        raise ValueError(f"{fn}: expected a non-empty {what}; got {path!r}")
+    return text
 
 
 def _index_array(a, n):

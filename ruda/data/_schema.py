@@ -116,10 +116,18 @@ def _value(fn, f, value, batched):
                          f"{type(value).__name__} ({e})") from None
     if python_data and host.dtype.kind in _PY_KINDS and f.dtype.kind in _PY_KINDS[host.dtype.kind]:
         try:
-            host = np.asarray(value, dtype=f.dtype)
+            with np.errstate(over="ignore"):
+                cast = np.asarray(value, dtype=f.dtype)
         except (OverflowError, ValueError) as e:
             raise ValueError(f"{fn}: field {f.name!r}: value does not fit {f.type_name} ({e})") \
                 from None
+        if host.dtype.kind in "fc":      # finite values that became inf (inf/nan given stay)
+            grew = np.isinf(cast.astype(host.dtype)) & np.isfinite(host)
+            if grew.any():
+                big = host[grew].flat[0].item()
+                raise ValueError(f"{fn}: field {f.name!r}: value {big!r} does not fit "
+                                 f"{f.type_name} (it overflows to inf)")
+        host = cast
     if host.dtype != f.dtype:
         raise ValueError(f"{fn}: field {f.name!r}: expected dtype {f.type_name}; got {host.dtype}")
     shape = host.shape[1:] if batched else host.shape

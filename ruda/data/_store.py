@@ -46,8 +46,10 @@ def guard(path):
     try:
         yield
     except sqlite3.ProgrammingError as e:   # misuse: a closed dataset (as a closed file's
-        if "closed" in str(e):              # ValueError), else as is (another thread)
+        if "closed" in str(e):              # ValueError), or another thread
             raise ValueError(f"ruda.data: {path}: the dataset is closed") from None
+        if "thread" in str(e):
+            raise wrong_thread("ruda.data.Dataset", path) from None
         raise
     except sqlite3.OperationalError as e:
         if "locked" in str(e) or "busy" in str(e):
@@ -60,8 +62,15 @@ def guard(path):
                            f"corrupted or truncated ({e})") from None
 
 
+def wrong_thread(fn, path):
+    return RuntimeError(f"{fn}: {path}: the dataset is used in a thread other than the one that "
+                        f"opened it; open it (ruda.data.Dataset.open) in the thread that uses it")
+
+
 def _connect(path, writable, threads=False):
     mode = "rw" if os.access(path, os.W_OK) else "ro"
+    if not writable and _read_only_folder(path):
+        mode = "ro&immutable=1"
     uri = f"file:{urllib.request.pathname2url(os.path.abspath(path))}?mode={mode}"
     conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30,
                            check_same_thread=not threads)
@@ -69,6 +78,20 @@ def _connect(path, writable, threads=False):
     if not writable:
         conn.execute("PRAGMA query_only=1")
     return conn
+
+
+def _read_only_folder(path):
+    """Whether ``path`` lies in a folder where SQLite cannot make the -shm file that reading
+    a WAL file needs (a read-only folder or file system), and none is there.  The file is
+    then read as immutable, which ignores a -wal file: one that holds commits is an error."""
+    if os.path.exists(path + "-shm") or os.access(os.path.dirname(os.path.abspath(path)),
+                                                  os.W_OK):
+        return False
+    if os.path.exists(path + "-wal") and os.path.getsize(path + "-wal"):
+        raise DatasetError(f"ruda.data: {path}: its folder is read-only and the file's last "
+                           f"commits are still in its -wal file; open it once where it is "
+                           f"writable (that moves them into the file)")
+    return True
 
 
 def _columns(fields):
@@ -92,6 +115,8 @@ class Store:
         self.writable = writable
         self.columns = _columns(fields)
         self._blobs = {}            # (sid, column, chunk) -> open read-only Blob
+        self.writes = 0             # commits through this connection (see data_version)
+        self.closed = False
 
     def drop_blobs(self):
         """Close the cached blob handles, ending the read transaction they hold open."""
@@ -102,34 +127,33 @@ class Store:
     # opening -------------------------------------------------------------------------------
     @classmethod
     def create(cls, path, fields, overwrite):
-        path = os.fspath(path)
+        fn = "ruda.data.Dataset.create"
         if os.path.isdir(path):
-            raise ValueError(f"ruda.data.Dataset.create: path {path!r} is a folder; expected a "
-                             f"file path (use ruda.data.shard_path(folder, rank) for shards)")
+            raise ValueError(f"{fn}: path {path!r} is a folder; expected a file path (use "
+                             f"ruda.data.shard_path(folder, rank) for shards)")
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise FileNotFoundError(f"{fn}: the folder {folder!r} of {path!r} does not exist; "
+                                    f"make it first (os.makedirs)")
         if os.path.exists(path) and not overwrite:
-            raise FileExistsError(f"ruda.data.Dataset.create: {path!r} exists; pass "
-                                  f"overwrite=True to replace it")
+            raise FileExistsError(f"{fn}: {path!r} exists; pass overwrite=True to replace it")
+        if not os.access(folder, os.W_OK):
+            raise PermissionError(f"{fn}: the folder {folder!r} of {path!r} is read-only")
         fixed = sum(f.item_bytes for f in fields if f.fixed)
         records = max(1, min(MAX_CHUNK_RECORDS, CHUNK_BYTES // max(fixed, 1)))
         tmp = f"{path}.creating-{os.getpid()}"
         _remove(tmp)
-        conn = sqlite3.connect(tmp, isolation_level=None)
         try:
-            conn.execute(f"PRAGMA page_size={PAGE_SIZE}")
-            conn.execute(f"PRAGMA application_id={APP_ID}")
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.executescript(
-                "BEGIN; CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-                "CREATE TABLE splits(id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL, "
-                "count INTEGER NOT NULL); COMMIT;")
-            meta = {"format": FORMAT, "version": str(VERSION), "schema": _schema.to_json(fields),
-                    "chunk_records": str(records)}
-            meta["check"] = _meta_check(meta)
-            conn.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
-        finally:
-            conn.close()
-        _remove(path)
-        os.replace(tmp, path)
+            conn = sqlite3.connect(tmp, isolation_level=None)
+            try:
+                _initialize(conn, fields, records)
+            finally:
+                conn.close()
+            _remove(path)
+            os.replace(tmp, path)
+        except BaseException:
+            _remove(tmp)            # never leave a half-made file behind
+            raise
         return cls.open(path, writable=True)
 
     @classmethod
@@ -139,6 +163,9 @@ class Store:
             raise FileNotFoundError(f"ruda.data: no dataset file at {path!r}")
         if writable and not os.access(path, os.W_OK):
             raise PermissionError(f"ruda.data: {path!r} is read-only; open it with mode 'r'")
+        if writable and not os.access(os.path.dirname(os.path.abspath(path)), os.W_OK):
+            raise PermissionError(f"ruda.data: {path!r} is in a read-only folder (appending "
+                                  f"needs its -wal and -shm files there); open it with mode 'r'")
         with guard(path):
             conn = _connect(path, writable, threads)
             try:
@@ -159,6 +186,7 @@ class Store:
     def close(self):
         self.drop_blobs()
         self.conn.close()
+        self.closed = True
 
     # splits --------------------------------------------------------------------------------
     def splits(self):
@@ -189,12 +217,17 @@ class Store:
                 self.conn.execute("ROLLBACK")
             raise
         self.conn.execute("COMMIT")
+        if kind != "DEFERRED":
+            self.writes += 1
 
     # reading -------------------------------------------------------------------------------
     def data_version(self):
+        """A value that changes with every commit: SQLite's data_version for other
+        connections' commits, this connection's own count for its own (which SQLite's
+        does not count), as split views share the connection."""
         self.drop_blobs()
         with guard(self.path):
-            return self.conn.execute("PRAGMA data_version").fetchone()[0]
+            return self.conn.execute("PRAGMA data_version").fetchone()[0], self.writes
 
     def index(self, sid, since):
         """(count, [n of chunks since, since+1, ...]) of split ``sid``, from one snapshot."""
@@ -384,6 +417,20 @@ def _cuts(nbytes, max_records):
         ends.append(end)
         start = end
     return ends
+
+
+def _initialize(conn, fields, records):
+    conn.execute(f"PRAGMA page_size={PAGE_SIZE}")
+    conn.execute(f"PRAGMA application_id={APP_ID}")
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.executescript(
+        "BEGIN; CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+        "CREATE TABLE splits(id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL, "
+        "count INTEGER NOT NULL); COMMIT;")
+    meta = {"format": FORMAT, "version": str(VERSION), "schema": _schema.to_json(fields),
+            "chunk_records": str(records)}
+    meta["check"] = _meta_check(meta)
+    conn.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
 
 
 def _read_meta(path, conn):
