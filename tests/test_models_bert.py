@@ -155,6 +155,11 @@ def test_errors(tmp_path):
     model = bert.load(path, "cpu")
     with pytest.raises(TypeError, match="Bert.encode: sentences: expected a string or a list"):
         model.encode(["ok", 3])
+    for bad, got in ((None, "NoneType"), (123, "int"), (b"abc", "bytes"),
+                     (["ok", b"x"], "bytes at index 1")):
+        with pytest.raises(TypeError, match=f"Bert.encode: sentences: expected a string or a "
+                                            f"list of strings, got {got}$"):
+            model.encode(bad)
     with pytest.raises(ValueError, match="Bert.encode: batch_size: expected a positive int"):
         model.encode(["ok"], batch_size=0)
     with pytest.raises(ValueError, match=r"Bert.forward: ids: expected a ruda array of shape"):

@@ -319,6 +319,60 @@ def test_bad_input(checkpoints, tmp_path):
         m.generate_ids([[1, 500]], max_new_tokens=2)
 
 
+def test_argument_errors(checkpoints):
+    """Bad arguments of generate / steps / generate_ids: a clear error naming the argument,
+    raised at the call even when streamed."""
+    m = load(checkpoints["llama"][0], device="cpu")
+    for stop, got in ((5, "got int"), (["a", 5], "got a list holding int"),
+                      (b"x", "got bytes"), ((None,), "got a tuple holding NoneType")):
+        with pytest.raises(TypeError, match=rf"generate: stop: expected None, a str or a list "
+                                            rf"of str, {got}"):
+            m.generate("Hi", max_new_tokens=2, stop=stop)
+    for bad, cls, got in (("9", TypeError, "got str"), (-1, ValueError, "got -1"),
+                          (20.0, TypeError, "got float"), (True, TypeError, "got bool")):
+        with pytest.raises(cls, match=rf"generate: max_len: expected an int >= 1 or None, {got}"):
+            m.generate("Hi", max_new_tokens=2, max_len=bad)
+    with pytest.raises(TypeError, match=r"max_new_tokens: expected an int >= 0, got str"):
+        m.generate("Hi", max_new_tokens="2")
+    with pytest.raises(TypeError, match=r"repetition_penalty: expected a real number > 0 or "
+                                        r"None, got str"):
+        m.generate("Hi", max_new_tokens=2, repetition_penalty="x")
+    with pytest.raises(ValueError, match=r"repetition_penalty: expected a number > 0, got nan"):
+        m.generate("Hi", max_new_tokens=2, repetition_penalty=float("nan"))
+    with pytest.raises(TypeError, match=r"seed: expected an int in \[0, 2\*\*64\) or None"):
+        m.generate("Hi", max_new_tokens=2, temperature=1.0, seed="1")
+    for prompt in (None, 5):
+        with pytest.raises(TypeError, match=rf"generate: prompt: expected a str, a list of token "
+                                            rf"ids, or a list of those \(a batch\), got "
+                                            rf"{type(prompt).__name__}"):
+            m.generate(prompt, max_new_tokens=2)
+    with pytest.raises(TypeError, match=r"prompt: expected a str or a list of int token ids, "
+                                        r"got a list holding str"):
+        m.generate([1, "a"], max_new_tokens=2)
+    with pytest.raises(ValueError, match=r"prompt: expected a prompt or a non-empty batch"):
+        m.generate([], max_new_tokens=2)
+    with pytest.raises(TypeError, match=r"prompts: expected a list of token id lists .*got str "
+                                        r"at index 0"):
+        m.steps(["abc"])
+    with pytest.raises(TypeError, match=r"prompts: expected a list of token id lists"):
+        m.steps("abc")
+    with pytest.raises(ValueError, match=r"prompts: expected at least one token per prompt, "
+                                         r"got an empty prompt at index 1"):
+        m.steps([[1, 2], []])
+    with pytest.raises(TypeError, match=r"generate: prompts: expected a list of prompts"):
+        m.generate_ids(None, max_new_tokens=2)
+    # checked at the call, before the first next()
+    with pytest.raises(ValueError, match=r"generate: temperature: expected a number in "
+                                         r"\[0.0, inf\], got -1"):
+        m.generate("Hi", max_new_tokens=2, temperature=-1, stream=True)
+    with pytest.raises(ValueError, match=r"top_p: expected a number in \(0.0, 1.0\]"):
+        m.steps([[1, 5]], temperature=1.0, top_p=2.0)
+    m.tokenizer.post_processor = None                 # no BOS: "" gives no tokens
+    with pytest.raises(ValueError, match=r"prompt: expected a text of at least one token, got "
+                                         r"an empty prompt \(\'\' gives no tokens\)"):
+        m.generate("", max_new_tokens=2)
+
+
 def test_cli(checkpoints, capsys):
     """The prompt as a user message in the model's chat template where it has one (as
     llama.cpp's CLI), plain text with --raw; the speeds on stderr."""

@@ -1,18 +1,73 @@
 """Autoregressive generation for decoders: prefill, then one token at a time against a static
 KV cache; greedy or sampled; stop tokens and strings; streaming; batches; chat templates."""
 import json
+import numbers
 import os
 
 import ruda as xp
 import ruda.nn as nn
 import ruda.random
+from ruda.nn._check import number
+from ruda.nn._sampling import _check_filters
 from ruda.nn.models._recorded import Recordings
 
-_FN = "ruda.nn.models.generate"
+_FN_NN = "models.generate"              # the name as ruda.nn._check's helpers spell it
+_FN = "ruda.nn." + _FN_NN
+_IDS = "a list of token id lists (text: generate(), or encode() first)"
 
 
 def _err(cls, arg, expected, got):
     return cls(f"{_FN}: {arg}: expected {expected}, got {got}")
+
+
+def _is_id(t):
+    return isinstance(t, numbers.Integral) and not isinstance(t, bool)
+
+
+def _count(arg, v, lo, what):
+    """An int >= lo (not bool): TypeError for another type, ValueError below lo."""
+    if not _is_id(v):
+        raise _err(TypeError, arg, what, type(v).__name__)
+    if v < lo:
+        raise _err(ValueError, arg, what, v)
+    return int(v)
+
+
+def _stops(stop):
+    """The non-empty stop strings of ``stop`` (None, a str, or a list/tuple of str)."""
+    if stop is None:
+        return []
+    if isinstance(stop, str):
+        stop = [stop]
+    elif not isinstance(stop, (list, tuple)):
+        raise _err(TypeError, "stop", "None, a str or a list of str", type(stop).__name__)
+    for s in stop:
+        if not isinstance(s, str):
+            raise _err(TypeError, "stop", "None, a str or a list of str",
+                       f"a {type(stop).__name__} holding {type(s).__name__}")
+    return [s for s in stop if s]
+
+
+def _prompt_ids(prompts):
+    """``prompts`` (token id sequences) as lists of ints, checked."""
+    if isinstance(prompts, (str, bytes, dict)) or not hasattr(prompts, "__iter__"):
+        raise _err(TypeError, "prompts", _IDS, type(prompts).__name__)
+    out = []
+    for i, p in enumerate(prompts):
+        if isinstance(p, (str, bytes, dict)) or not hasattr(p, "__iter__"):
+            raise _err(TypeError, "prompts", _IDS, f"{type(p).__name__} at index {i}")
+        p = list(p)
+        for t in p:
+            if not _is_id(t):
+                raise _err(TypeError, "prompts", _IDS,
+                           f"{type(t).__name__} in the prompt at index {i}")
+        if not p:
+            raise _err(ValueError, "prompts", "at least one token per prompt",
+                       f"an empty prompt at index {i}")
+        out.append([int(t) for t in p])
+    if not out:
+        raise _err(ValueError, "prompts", "at least one prompt", "none")
+    return out
 
 
 def repetition_penalty(logits, seen, penalty):
@@ -126,32 +181,57 @@ class Generator:
 
     def _ids(self, prompt):
         if isinstance(prompt, str):
-            return self.encode(prompt)
-        if isinstance(prompt, (list, tuple)) and all(isinstance(t, int) and not
-                                                     isinstance(t, bool) for t in prompt):
-            return list(prompt)
-        raise _err(TypeError, "prompt", "a str or a list of int token ids",
-                   type(prompt).__name__)
+            ids = self.encode(prompt)
+            if not ids:
+                raise _err(ValueError, "prompt", "a text of at least one token",
+                           f"an empty prompt ({prompt[:40]!r} gives no tokens)")
+            return ids
+        if isinstance(prompt, (list, tuple)):
+            bad = [t for t in prompt if not _is_id(t)]
+            if not bad:
+                return list(prompt)
+            got = f"a {type(prompt).__name__} holding {type(bad[0]).__name__}"
+        else:
+            got = type(prompt).__name__
+        raise _err(TypeError, "prompt", "a str or a list of int token ids", got)
+
+    def _batch(self, prompts):
+        """Token ids of each prompt of a batch (a list or tuple of prompts)."""
+        if not isinstance(prompts, (list, tuple)):
+            raise _err(TypeError, "prompts", "a list of prompts (str or token id lists)",
+                       type(prompts).__name__)
+        return [self._ids(p) for p in prompts]
 
     def steps(self, prompts, max_new_tokens=64, temperature=0.0, top_k=None, top_p=None,
               min_p=None, repetition_penalty=None, seed=None, max_len=None):
-        """Yields, per step, the list of next token ids (one per prompt). ``prompts``: token id
-        lists of any lengths, left-padded to one length with a key mask; every row uses
-        positions 0.. of the padded batch (rotary attention depends only on the distance
+        """An iterator of, per step, the list of next token ids (one per prompt). ``prompts``:
+        token id lists of any lengths, left-padded to one length with a key mask; every row
+        uses positions 0.. of the padded batch (rotary attention depends only on the distance
         between positions, so the shift by the padding leaves the scores unchanged).
 
         The cache holds ``max_len`` positions (default: the longest prompt plus
         ``max_new_tokens``); a prompt longer than that is an error; generation ends when the
         cache is full. Each step's work is queued on the device before the previous step's
-        tokens are read back, so the host's share of a step overlaps the device's."""
-        if not prompts or any(len(p) == 0 for p in prompts):
-            raise _err(ValueError, "prompt", "at least one token per prompt",
-                       [len(p) for p in prompts])
-        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) \
-                or max_new_tokens < 0:
-            raise _err(ValueError, "max_new_tokens", "an int >= 0", max_new_tokens)
-        if repetition_penalty is not None and not repetition_penalty > 0:
-            raise _err(ValueError, "repetition_penalty", "a number > 0", repetition_penalty)
+        tokens are read back, so the host's share of a step overlaps the device's. Arguments
+        are checked at the call, before the first step."""
+        prompts = _prompt_ids(prompts)
+        max_new_tokens = _count("max_new_tokens", max_new_tokens, 0, "an int >= 0")
+        temperature = number(_FN_NN, "temperature", temperature, 0.0)
+        top_k, top_p, min_p = _check_filters(_FN_NN, top_k, top_p, min_p)
+        if repetition_penalty is not None:
+            if isinstance(repetition_penalty, bool) \
+                    or not isinstance(repetition_penalty, numbers.Real):
+                raise _err(TypeError, "repetition_penalty", "a real number > 0 or None",
+                           type(repetition_penalty).__name__)
+            if not repetition_penalty > 0:
+                raise _err(ValueError, "repetition_penalty", "a number > 0", repetition_penalty)
+            repetition_penalty = float(repetition_penalty)
+        if seed is not None:
+            seed = _count("seed", seed, 0, "an int in [0, 2**64) or None")
+            if seed >= 2**64:
+                raise _err(ValueError, "seed", "an int in [0, 2**64) or None", seed)
+        if max_len is not None:
+            max_len = _count("max_len", max_len, 1, "an int >= 1 or None")
         B, T = len(prompts), max(len(p) for p in prompts)
         if max_len is None:
             max_len = T + max_new_tokens
@@ -163,6 +243,13 @@ class Generator:
             bad = [t for t in p if not 0 <= t < vocab]
             if bad:
                 raise _err(ValueError, "prompt", f"token ids in [0, {vocab})", bad[0])
+        return self._decode(prompts, B, T, max_new_tokens, temperature, top_k, top_p, min_p,
+                            repetition_penalty, seed, max_len)
+
+    def _decode(self, prompts, B, T, max_new_tokens, temperature, top_k, top_p, min_p,
+                repetition_penalty, seed, max_len):
+        """The generator behind :meth:`steps`, on checked arguments."""
+        vocab = self.cfg.vocab
         dev = self.device
         pads = [T - len(p) for p in prompts]
         rows = [[self.pad_id] * n + list(p) for n, p in zip(pads, prompts)]
@@ -221,9 +308,10 @@ class Generator:
     def generate_ids(self, prompts, stop_tokens=None, **kw):
         """New token ids per prompt, each ending at (and including) its first stop token."""
         stop = self.eos_ids if stop_tokens is None else set(stop_tokens)
+        steps = self.steps(self._batch(prompts), **kw)
         outs = [[] for _ in prompts]
         done = [False] * len(prompts)
-        for toks in self.steps([self._ids(p) for p in prompts], **kw):
+        for toks in steps:
             for i, t in enumerate(toks):
                 if not done[i]:
                     outs[i].append(t)
@@ -232,12 +320,9 @@ class Generator:
                 break
         return outs
 
-    def _stream(self, prompts, stop, kw):
-        if isinstance(stop, str):
-            stop = [stop]
-        stop = [s for s in (stop or ()) if s]
-        texts = [_Text(self.tokenizer, stop) for _ in prompts]
-        for toks in self.steps([self._ids(p) for p in prompts], **kw):
+    def _stream(self, steps, n, stop):
+        texts = [_Text(self.tokenizer, stop) for _ in range(n)]
+        for toks in steps:
             pieces = []
             for t, tx in zip(toks, texts):
                 if tx.done:
@@ -270,10 +355,17 @@ class Generator:
         if self.tokenizer is None:
             raise _err(ValueError, "model", "a tokenizer (use steps() or generate_ids() with "
                        "token ids)", "none")
-        single = isinstance(prompt, str) or (isinstance(prompt, (list, tuple)) and prompt
-                                             and isinstance(prompt[0], int))
+        if not isinstance(prompt, (str, list, tuple)):
+            raise _err(TypeError, "prompt", "a str, a list of token ids, or a list of those "
+                       "(a batch)", type(prompt).__name__)
+        if not prompt and not isinstance(prompt, str):
+            raise _err(ValueError, "prompt", "a prompt or a non-empty batch of prompts",
+                       f"an empty {type(prompt).__name__}")
+        single = isinstance(prompt, str) or _is_id(prompt[0])
         prompts = [prompt] if single else list(prompt)
-        it = self._stream(prompts, stop, kw)
+        stop = _stops(stop)
+        # steps() checks its arguments now, so a streamed call fails here, not at next()
+        it = self._stream(self.steps(self._batch(prompts), **kw), len(prompts), stop)
         if stream:
             return (p[0] for p in it if p[0]) if single else it
         parts = [[] for _ in prompts]

@@ -239,10 +239,14 @@ class Bert:
         if self.tokenizer is None:
             raise _err(ValueError, fn, "model", "a tokenizer (tokenizer.json)", "none")
         single = isinstance(sentences, str)
+        want = "a string or a list of strings"
+        if not single and (isinstance(sentences, (bytes, bytearray, dict))
+                           or not hasattr(sentences, "__iter__")):
+            raise _err(TypeError, fn, "sentences", want, type(sentences).__name__)
         items = [sentences] if single else list(sentences)
-        if not all(isinstance(s, str) for s in items):
-            raise _err(TypeError, fn, "sentences", "a string or a list of strings",
-                       [type(s).__name__ for s in items if not isinstance(s, str)][0])
+        for i, s in enumerate(items):
+            if not isinstance(s, str):
+                raise _err(TypeError, fn, "sentences", want, f"{type(s).__name__} at index {i}")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise _err(ValueError, fn, "batch_size", "a positive int", repr(batch_size))
         if not items:
