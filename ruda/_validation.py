@@ -36,9 +36,11 @@ def category(fn, arg, dtype, cat):
 
 def writable(fn, x):
     """ValueError if x is a broadcast view (a zero stride on an axis longer than 1): its elements
-    share memory, so a write would land on all of them (NumPy makes such views read-only)."""
+    share memory, so a write would land on all of them (NumPy makes such views read-only).
+    Empty arrays, whose strides may be 0 anywhere, hold nothing to share."""
     data = x._data
-    if 0 in data.strides and any(s == 0 and n > 1 for n, s in zip(data.shape, data.strides)):
+    if 0 in data.strides and 0 not in data.shape and \
+            any(s == 0 and n > 1 for n, s in zip(data.shape, data.strides)):
         raise ValueError(f"ruda.{fn}: the array is a broadcast view (broadcast_to, "
                          f"broadcast_arrays) whose elements share memory; write into a copy, "
                          f"ruda.asarray(x, copy=True)")

@@ -52,6 +52,13 @@ def test_broadcast_views_refuse_writes(device):
     d[0, 0] = 5.0
     d += 1
     assert to_numpy(d).tolist() == [[6.0, 2.0, 3.0], [1.0, 2.0, 3.0]]
+    for shape in [(2, 0), (3, 0, 2), (0,)]:      # empty arrays (strides 0 anywhere) take writes
+        e = xp.zeros(shape, device=device)
+        e[...] = 1.0
+        e += 1
+        assert e.shape == shape
+    e = xp.zeros((3, 0, 2), device=device)
+    e[xp.asarray([0, 1], device=device)] = 1.0
 
 
 def test_broadcast_errors(device):
