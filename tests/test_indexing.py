@@ -263,6 +263,23 @@ def test_take_errors(device):
         xp.take_along_axis(x, xp.reshape(idx, (2, 1)), axis=1)
 
 
+def test_setitem_with_an_index_into_x_itself(device):
+    """x[x[:2]] = 9 and x[x] = v: the index arrays are views of x (NumPy reads them first); on
+    wgpu such a write once broke the queue, and later results came back as zeros."""
+    a = np.arange(6)
+    x = xp.asarray(a, device=device, copy=True)
+    x[x[:2]] = 9
+    a[a[:2].copy()] = 9
+    b = np.asarray([3, 1, 0, 2])
+    w = xp.asarray(b, device=device, copy=True)
+    w[w] = xp.asarray([10, 11, 12, 13], device=device)
+    b[b.copy()] = [10, 11, 12, 13]
+    y = xp.arange(4, device=device) + 1
+    np.testing.assert_array_equal(np.asarray(x.to_device("cpu")), a)
+    np.testing.assert_array_equal(np.asarray(w.to_device("cpu")), b)
+    np.testing.assert_array_equal(np.asarray((y * 2).to_device("cpu")), [2, 4, 6, 8])
+
+
 def test_take_of_0d_and_broadcast_take_along_axis(device):
     """take of a 0-d array reads it as 1-d (NumPy's); take_along_axis broadcasts the other axes."""
     dt = supported(device, "real floating")[0]

@@ -257,11 +257,12 @@ class IndexingOps:
             value = self.astype(value, x.dtype)
         if value.st is x.st:
             value = self.copy(value)
+        # an index array or mask that views x's own buffer (x[x[:2]] = 9): a copy, since one
+        # kernel cannot bind a buffer for reading and writing at once
+        key = tuple(self.copy(k) if isinstance(k, WArray) and k.st is x.st else k for k in key)
         if len(key) == 1 and isinstance(key[0], WArray) and key[0].dtype.kind == "b" and \
                 key[0].shape == x.shape and value.size == 1:
             mask = key[0]
-            if mask.st is x.st:
-                mask = self.copy(mask)
             val = value.view(x.shape, (0,) * x.ndim, value.offset)
             kkey = ("mask_fill", x.ir, x.ndim)
             k = _K.get(kkey)
