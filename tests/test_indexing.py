@@ -263,6 +263,24 @@ def test_take_errors(device):
         xp.take_along_axis(x, xp.reshape(idx, (2, 1)), axis=1)
 
 
+@pytest.mark.parametrize("key", [(True, True), (0, slice(None), True), (0, slice(None), slice(None), True),
+                                 (True, False), (1, True, Ellipsis), (slice(None), True), (False, 0),
+                                 (None, True, None), (0, "T", 1, True)])
+def test_bool_scalars_as_numpy_places_them(device, key):
+    """Bool scalars are advanced indices (NumPy): they broadcast together, make ints advanced,
+    and go to the front when separated: x[0, :, True] is (1, 3, 4), x[True, True] (1, 2, 3, 4)."""
+    a = np.arange(24).reshape(2, 3, 4)
+    key_np = tuple(True if k == "T" else k for k in key)
+    key_x = tuple(xp.asarray(True, device=device) if k == "T" else k for k in key)
+    x = xp.asarray(a, device=device, copy=True)
+    assert_result(x[key_x], a[key_np], dtype=x.dtype)
+    b = a.copy()
+    v = np.arange(b[key_np].size).reshape(b[key_np].shape) + 100
+    b[key_np] = v
+    x[key_x] = xp.asarray(v, dtype=x.dtype, device=device)
+    np.testing.assert_array_equal(np.asarray(x.to_device("cpu")), b)
+
+
 def test_setitem_with_an_index_into_x_itself(device):
     """x[x[:2]] = 9 and x[x] = v: the index arrays are views of x (NumPy reads them first); on
     wgpu such a write once broke the queue, and later results came back as zeros."""

@@ -53,8 +53,14 @@ class IndexingOps:
         and ``key'`` indexes it. Other keys come back as they are."""
         def bool_scalar(k):
             return isinstance(k, bool) or (isinstance(k, WArray) and k.ndim == 0 and k.dtype.kind == "b")
-        if not any(bool_scalar(k) for k in key) or not any(
-                k is Ellipsis or (isinstance(k, WArray) and not bool_scalar(k)) for k in key):
+        bools = sum(map(bool_scalar, key))
+        # NumPy's rule: bool scalars are advanced indices, which broadcast together, make ints
+        # advanced too, and move to the front when separated; one alone among slices and None
+        # is a new axis in place (_bool_scalars)
+        if not bools or (bools == 1 and not any(
+                k is Ellipsis or (isinstance(k, int) and not isinstance(k, bool))
+                or (isinstance(k, WArray) and not bool_scalar(k))
+                for k in key)):
             return x, key
         view, out = [], []
         for k in key:
