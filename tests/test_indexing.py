@@ -281,6 +281,24 @@ def test_bool_scalars_as_numpy_places_them(device, key):
     np.testing.assert_array_equal(np.asarray(x.to_device("cpu")), b)
 
 
+def test_an_ellipsis_of_no_axes_separates_advanced_indices(device):
+    """x[:, i, ..., j] on a 3-d x: the ellipsis covers no axis, yet the index arrays are
+    separated as written, so their axis goes first (NumPy's (3, 2), not (2, 3))."""
+    a = np.arange(24).reshape(2, 3, 4)
+    i, j = np.asarray([0, 1, 2]), np.asarray([1, 2, 3])
+    xi, xj = xp.asarray(i, device=device), xp.asarray(j, device=device)
+    for kx, kn in [((slice(None), xi, Ellipsis, xj), (slice(None), i, Ellipsis, j)),
+                   ((slice(None), 0, Ellipsis, xj), (slice(None), 0, Ellipsis, j)),
+                   ((slice(None), xi, xj), (slice(None), i, j))]:
+        x = xp.asarray(a, device=device, copy=True)
+        assert_result(x[kx], a[kn], dtype=x.dtype)
+        b = a.copy()
+        v = np.arange(b[kn].size).reshape(b[kn].shape) + 100
+        b[kn] = v
+        x[kx] = xp.asarray(v, dtype=x.dtype, device=device)
+        np.testing.assert_array_equal(np.asarray(x.to_device("cpu")), b)
+
+
 def test_setitem_with_an_index_into_x_itself(device):
     """x[x[:2]] = 9 and x[x] = v: the index arrays are views of x (NumPy reads them first); on
     wgpu such a write once broke the queue, and later results came back as zeros."""

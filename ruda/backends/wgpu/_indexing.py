@@ -175,6 +175,11 @@ class IndexingOps:
 
     def _advanced_plan(self, x, key):
         """(view, adv, out_shape, B, bpos): adv = [(vdim, index)], index a WArray or an int."""
+        # NumPy's rule reads the key as written: advanced indices with anything between them, an
+        # ellipsis of no axes included, are separated (their axes go first)
+        written = [i for i, k in enumerate(key) if isinstance(k, WArray) or (
+            isinstance(k, int) and any(isinstance(a, WArray) for a in key))]
+        apart = written != list(range(written[0], written[0] + len(written))) if written else False
         key = self._expand_key(x, key)
         arrays = [k for k in key if isinstance(k, WArray)]
         bkey, adv, vd = [], [], 0
@@ -194,7 +199,7 @@ class IndexingOps:
             raise IndexError("shape mismatch: indexing arrays could not be broadcast together "
                              "with shapes " + " ".join(str(a.shape) for a in arrays)) from None
         pos = [d for d, _ in adv]
-        adjacent = pos == list(range(pos[0], pos[0] + len(pos)))
+        adjacent = pos == list(range(pos[0], pos[0] + len(pos))) and not apart
         rest = [d for d in range(v.ndim) if d not in pos]
         bpos = sum(1 for d in rest if d < pos[0]) if adjacent else 0
         out_shape = tuple(v.shape[d] for d in rest[:bpos]) + B + tuple(v.shape[d] for d in rest[bpos:])
