@@ -33,6 +33,8 @@ def _index_array(fn, dev, k):
     first (integers or booleans; int64 goes as the index dtype of a device without it)."""
     from ruda._creation import asarray
     k = np.asarray(k)
+    if k.size == 0 and k.dtype.kind == "f":     # [] and [[], []]: NumPy's empty integer index
+        k = k.astype(np.intp)
     if k.dtype.kind not in "iub":
         raise IndexError(f"ruda: {fn}: list and NumPy array indices must hold integers or booleans")
     if k.dtype.kind in "iu" and not dev.backend.supports(k.dtype):

@@ -299,6 +299,17 @@ def test_an_ellipsis_of_no_axes_separates_advanced_indices(device):
         np.testing.assert_array_equal(np.asarray(x.to_device("cpu")), b)
 
 
+def test_empty_list_keys_select_nothing(device):
+    """x[[]], x[[[], []]] and x[:, []] are NumPy's empty integer indices (a bare [] has NumPy's
+    float dtype), for reading and writing."""
+    a = np.arange(12.0).reshape(3, 4)
+    x = xp.asarray(a, device=device, copy=True)
+    for k in [[], [[], []], (slice(None), [])]:
+        assert_result(x[k], a[k], dtype=x.dtype)
+        x[k] = 5.0
+    np.testing.assert_array_equal(np.asarray(x.to_device("cpu")), a)
+
+
 def test_setitem_with_an_index_into_x_itself(device):
     """x[x[:2]] = 9 and x[x] = v: the index arrays are views of x (NumPy reads them first); on
     wgpu such a write once broke the queue, and later results came back as zeros."""
