@@ -83,6 +83,17 @@ def test_cpu_and_wgpu_ranks_reduce_together(ranks):
         np.testing.assert_array_equal(rep["results"]["mixed-max|float64"], [1, 2, w - 1])
 
 
+def test_receives_pair_with_messages_in_posting_order():
+    """Each recv gets the payload its header announced, whichever handle is waited on first,
+    beside blocking receives and a dropped handle (payloads once paired in wait order)."""
+    proc = launch(2, "p2p_order.py")
+    assert proc.returncode == 0, f"mpiexec failed:\n{proc.stdout}\n{proc.stderr}"
+    line = next(ln for ln in proc.stdout.splitlines() if "GOT" in ln)
+    assert line.split("GOT ", 1)[1] == str([("int64", [1, 1, 1]), ("int64", [2, 2, 2]),
+                                             ("int32", [7, 7, 7]), ("float64", [0.0, 1.0, 2.0, 3.0, 4.0]),
+                                             ("float64", [2.0])])
+
+
 @pytest.fixture(scope="module")
 def nccl_engine_ranks(tmp_path_factory):
     out = tmp_path_factory.mktemp("nccl_engine")

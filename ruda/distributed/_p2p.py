@@ -50,26 +50,49 @@ def recv(src, *, device=None, async_op=False):
     s = _check.rank_arg("recv", "src", src, ctx.size)
     dev = None if device is None else ruda.device(device)
     header = np.empty(_check.WIDTH, np.int64)
-    hreq = ctx.comm.Irecv(header, s, _TAG_HEADER)
-    state = {}
+    me = {"h": ctx.comm.Irecv(header, s, _TAG_HEADER), "header": header, "dev": dev, "src": s}
+    queue = ctx.recv_queues.setdefault(s, [])
+    queue.append(me)
 
     def post():
-        if "p" not in state:
-            d = _target(ctx, header, dev)
-            out = _engine(ctx, "recv", d).empty(_check.shape_of(header), _check.dtype_of(header),
-                                                _route.like(d))
-            state["d"], state["p"] = d, _engine(ctx, "recv", d).recv(out, s, _TAG_DATA, True)
-        return state["p"]
+        # MPI pairs messages in the order receives are posted: the payloads of this source's
+        # earlier receives (waited on later, or dropped) are posted first, each once its
+        # header is in, so every receive gets the payload its header announced
+        while "p" not in me:
+            _post_payload(ctx, queue.pop(0))
+        return me["p"]
 
     def wait():
-        hreq.Wait()
+        me["h"].Wait()
         post().wait()
 
     def test():
-        return hreq.Test() and post().test()
+        ahead = []
+        for r in queue:         # by identity: the entries hold arrays
+            ahead.append(r)
+            if r is me:
+                break
+        return all(r["h"].Test() for r in ahead) and post().test()
 
-    p = Pending(ctx.wd, "recv", wait=wait, test=test, finish=lambda: state["p"].wait())
-    return _finish(p, lambda a: _route.wrap(a, state["d"]), async_op)
+    p = Pending(ctx.wd, "recv", wait=wait, test=test, finish=lambda: _done(ctx, me))
+    return _finish(p, lambda a: _route.wrap(a, me["d"]), async_op)
+
+
+def _post_payload(ctx, r):
+    """Post receive ``r``'s payload (its header first); it stays referenced until waited, so a
+    dropped handle cannot free the buffer MPI writes into."""
+    r["h"].Wait()
+    d = _target(ctx, r["header"], r["dev"])
+    eng = _engine(ctx, "recv", d)
+    out = eng.empty(_check.shape_of(r["header"]), _check.dtype_of(r["header"]), _route.like(d))
+    r["d"], r["p"] = d, eng.recv(out, r["src"], _TAG_DATA, True)
+    ctx.recv_live[id(r)] = r
+
+
+def _done(ctx, r):
+    a = r["p"].wait()
+    ctx.recv_live.pop(id(r), None)
+    return a
 
 
 def _target(ctx, header, dev):

@@ -27,6 +27,8 @@ class Context:
         self.wd = wd
         wd.rank, wd.abort = self.rank, self._abort
         self.mpi = MpiEngine(self.comm, self.wd)
+        self.recv_queues = {}     # src -> receives whose payload is not posted yet (ruda.distributed._p2p)
+        self.recv_live = {}       # id -> receive posted and not yet waited
 
     def _abort(self, message):
         _failfast.mark("timeout", message)
