@@ -94,6 +94,14 @@ def test_receives_pair_with_messages_in_posting_order():
                                              ("float64", [2.0])])
 
 
+def test_dropped_handles_keep_their_buffers():
+    """A non-blocking call's handle dropped without a wait must not free the buffers MPI is
+    still using (a segfault or a bad read on the peer before)."""
+    proc = launch(2, "dropped_handles.py")
+    assert proc.returncode == 0, f"mpiexec failed:\n{proc.stdout}\n{proc.stderr}"
+    assert proc.stdout.count("DROPPED OK") == 2
+
+
 @pytest.fixture(scope="module")
 def nccl_engine_ranks(tmp_path_factory):
     out = tmp_path_factory.mktemp("nccl_engine")

@@ -63,7 +63,14 @@ def _back(a, ax):
 
 
 def _finish(pending, post, async_op):
-    return Work(pending, post) if async_op else post(pending.wait())
+    if not async_op:
+        return post(pending.wait())
+    # in flight until MPI is done with its buffers, whether or not the caller keeps the handle
+    # (a dropped handle freed them under MPI: a crash); finished ones are let go here
+    live = _state._ctx.in_flight
+    live[:] = [q for q in live if not q.test()]
+    live.append(pending)
+    return Work(pending, post)
 
 
 def _run(fn, x, method, *args, ax=-1, async_op=False, dev=None):
