@@ -190,6 +190,21 @@ def test_failing_before_mpi_dies_by_sigkill_and_tells_the_launcher(tmp_path, cal
         assert text == "rank 2: init did not complete"
 
 
+def test_op_none_and_init_after_finalize_are_clear_errors():
+    """op=None is a bad op on every path (it was a bare KeyError off the host fast path), and
+    init() after finalize() says MPI cannot start twice instead of MPICH's abort."""
+    code = ("import ruda as xp, ruda.distributed as d\nd.init()\n"
+            "for dev in xp.__array_namespace_info__().devices():\n"
+            "    for kw in ({}, {'async_op': True}):\n"
+            "        try:\n            d.all_reduce(xp.ones(3, device=dev), op=None, **kw)\n"
+            "        except ValueError as e:\n            print('OP', e)\n"
+            "d.finalize()\ntry:\n    d.init()\nexcept RuntimeError as e:\n    print('INIT', e)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    n = len(xp.__array_namespace_info__().devices())
+    assert p.stdout.count("OP ruda.distributed.all_reduce: op must be one of") == 2 * n, p.stdout + p.stderr
+    assert "INIT ruda.distributed.init: finalize() ended MPI in this process" in p.stdout, p.stderr
+
+
 def test_ranks_sharing_a_gpu_get_a_clear_error():
     """NCCL takes one GPU a rank: two ranks on one (host, PCI bus) raise, naming both (NCCL's own
     error is a bare NCCL_ERROR_INVALID_USAGE); the same bus on two hosts is two GPUs."""

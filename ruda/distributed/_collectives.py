@@ -12,13 +12,18 @@ from ruda.distributed._route import CPU, Array
 from ruda.distributed._pending import Work
 
 
-def _setup(fn, x, op=None, root=None, axis=None, optional=False, hint=False):
+_NO_OP = object()     # the collective takes no op (None is a bad op given)
+
+
+def _setup(fn, x, op=_NO_OP, root=None, axis=None, optional=False, hint=False):
     """Validate and agree: -> (ctx, root, axis, table).  ``optional``: x may be None off
     the root; ``hint``: off the root x only names the device (scatter)."""
     ctx = _state.get(fn)
     if x is not None or not optional:
         _check.array(fn, x)
-    if op is not None:
+    if op is _NO_OP:
+        op = None
+    else:
         _check.op(fn, op, x.dtype)
     r = -1 if root is None else _check.rank_arg(fn, "root", root, ctx.size)
     kind = None

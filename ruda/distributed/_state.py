@@ -5,6 +5,7 @@ from ruda.distributed import _check, _failfast, _route, _watchdog
 
 BACKENDS = (None, "mpi", "nccl")
 _ctx = None
+_finalized = False      # MPI cannot start again in this process
 
 
 class Context:
@@ -65,6 +66,9 @@ def init(backend=None, *, timeout=None):
     if backend not in BACKENDS:
         raise ValueError(f"ruda.distributed.init: backend must be None, 'mpi' or 'nccl'; "
                          f"got {backend!r}")
+    if _ctx is None and _finalized:
+        raise RuntimeError("ruda.distributed.init: finalize() ended MPI in this process, and MPI "
+                           "cannot start twice; init once, finalize at the end")
     if _ctx is not None:
         if backend not in (None, _ctx.backend):
             raise ValueError(f"ruda.distributed.init: already initialized with backend "
@@ -109,7 +113,7 @@ def finalize():
     both raise at once.  The exchange is not under the watchdog: a rank may compute long
     after its last collective.
     """
-    global _ctx
+    global _ctx, _finalized
     if _ctx is None:
         return
     ctx = _ctx
@@ -122,6 +126,7 @@ def finalize():
     ctx.close()
     if not ctx.MPI.Is_finalized():
         ctx.MPI.Finalize()
+    _finalized = True
 
 
 def get(fn):
