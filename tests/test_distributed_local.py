@@ -41,6 +41,8 @@ def test_uninitialized_call_names_init():
     (lambda: dist.reduce(xp.ones(3), root=1), ValueError, "reduce: root must be a rank in [0, 1); got 1"),
     (lambda: dist.gather(xp.ones(3), root=0.0), TypeError, "gather: root must be an int rank; got float"),
     (lambda: dist.all_gather(xp.ones((2, 3)), axis=2), IndexError, "all_gather: axis=2 is out of bounds for an array of 2 dimensions"),
+    (lambda: dist.all_gather(xp.ones((2, 3)), axis=None), TypeError, "all_gather: axis must be an integer; got NoneType"),
+    (lambda: dist.scatter(xp.ones((2, 3)), axis=None), TypeError, "scatter: axis must be an integer; got NoneType"),
     (lambda: dist.scatter(xp.asarray(1.0)), ValueError, "scatter: x must have at least one dimension"),
     (lambda: dist.send(xp.ones(2), 3), ValueError, "send: dst must be a rank in [0, 1); got 3"),
     (lambda: dist.recv(-1), ValueError, "recv: src must be a rank in [0, 1); got -1"),

@@ -12,10 +12,10 @@ from ruda.distributed._route import CPU, Array
 from ruda.distributed._pending import Work
 
 
-_NO_OP = object()     # the collective takes no op (None is a bad op given)
+_NO_OP = _NO_AXIS = object()    # the collective takes no op / axis (None is a bad one given)
 
 
-def _setup(fn, x, op=_NO_OP, root=None, axis=None, optional=False, hint=False):
+def _setup(fn, x, op=_NO_OP, root=None, axis=_NO_AXIS, optional=False, hint=False):
     """Validate and agree: -> (ctx, root, axis, table).  ``optional``: x may be None off
     the root; ``hint``: off the root x only names the device (scatter)."""
     ctx = _state.get(fn)
@@ -30,7 +30,7 @@ def _setup(fn, x, op=_NO_OP, root=None, axis=None, optional=False, hint=False):
     if hint and ctx.rank != r and x is not None:
         x, kind = None, x.device.kind
     ax = -1
-    if axis is not None and x is not None:
+    if axis is not _NO_AXIS and x is not None:
         if x.ndim == 0:
             raise ValueError(f"ruda.distributed.{fn}: x must have at least one dimension; "
                              f"got a 0-d array")
