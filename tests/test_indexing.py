@@ -263,6 +263,17 @@ def test_take_errors(device):
         xp.take_along_axis(x, xp.reshape(idx, (2, 1)), axis=1)
 
 
+def _read_and_write_as_numpy(device, a, key_x, key_np):
+    """x[key_x] and x[key_x] = v on a copy of ``a`` against NumPy's a[key_np]."""
+    x = xp.asarray(a, device=device, copy=True)
+    assert_result(x[key_x], a[key_np], dtype=x.dtype)
+    b = a.copy()
+    v = np.arange(b[key_np].size).reshape(b[key_np].shape) + 100
+    b[key_np] = v
+    x[key_x] = xp.asarray(v, dtype=x.dtype, device=device)
+    np.testing.assert_array_equal(np.asarray(x.to_device("cpu")), b)
+
+
 @pytest.mark.parametrize("key", [(True, True), (0, slice(None), True), (0, slice(None), slice(None), True),
                                  (True, False), (1, True, Ellipsis), (slice(None), True), (False, 0),
                                  (None, True, None), (0, "T", 1, True)])
@@ -272,13 +283,7 @@ def test_bool_scalars_as_numpy_places_them(device, key):
     a = np.arange(24).reshape(2, 3, 4)
     key_np = tuple(True if k == "T" else k for k in key)
     key_x = tuple(xp.asarray(True, device=device) if k == "T" else k for k in key)
-    x = xp.asarray(a, device=device, copy=True)
-    assert_result(x[key_x], a[key_np], dtype=x.dtype)
-    b = a.copy()
-    v = np.arange(b[key_np].size).reshape(b[key_np].shape) + 100
-    b[key_np] = v
-    x[key_x] = xp.asarray(v, dtype=x.dtype, device=device)
-    np.testing.assert_array_equal(np.asarray(x.to_device("cpu")), b)
+    _read_and_write_as_numpy(device, a, key_x, key_np)
 
 
 def test_an_ellipsis_of_no_axes_separates_advanced_indices(device):
@@ -290,13 +295,7 @@ def test_an_ellipsis_of_no_axes_separates_advanced_indices(device):
     for kx, kn in [((slice(None), xi, Ellipsis, xj), (slice(None), i, Ellipsis, j)),
                    ((slice(None), 0, Ellipsis, xj), (slice(None), 0, Ellipsis, j)),
                    ((slice(None), xi, xj), (slice(None), i, j))]:
-        x = xp.asarray(a, device=device, copy=True)
-        assert_result(x[kx], a[kn], dtype=x.dtype)
-        b = a.copy()
-        v = np.arange(b[kn].size).reshape(b[kn].shape) + 100
-        b[kn] = v
-        x[kx] = xp.asarray(v, dtype=x.dtype, device=device)
-        np.testing.assert_array_equal(np.asarray(x.to_device("cpu")), b)
+        _read_and_write_as_numpy(device, a, kx, kn)
 
 
 def test_empty_list_keys_select_nothing(device):
