@@ -131,17 +131,17 @@ def _matmul_reflected(self, other):
     return NotImplemented
 
 
-Array.__matmul__ = _matmul_forward
-Array.__rmatmul__ = _matmul_reflected
-Array.__imatmul__ = inplace(la.matmul, "matmul")
-if _speedups is None:   # with the C accelerator: its mapping slots (ruda/_accelerate.py)
-    Array.__getitem__ = _indexing.getitem
-    Array.__setitem__ = _indexing.setitem
 def _contains(self, value):
     """``value in x``: NumPy's and torch's (x == value).any(), one reduction on the device."""
     return bool(_statistical.any(ew.equal(self, value)))
 
 
+Array.__matmul__ = _matmul_forward
+Array.__rmatmul__ = _matmul_reflected
+Array.__imatmul__ = inplace(la.matmul, "matmul")
 Array.__contains__ = _contains
+if _speedups is None:   # with the C accelerator: its mapping slots (ruda/_accelerate.py)
+    Array.__getitem__ = _indexing.getitem
+    Array.__setitem__ = _indexing.setitem
 Array.__array_ufunc__ = None  # NumPy defers to ruda's operators: no silent conversion
 Array.__hash__ = None

@@ -27,7 +27,6 @@ def _value_fits(x, key, value):
     store_shape(value.shape, shape)
 
 
-
 def _zero_signs(mod, x, out, axis):
     """NumPy's SIMD quicksort (AVX-512) can give equal zeros each other's sign, so its result is
     not a permutation of x; each row gets back as many -0.0 as it had, first (any order of
