@@ -53,6 +53,13 @@ def _fits_default(fn, host, dt, dev):
                             f"dtype on device '{dev}'{dev.backend.unsupported_reason(_dtypes.int64)}")
 
 
+def _in_range(fn, arg, value, dt):
+    """OverflowError unless the Python int ``value`` fits the integer dtype ``dt``."""
+    info = np.iinfo(dt)
+    if not info.min <= value <= info.max:
+        raise OverflowError(f"ruda.{fn}: {arg} {value} is out of range for {_dtypes.name(dt)}")
+
+
 def asarray(obj: Any, /, *, dtype: DType | None = None, device: Device | None = None,
             copy: bool | None = None) -> Array:
     if obj.__class__ is np.ndarray and dtype is device is copy is None and obj.dtype in _HOST_FAST \
@@ -191,10 +198,8 @@ def arange(start: int | float, /, stop: int | float | None = None, step: int | f
     is_float = any(isinstance(a, float) for a in (start, stop, step))
     default = v.default_dtype(dev, "real floating" if is_float else "integral")
     dt = _dtype_or("arange", dtype, dev, default)
-    if dt.kind in "iu" and isinstance(start, int):    # NumPy's check: the first value must fit
-        info = np.iinfo(dt)
-        if not info.min <= start <= info.max:
-            raise OverflowError(f"ruda.arange: start {start} is out of range for {_dtypes.name(dt)}")
+    if dtype is not None and dt.kind in "iu" and isinstance(start, int):
+        _in_range("arange", "start", start, dt)     # NumPy's check: the first value must fit
     if dtype is None and dt.kind in "iu" and not is_float:
         r = range(start, stop, step)        # a narrow default (int32): its ends must fit
         if r:
@@ -224,9 +229,7 @@ def _filled(fn, shape, value, dtype, dev):
     if dt.kind == "b":
         value = builtins.bool(value)    # any nonzero number is True (2**64 included)
     elif dt.kind in "iu" and not isinstance(value, builtins.bool):
-        info = np.iinfo(dt)
-        if not info.min <= value <= info.max:
-            raise OverflowError(f"ruda.{fn}: fill_value {value} is out of range for {_dtypes.name(dt)}")
+        _in_range(fn, "fill_value", value, dt)
     return Array._new(dev.backend.full(v.shape(fn, shape), value, dt), dev)
 
 
