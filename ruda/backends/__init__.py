@@ -63,6 +63,8 @@ device.
 """
 import importlib
 
+import numpy as np
+
 # The standard's elementwise functions and the dtype category each accepts (ruda._dtypes'
 # CATEGORIES): the one table.  The namespace functions (generated from it: ruda/_generate.py), the
 # operators, the backends and the C accelerator's op list (checked against it at import) read it.
@@ -293,6 +295,17 @@ DLPACK_DEVICE_TYPES = {1: "kDLCPU", 2: "kDLCUDA", 3: "kDLCUDAHost", 4: "kDLOpenC
                        8: "kDLMetal", 9: "kDLVPI", 10: "kDLROCM", 11: "kDLROCMHost", 12: "kDLExtDev",
                        13: "kDLCUDAManaged", 14: "kDLOneAPI", 15: "kDLWebGPU", 16: "kDLHexagon",
                        17: "kDLMAIA"}
+
+
+def arange_fill(start, step, dtype):
+    """The host's part of NumPy's float ``arange`` fill: (compute dtype, first, second, delta).
+    first is start and second start + step, each rounded to ``dtype``; delta is their
+    difference in the compute dtype (float32 for float16); value i > 1 is first + i * delta,
+    the product and the sum each rounded once."""
+    wide = np.dtype(np.float32) if dtype == np.float16 else dtype
+    with np.errstate(all="ignore"):      # a step past the dtype's range: NumPy's inf and NaN
+        first, second = np.asarray(start, dtype), np.asarray(start + step, dtype)
+        return wide, first, second, second.astype(wide) - first.astype(wide)
 
 
 def store_shape(value_shape, shape):

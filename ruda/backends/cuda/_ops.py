@@ -12,6 +12,7 @@ import cupy as cp
 import numpy as np
 
 from ruda import _dtypes
+from ruda.backends import arange_fill
 from ruda.backends._numpylike import c99_complex, complex_log, half_by_f32, ops_for
 from ruda.backends.cuda import _ir, _numba
 from ruda.runtime import ir
@@ -65,17 +66,12 @@ def linspace(start, stop, num, dtype, endpoint):
 
 
 def arange(start, stop, step, dtype):
-    """NumPy's fill (CuPy's is start + i * step): start, start + step rounded to the dtype, then
-    start + i * delta with delta the difference of those two, each operation rounded once
-    (float16: in float32)."""
+    """NumPy's fill (``ruda.backends.arange_fill``; CuPy's is start + i * step)."""
     dtype = np.dtype(dtype)
     if dtype.kind != "f":
         return cp.arange(start, stop, step, dtype=dtype)
     n = builtins.max(0, math.ceil((stop - start) / step))    # max: this module's is the op's
-    wide = np.dtype(np.float32) if dtype == np.float16 else dtype
-    with np.errstate(all="ignore"):
-        first, second = np.asarray(start, dtype), np.asarray(start + step, dtype)
-        delta = second.astype(wide) - first.astype(wide)
+    wide, first, second, delta = arange_fill(start, step, dtype)
     out = cp.arange(n, dtype=wide) * delta[()] + first.astype(wide)[()]   # two kernels: not fused
     out[:2] = cp.asarray(np.stack([first, second]).astype(wide)[:n])
     return out.astype(dtype, copy=False)

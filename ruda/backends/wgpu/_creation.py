@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ruda.backends import arange_fill
 from ruda.backends.wgpu._array import (IR, WArray, basic_index, broadcast_strides,
                                        contiguous_strides, permute, reshape_view)
 from ruda.backends.wgpu._base import _K, I
@@ -56,13 +57,9 @@ class CreationOps:
         return out
 
     def _arange_float(self, out, start, step, dtype):
-        """NumPy's fill: start, then start + step rounded to the dtype, then start + i * delta
-        in the dtype (float16: in float32) with delta the difference of the first two."""
-        cdt = "f32" if dtype == np.float16 else IR[dtype]
-        wide = np.dtype(np.float32) if dtype == np.float16 else dtype
-        with np.errstate(all="ignore"):      # a step past the dtype's range: NumPy's inf and NaN
-            first, second = np.asarray(start, dtype), np.asarray(start + step, dtype)
-            delta = second.astype(wide) - first.astype(wide)
+        """NumPy's fill (``ruda.backends.arange_fill``), in one kernel."""
+        wide, first, second, delta = arange_fill(start, step, dtype)
+        cdt = IR[wide]
 
         def fill(c, a, b, d, one):
             # (i * d) * one, one = 1.0 unknown to the compiler: a driver that contracts a * b + c
