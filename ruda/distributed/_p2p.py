@@ -74,25 +74,18 @@ def recv(src, *, device=None, async_op=False):
                 break
         return all(r["h"].Test() for r in ahead) and post().test()
 
-    p = Pending(ctx.wd, "recv", wait=wait, test=test, finish=lambda: _done(ctx, me))
+    p = Pending(ctx.wd, "recv", wait=wait, test=test, finish=lambda: me["p"].wait())
     return _finish(p, lambda a: _route.wrap(a, me["d"]), async_op)
 
 
 def _post_payload(ctx, r):
-    """Post receive ``r``'s payload (its header first); it stays referenced until waited, so a
-    dropped handle cannot free the buffer MPI writes into."""
+    """Post receive ``r``'s payload (its header first).  A dropped handle's buffer stays
+    referenced through the Pending that ``_finish`` keeps in flight."""
     r["h"].Wait()
     d = _target(ctx, r["header"], r["dev"])
     eng = _engine(ctx, "recv", d)
     out = eng.empty(_check.shape_of(r["header"]), _check.dtype_of(r["header"]), _route.like(d))
     r["d"], r["p"] = d, eng.recv(out, r["src"], _TAG_DATA, True)
-    ctx.recv_live[id(r)] = r
-
-
-def _done(ctx, r):
-    a = r["p"].wait()
-    ctx.recv_live.pop(id(r), None)
-    return a
 
 
 def _target(ctx, header, dev):

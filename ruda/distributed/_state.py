@@ -29,7 +29,6 @@ class Context:
         wd.rank, wd.abort = self.rank, self._abort
         self.mpi = MpiEngine(self.comm, self.wd)
         self.recv_queues = {}     # src -> receives whose payload is not posted yet (ruda.distributed._p2p)
-        self.recv_live = {}       # id -> receive posted and not yet waited
         self.in_flight = []       # Pending of non-blocking calls, kept until they complete
 
     def _abort(self, message):
