@@ -177,9 +177,9 @@ class IndexingOps:
         """(view, adv, out_shape, B, bpos): adv = [(vdim, index)], index a WArray or an int."""
         # NumPy's rule reads the key as written: advanced indices with anything between them, an
         # ellipsis of no axes included, are separated (their axes go first)
-        written = [i for i, k in enumerate(key) if isinstance(k, WArray) or (
-            isinstance(k, int) and any(isinstance(a, WArray) for a in key))]
-        apart = written != list(range(written[0], written[0] + len(written))) if written else False
+        arrays = any(isinstance(k, WArray) for k in key)      # then ints are advanced too
+        written = [i for i, k in enumerate(key) if isinstance(k, WArray) or (arrays and isinstance(k, int))]
+        apart = bool(written) and written[-1] - written[0] + 1 != len(written)
         key = self._expand_key(x, key)
         arrays = [k for k in key if isinstance(k, WArray)]
         bkey, adv, vd = [], [], 0
