@@ -78,8 +78,8 @@ def normalize_key(fn, x, key):
                 raise IndexError(f"ruda: {fn}: array indices must have an integer or boolean dtype; "
                                  f"got {_dtypes.name(k._dtype)}")
             out.append(k._data)
-        elif isinstance(k, builtins.bool):
-            out.append(k)
+        elif isinstance(k, builtins.bool | np.bool_):    # np.True_ as True (NumPy)
+            out.append(builtins.bool(k))
             dims.append(0)
         elif isinstance(k, list | np.ndarray):   # as an index array on x's device
             arr = _index_array(fn, dev, k)

@@ -286,6 +286,13 @@ def test_bool_scalars_as_numpy_places_them(device, key):
     _read_and_write_as_numpy(device, a, key_x, key_np)
 
 
+@pytest.mark.parametrize("key", [np.True_, np.False_, (0, np.True_), (np.True_, slice(None), 1),
+                                 (Ellipsis, np.False_)])
+def test_numpy_bool_scalars_index_as_python_bools(device, key):
+    """np.True_ / np.False_ (what comparisons of NumPy scalars give) index as True / False."""
+    _read_and_write_as_numpy(device, np.arange(24).reshape(2, 3, 4), key, key)
+
+
 def test_an_ellipsis_of_no_axes_separates_advanced_indices(device):
     """x[:, i, ..., j] on a 3-d x: the ellipsis covers no axis, yet the index arrays are
     separated as written, so their axis goes first (NumPy's (3, 2), not (2, 3))."""
