@@ -11,13 +11,20 @@ from ruda import _data_type, _manipulation, _searching, _statistical
 from ruda._array import Array
 
 
-def astype(self, dtype, /, **kwargs):
-    """``ruda.astype(x, dtype, copy=True, device=None)``."""
-    return _data_type.astype(self, dtype, **kwargs)
+def astype(self, *args, **kwargs):
+    """``ruda.astype(x, dtype, copy=True, device=None)``; NumPy's ``x.astype(dtype=...)`` too."""
+    if not args and "dtype" in kwargs:
+        args = (kwargs.pop("dtype"),)
+    if not args:
+        raise TypeError("ruda.astype: missing dtype; it takes x.astype(dtype, copy=True, device=None)")
+    return _data_type.astype(self, *args, **kwargs)
 
 
 def reshape(self, *shape, **kwargs):
-    """``ruda.reshape(x, shape, copy=None)``; ``x.reshape(2, 3)`` and ``x.reshape((2, 3))``."""
+    """``ruda.reshape(x, shape, copy=None)``; ``x.reshape(2, 3)``, ``x.reshape((2, 3))`` and
+    NumPy's ``x.reshape(shape=(2, 3))``."""
+    if not shape and "shape" in kwargs:
+        shape = (kwargs.pop("shape"),)
     if len(shape) == 1 and isinstance(shape[0], tuple | list):
         shape = shape[0]
     return _manipulation.reshape(self, tuple(shape), **kwargs)

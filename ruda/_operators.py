@@ -10,6 +10,7 @@ from ruda import _dtypes
 from ruda import _elementwise as ew
 from ruda import _indexing
 from ruda import _linear_algebra as la
+from ruda import _numpy_ufuncs
 from ruda import _statistical
 from ruda import _validation as v
 from ruda._array import Array, _speedups
@@ -143,5 +144,5 @@ Array.__contains__ = _contains
 if _speedups is None:   # with the C accelerator: its mapping slots (ruda/_accelerate.py)
     Array.__getitem__ = _indexing.getitem
     Array.__setitem__ = _indexing.setitem
-Array.__array_ufunc__ = None  # NumPy defers to ruda's operators: no silent conversion
+Array.__array_ufunc__ = _numpy_ufuncs.array_ufunc   # np.exp(x) is ruda.exp(x)
 Array.__hash__ = None

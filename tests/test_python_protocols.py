@@ -5,6 +5,7 @@ import os
 import pickle
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -154,6 +155,11 @@ def test_familiar_methods_delegate_to_the_namespace(device, rng):
     np.testing.assert_array_equal(to_numpy(y), a.astype(np.int32))
     with pytest.raises(TypeError, match="ruda.sum"):
         x.sum(axis=0, dtype="float32x")
+    # NumPy's keyword spellings of the methods (array_api_compat calls x.astype(dtype=, copy=))
+    assert x.astype(dtype=xp.int32, copy=False).dtype == xp.int32
+    assert x.reshape(shape=(4, 3)).shape == (4, 3)
+    with pytest.raises(TypeError, match="ruda.astype: missing dtype"):
+        x.astype()
 
 
 def test_numpy_reductions_call_the_methods(device, rng):
@@ -173,3 +179,49 @@ def test_numpy_reductions_call_the_methods(device, rng):
         np.var(x, ddof=1)
     with pytest.raises(TypeError, match=r"ruda\.mean: unexpected keyword argument 'out'"):
         np.mean(x, out=np.zeros(3))
+
+
+def test_numpy_ufuncs_run_as_ruda_functions(device, rng):
+    """np.exp(x) is ruda.exp(x), on x's device (np.absolute is ruda.abs, np.power ruda.pow):
+    the result is a ruda array of x's dtype, nothing goes through the host."""
+    fdt = supported(device, "real floating")[0]
+    a, b = rng.standard_normal((3, 4)).astype(fdt), rng.standard_normal((3, 4)).astype(fdt)
+    x, y = xp.asarray(a, device=device), xp.asarray(b, device=device)
+    with xp.allow_host_conversion(False):
+        cases = [(np.exp(x), np.exp(a)), (np.absolute(x), np.abs(a)), (np.power(x, 2), a ** 2),
+                 (np.arctan2(x, y), np.arctan2(a, b)), (np.maximum(x, y), np.maximum(a, b)),
+                 (np.float32(2) * x, 2 * a), (np.less(x, 0.5), a < 0.5),
+                 (np.rint(x * 3), np.rint(a * 3))]
+    for got, want in cases:
+        assert isinstance(got, xp.Array) and got.device == device
+        assert got.dtype == (xp.bool if want.dtype == bool else x.dtype)
+        np.testing.assert_allclose(to_numpy(got), want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(TypeError, match=r"ruda\.add: x1 .* got ndarray \(convert it with ruda\.asarray\)"):
+        np.ones(4) + x
+    h = np.ones((3, 4))
+    with pytest.raises(TypeError, match=r"ruda\.add: x1 .* got ndarray"):
+        h += x
+    with pytest.raises(TypeError, match=r"ruda: numpy\.exp with out= on a ruda array"):
+        np.exp(x, out=np.empty((3, 4)))
+    with pytest.raises(TypeError, match=r"ruda: numpy\.add\.at on a ruda array"):
+        np.add.at(x, [0], 1.0)
+
+
+def test_other_numpy_ufuncs_run_on_host_copies(device, rng):
+    """A ufunc ruda lacks (np.deg2rad, np.modf) runs in NumPy on a host copy: for a host array
+    at once, for a device array only under allow_host_conversion (with its warning); the result
+    comes back on x's device."""
+    fdt = supported(device, "real floating")[0]
+    a = rng.standard_normal(5).astype(fdt)
+    x = xp.asarray(a, device=device)
+    if device.kind != "cpu":
+        with pytest.raises(TypeError, match="needs a host array"):
+            np.deg2rad(x)
+    with xp.allow_host_conversion(), warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        got, (frac, whole) = np.deg2rad(x), np.modf(x)
+    host_copies = [w for w in seen if issubclass(w.category, xp.HostConversionWarning)]
+    assert bool(host_copies) == (device.kind != "cpu")
+    for g, want in [(got, np.deg2rad(a)), (frac, np.modf(a)[0]), (whole, np.modf(a)[1])]:
+        assert isinstance(g, xp.Array) and g.device == device and g.dtype == x.dtype
+        np.testing.assert_allclose(to_numpy(g), want, rtol=1e-6)

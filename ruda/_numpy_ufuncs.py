@@ -1,0 +1,51 @@
+"""NumPy ufuncs called on ruda arrays (NEP 13's ``__array_ufunc__``).
+
+``np.exp(x)`` is ``ruda.exp(x)``: a ufunc the standard has (by its name: ``np.absolute`` is
+``ruda.abs``, ``np.power`` is ``ruda.pow``) runs as ruda's function, on x's device, so NumPy's
+operators beside a ruda array give ruda's answer (``np.float32(2) * x``) or error
+(``ndarray + x`` raises, naming the NumPy operand).  Any other ufunc (SciPy's special functions,
+``np.deg2rad``, a keyword such as ``dtype=``, ``np.add.reduce``) runs in NumPy on host copies,
+which a device array allows only under ``ruda.allow_host_conversion()``; its result comes back as
+ruda arrays on the inputs' device.  ``out=`` and ``ufunc.at`` would write into NumPy's copies,
+not the ruda array, so they raise.
+"""
+import numpy as np
+
+from ruda import _elementwise as ew
+from ruda import _validation as v
+from ruda._array import Array
+from ruda._creation import asarray
+
+_RENAMED = {"absolute": "abs", "arccos": "acos", "arccosh": "acosh", "arcsin": "asin",
+            "arcsinh": "asinh", "arctan": "atan", "arctan2": "atan2", "arctanh": "atanh",
+            "left_shift": "bitwise_left_shift", "right_shift": "bitwise_right_shift",
+            "invert": "bitwise_invert", "conjugate": "conj", "power": "pow", "rint": "round"}
+_SAME = ("add", "subtract", "multiply", "divide", "floor_divide", "remainder", "negative",
+         "positive", "exp", "expm1", "log", "log1p", "log2", "log10", "logaddexp", "sqrt", "square",
+         "sin", "cos", "tan", "sinh", "cosh", "tanh", "ceil", "floor", "trunc", "sign", "signbit",
+         "copysign", "hypot", "nextafter", "isfinite", "isinf", "isnan", "maximum", "minimum",
+         "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
+         "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor",
+         "reciprocal")
+_RUDA_FUNCTION = {getattr(np, name): getattr(ew, _RENAMED.get(name, name))
+                  for name in (*_SAME, *_RENAMED)}
+
+
+def array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    # a NumPy scalar operand (np.int64(2) == x) arrives as a 0-d ndarray: the scalar again
+    inputs = [a[()] if isinstance(a, np.ndarray) and a.ndim == 0 else a for a in inputs]
+    fn = _RUDA_FUNCTION.get(ufunc) if method == "__call__" else None
+    if fn is not None and any(isinstance(a, np.ndarray) for a in inputs):
+        return fn(*inputs)          # ndarray + x, ndarray += x: ruda's error for the NumPy operand
+    if method == "at" or kwargs.get("out") is not None:
+        name = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+        raise TypeError(f"ruda: {name}{'' if method == 'at' else ' with out='} on a ruda array: "
+                        f"NumPy would write into host copies; use ruda's functions and x[...] = value")
+    if fn is not None and not kwargs:
+        return fn(*inputs)
+    dev = v.same_device(ufunc.__name__, *[a for a in inputs if a.__class__ is Array])
+    result = getattr(ufunc, method)(*[np.asarray(a) if a.__class__ is Array else a for a in inputs],
+                                    **kwargs)
+    if isinstance(result, tuple):
+        return tuple(asarray(r, device=dev) for r in result)
+    return asarray(result, device=dev)
