@@ -29,8 +29,9 @@ def _as_dtype(fn, arg, obj):
     """The NumPy dtype of array or dtype ``obj``."""
     if obj.__class__ is Array:
         return obj._dtype
-    if _dtypes.is_dtype(obj):
-        return np.dtype(obj)
+    dt = _dtypes.named(obj)          # a ruda dtype, np.float32 or "float32"
+    if dt is not None:
+        return dt
     raise TypeError(f"ruda.{fn}: {arg} must be a ruda dtype or array; got {obj!r}")
 
 
@@ -56,9 +57,10 @@ def iinfo(type: DType | Array, /) -> _dtypes.iinfo_object:
 
 
 def isdtype(dtype: DType, kind: DType | str | tuple[DType | str, ...]) -> bool:
-    if not _dtypes.is_dtype(dtype):
+    dt = _dtypes.named(dtype)
+    if dt is None:
         raise TypeError(f"ruda.isdtype: dtype must be a ruda dtype; got {dtype!r}")
-    dtype = _dtypes.as_numpy(dtype)
+    dtype = dt
     if isinstance(kind, tuple):
         return any(isdtype(dtype, k) for k in kind)
     if isinstance(kind, str):
@@ -66,8 +68,8 @@ def isdtype(dtype: DType, kind: DType | str | tuple[DType | str, ...]) -> bool:
             raise ValueError(f"ruda.isdtype: unknown kind {kind!r}; expected one of "
                              f"{', '.join(_dtypes.KINDS)}")
         return dtype in _dtypes.KINDS[kind]
-    if _dtypes.is_dtype(kind):
-        return dtype == _dtypes.as_numpy(kind)
+    if _dtypes.named(kind) is not None:
+        return dtype == _dtypes.named(kind)
     raise TypeError(f"ruda.isdtype: kind must be a dtype, a kind name or a tuple; got {kind!r}")
 
 

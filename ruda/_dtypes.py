@@ -178,6 +178,21 @@ def is_dtype(obj):
         return False
 
 
+def named(obj):
+    """The NumPy dtype of a ruda dtype, or of a NumPy scalar type or dtype name standing for one
+    (``np.float32``, ``"float32"``); None for anything else."""
+    obj = as_numpy(obj)
+    if is_dtype(obj):
+        return np.dtype(obj)
+    if isinstance(obj, str) or isinstance(obj, type) and issubclass(obj, np.generic):
+        try:
+            cand = np.dtype(obj)
+        except TypeError:
+            return None
+        return cand if is_dtype(cand) else None
+    return None
+
+
 def kind_rank(dtype):
     return _KIND_RANK[dtype.kind]
 

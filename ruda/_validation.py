@@ -66,13 +66,7 @@ def dtype(fn, dt, dev, arg="dtype"):
     if isinstance(dt, np.dtype) and dt in dev.backend._dtype_set:
         return dt
     if not _dtypes.is_dtype(dt):
-        if isinstance(dt, type) and issubclass(dt, np.generic) or isinstance(dt, str):
-            try:
-                cand = np.dtype(dt)
-            except TypeError:
-                cand = None
-            if cand is not None and _dtypes.is_dtype(cand):
-                dt = cand
+        dt = _dtypes.named(dt) or dt       # np.float32, "float32"
         if not _dtypes.is_dtype(dt):
             hint = (" (ruda.bfloat16 is None where ml_dtypes is not installed: "
                     "pip install ruda[bf16])" if dt is None and _dtypes.bfloat16 is None else "")

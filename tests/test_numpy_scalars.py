@@ -130,3 +130,20 @@ def test_numpy_index_arrays_index_like_lists(device, rng):
     assert to_numpy(x)[1:3].tolist() == [[0.0] * 3] * 2
     with pytest.raises(IndexError, match="NumPy array indices must hold integers or booleans"):
         x[np.array([0.5])]
+
+
+def test_dtype_functions_take_numpy_spellings_as_asarray_does():
+    """np.float32 and "float32" name ruda.float32 in isdtype, finfo, iinfo, result_type and
+    can_cast as they do in asarray(dtype=) (scikit-learn's check_array(dtype=np.float32))."""
+    assert xp.asarray([1], dtype=np.float32).dtype == xp.float32
+    assert xp.isdtype(np.float32, "real floating") and xp.isdtype("int8", "signed integer")
+    assert xp.isdtype(xp.float32, np.float32) and not xp.isdtype(np.int64, ("bool", "real floating"))
+    assert xp.finfo(np.float32).eps == np.finfo(np.float32).eps and xp.finfo("float64").bits == 64
+    assert xp.iinfo(np.int32).max == 2 ** 31 - 1
+    assert xp.result_type(np.float32, xp.int8) == xp.float32 == xp.result_type("float32", xp.int16)
+    assert xp.can_cast(np.float32, xp.float64) and not xp.can_cast("float64", np.int8)
+    for bad in (float, "float33", np.object_):
+        with pytest.raises(TypeError, match="ruda.isdtype: dtype must be a ruda dtype"):
+            xp.isdtype(bad, "real floating")
+        with pytest.raises(TypeError, match="ruda.finfo: type must be a ruda dtype or array"):
+            xp.finfo(bad)
