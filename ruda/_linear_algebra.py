@@ -44,14 +44,25 @@ def matrix_transpose(x: Array, /) -> Array:
     return x.mT
 
 
+def _contracted(s, ndim, arg):
+    """One operand's axes in tensordot's ``axes`` pair, normalized and checked for repeats: a
+    sequence of ints, or one int (NumPy's spelling of a sequence of one)."""
+    if not isinstance(s, tuple | list):
+        try:
+            s = tuple(s)
+        except TypeError:       # not iterable: one axis, which v.axes checks is an integer
+            s = (s,)
+    return v.axes("tensordot", s, ndim, arg)
+
+
 def tensordot(x1: Array, x2: Array, /, *,
               axes: int | tuple[Sequence[int], Sequence[int]] = 2) -> Array:
     dev, a, b = promoted("tensordot", x1, x2)
     if isinstance(axes, tuple | list):
         if len(axes) != 2:
             raise ValueError(f"ruda.tensordot: axes must be an int or a pair of sequences; got {axes!r}")
-        ax1 = tuple(v.axis("tensordot", i, a.ndim, "axes[0]") for i in axes[0])
-        ax2 = tuple(v.axis("tensordot", i, b.ndim, "axes[1]") for i in axes[1])
+        ax1 = _contracted(axes[0], a.ndim, "axes[0]")
+        ax2 = _contracted(axes[1], b.ndim, "axes[1]")
         if len(ax1) != len(ax2):
             raise ValueError(f"ruda.tensordot: axes {axes!r} name different numbers of dimensions")
     else:
@@ -67,17 +78,35 @@ def tensordot(x1: Array, x2: Array, /, *,
     return Array._new(dev.backend.tensordot(a, b, axes=(ax1, ax2)), dev)
 
 
+def vector_axis(fn, dev, a, b, axis, size=None):
+    """vecdot's and cross's operands and vector axis, checked: ``(a, b, axis, home)``, where
+    ``axis`` is negative and names the vectors in both.
+
+    A negative axis counts from the end of each operand (the standard's); a non-negative one names
+    each operand's own axis (NumPy's), so where the ranks differ each operand's axis is moved last
+    and ``home`` is the axis the result's vectors go back to (else None).  The vectors must have
+    equal lengths (``size`` where given); the other dimensions must broadcast."""
+    axis = v.integer(fn, "axis", axis)
+    if not -min(a.ndim, b.ndim) <= axis < min(a.ndim, b.ndim):
+        raise ValueError(f"ruda.{fn}: axis={axis} is out of range for shapes {a.shape} and {b.shape}")
+    if size is None and a.shape[axis] != b.shape[axis]:
+        raise ValueError(f"ruda.{fn}: contracted dimensions differ: shapes {a.shape} and {b.shape}")
+    if size is not None and not a.shape[axis] == b.shape[axis] == size:
+        raise ValueError(f"ruda.{fn}: axis {axis} must have size {size}; got shapes {a.shape} "
+                         f"and {b.shape}")
+    v.broadcast_shapes(fn, *(s[:axis % len(s)] + s[axis % len(s) + 1:] for s in (a.shape, b.shape)))
+    if axis < 0 or a.ndim == b.ndim:
+        return a, b, axis - a.ndim if axis >= 0 else axis, None
+    move = dev.backend.moveaxis
+    return move(a, (axis,), (a.ndim - 1,)), move(b, (axis,), (b.ndim - 1,)), -1, axis
+
+
 def vecdot(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
     dev, a, b = promoted("vecdot", x1, x2)
     if not a.ndim or not b.ndim:
         raise ValueError(f"ruda.vecdot: operands must be at least 1-D; got shapes {a.shape} and {b.shape}")
-    nd = max(a.ndim, b.ndim)
-    if not -min(a.ndim, b.ndim) <= axis < min(a.ndim, b.ndim):
-        raise ValueError(f"ruda.vecdot: axis={axis} is out of range for shapes {a.shape} and {b.shape}")
-    v.broadcast_shapes("vecdot", a.shape, b.shape)
-    if a.shape[axis] != b.shape[axis]:
-        raise ValueError(f"ruda.vecdot: contracted dimensions differ: shapes {a.shape} and {b.shape}")
-    return Array._new(dev.backend.vecdot(a, b, axis=axis if axis < 0 else axis - nd), dev)
+    a, b, axis, _ = vector_axis("vecdot", dev, a, b, axis)
+    return Array._new(dev.backend.vecdot(a, b, axis=axis), dev)
 
 
 # with the C accelerator, ruda/_accelerate.py lists the functions here it gives a host fast path

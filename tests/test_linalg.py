@@ -136,6 +136,62 @@ def test_main_namespace_errors(device):
         xp.vecdot(a, xp.asarray(rand(np.random.default_rng(3), (2, 1), f), device=device))
 
 
+def test_tensordot_axes_pair(device):
+    """Each sequence of an axes pair names distinct axes (after normalizing negatives): a repeat
+    is refused on every device; a bare int in the pair is a sequence of one (NumPy's)."""
+    f = supported(device, "real floating")[0]
+    rng = np.random.default_rng(4)
+    a, b = rand(rng, (3, 3, 2), f), rand(rng, (3, 3, 2), f)
+    x, y = xp.asarray(a, device=device), xp.asarray(b, device=device)
+    for axes in (([0, 0], [0, 1]), ([0, -3], [0, 1]), ([0, 1], [1, 1]), ([2, -1], [2, 0])):
+        with pytest.raises(ValueError, match=r"ruda\.tensordot: axes\[[01]\]=.* repeats an axis"):
+            xp.tensordot(x, y, axes=axes)
+    for axes in ((1, 0), ([1], 0), (2, [-1]), ((0, 1), (1, 0))):
+        check(xp.tensordot(x, y, axes=axes), np.tensordot(host64(a), host64(b), axes=axes), f)
+    with pytest.raises(TypeError, match=r"ruda\.tensordot: axes\[0\] must be an integer; got NoneType"):
+        xp.tensordot(x, y, axes=(None, [0]))
+
+
+@pytest.mark.parametrize("s1, s2, axis", [
+    ((2, 3, 4), (2, 4), 0), ((2, 3, 4), (4, 3), 1), ((4, 2, 3), (4, 3), 0), ((3,), (3, 2), 0),
+    ((3, 3, 3), (3, 3), 0), ((2, 3), (1, 3), 1), ((2, 3, 4), (3, 4), -2), ((1, 4, 3), (2, 1, 3), 2)])
+def test_vecdot_axis_of_each_operand(device, s1, s2, axis):
+    """A non-negative axis names each operand's own axis (NumPy 2's vecdot), also where the
+    ranks differ; a negative one counts from the end of each."""
+    f = supported(device, "real floating")[0]
+    rng = np.random.default_rng(6)
+    a, b = rand(rng, s1, f), rand(rng, s2, f)
+    exp = np.vecdot(host64(a), host64(b), axis=axis)
+    check(xp.vecdot(xp.asarray(a, device=device), xp.asarray(b, device=device), axis=axis), exp, f)
+
+
+@pytest.mark.parametrize("s1, s2, axis", [
+    ((3, 2, 4), (3, 4), 0), ((2, 3, 4), (4, 3), 1), ((3, 2), (3, 4, 2), 0), ((4, 3), (2, 3, 4), 1),
+    ((3, 3, 3), (3, 3), 0), ((2, 3), (5, 2, 3), -1), ((3, 2), (4, 3, 2), -2)])
+def test_cross_axis_of_each_operand(device, s1, s2, axis):
+    """A non-negative axis names each operand's own axis and places the result's vectors at that
+    axis (NumPy's cross with axisa = axisb = axisc = axis), also where the ranks differ."""
+    f = supported(device, "real floating")[0]
+    rng = np.random.default_rng(7)
+    a, b = rand(rng, s1, f), rand(rng, s2, f)
+    exp = np.cross(host64(a), host64(b), axis=axis)
+    check(xp.linalg.cross(xp.asarray(a, device=device), xp.asarray(b, device=device), axis=axis), exp, f)
+
+
+def test_vector_axis_errors(device):
+    f = supported(device, "real floating")[0]
+    x = xp.ones((2, 3), dtype=f, device=device)
+    for axis in (None, 1.0, (0,)):
+        for fn, name in ((xp.vecdot, "vecdot"), (xp.linalg.cross, "linalg.cross")):
+            with pytest.raises(TypeError, match=rf"ruda\.{name}: axis must be an integer; got {type(axis).__name__}"):
+                fn(x, x, axis=axis)
+    # each operand's own axis 1: 4 points in x1 (2, 4, 3), whose last axis alone is 3 long
+    with pytest.raises(ValueError, match=r"ruda\.linalg\.cross: axis 1 must have size 3; got shapes "
+                                         r"\(2, 4, 3\) and \(4, 3\)"):
+        xp.linalg.cross(xp.ones((2, 4, 3), dtype=f, device=device), xp.ones((4, 3), dtype=f, device=device),
+                        axis=1)
+
+
 # ---- linalg extension ---------------------------------------------------------------------
 
 @given(data=st.data(), seed=seeds, b=batch, n=size, upper=st.booleans())
@@ -273,6 +329,17 @@ def test_matrix_power(device, data, seed, b, n, p):
           scale=10)
 
 
+def test_matrix_power_one_is_a_copy(device):
+    """x ** 1 is a new array like every other power: writing into it leaves x as it was."""
+    f = supported(device, "real floating")[0]
+    a = rand(np.random.default_rng(8), (2, 3, 3), f)
+    x = xp.asarray(a, device=device, copy=True)      # not a's memory, which stays as the oracle
+    r = xp.linalg.matrix_power(x, 1)
+    check(r, host64(a), f)
+    r[...] = 0
+    check(x, host64(a), f)
+
+
 @given(data=st.data(), seed=seeds, b=batch, m=size, n=size, r=st.integers(1, 4))
 def test_matrix_rank_pinv_svd(device, data, seed, b, m, n, r):
     dt = data.draw(dtypes(device, FLOAT), label="dtype")
@@ -346,6 +413,36 @@ def test_solve_broadcast_stacks_and_empty(device, a_shape, b_shape):
     else:
         exp = np.linalg.solve(host64(a), host64(rhs))
     check(res, exp, dt, scale=4)
+
+
+def test_solve_stacks_must_broadcast(device):
+    f = supported(device, "real floating")[0]
+    with pytest.raises(ValueError, match=r"ruda\.linalg\.solve: shapes \(2,\), \(4,\) cannot be broadcast"):
+        xp.linalg.solve(xp.ones((2, 3, 3), dtype=f, device=device), xp.ones((4, 3, 1), dtype=f, device=device))
+
+
+@pytest.mark.parametrize("fn", ["matrix_rank", "pinv"])
+def test_rtol_is_real_and_broadcasts(device, fn):
+    """rtol is a real number, or an array of a real dtype that broadcasts against the stacks."""
+    f = supported(device, "real floating")[0]
+    x = xp.ones((2, 3, 3), dtype=f, device=device)
+    with pytest.raises(ValueError, match=rf"ruda\.linalg\.{fn}: shapes \(2,\), \(3,\) cannot be broadcast"):
+        getattr(xp.linalg, fn)(x, rtol=xp.full((3,), 0.5, dtype=f, device=device))
+    for bad in (1j, np.complex64(0.5), True):
+        with pytest.raises(ValueError, match=rf"ruda\.linalg\.{fn}: rtol must be a real number; got"):
+            getattr(xp.linalg, fn)(x, rtol=bad)
+    c = supported(device, "complex floating")[0]
+    with pytest.raises(TypeError, match=rf"ruda\.linalg\.{fn}: rtol must have a real numeric dtype; got complex"):
+        getattr(xp.linalg, fn)(x, rtol=xp.full((2,), 0.5, dtype=c, device=device))
+    # one rtol per stack
+    rtol = np.array([0.5, 1e-6])
+    a = rand(np.random.default_rng(9), (2, 3, 3), f)
+    got = getattr(xp.linalg, fn)(xp.asarray(a, device=device), rtol=xp.asarray(rtol.astype(f), device=device))
+    exp = getattr(np.linalg, fn)(host64(a), rtol=rtol)
+    if fn == "pinv":
+        check(got, exp, f, scale=100)
+    else:
+        np.testing.assert_array_equal(to_numpy(got), exp)
 
 
 @given(data=st.data(), seed=seeds, m=size, n=size)

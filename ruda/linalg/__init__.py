@@ -8,7 +8,8 @@ from collections import namedtuple as _namedtuple
 from ruda import _dtypes, _hints
 from ruda import _validation as _v
 from ruda._array import Array as _Array
-from ruda._linear_algebra import matmul, matrix_transpose, promoted as _promoted, tensordot, vecdot
+from ruda._linear_algebra import (matmul, matrix_transpose, promoted as _promoted, tensordot, vecdot,
+                                  vector_axis as _vector_axis)
 from ruda._statistical import accumulation_dtype as _accumulation_dtype
 from ruda._typing import Axis as _Axis, DType as _DType
 
@@ -98,11 +99,17 @@ def qr(x: _Array, /, *, mode: str = "reduced") -> QRResult:
 
 
 def _rtol(fn, rtol, x):
+    """``rtol`` as a real Python number or None, or a native array of a real dtype on x's device
+    that broadcasts against x's stack shape."""
     rtol = _v.python_scalar(rtol)
+    if isinstance(rtol, complex | _builtins.bool):
+        raise ValueError(f"ruda.linalg.{fn}: rtol must be a real number; got {rtol!r}")
     if rtol is None or _v.is_scalar(rtol):
         return rtol
     _v.array(f"linalg.{fn}", "rtol", rtol)
     _v.same_device(f"linalg.{fn}", x, rtol)
+    _v.category(f"linalg.{fn}", "rtol", rtol._dtype, "real numeric")
+    _v.broadcast_shapes(f"linalg.{fn}", x.shape[:-2], rtol.shape)
     return rtol._data
 
 
@@ -143,7 +150,10 @@ def matrix_norm(x: _Array, /, *, keepdims: bool = False, ord: int | float | str 
 
 def matrix_power(x: _Array, n: int, /) -> _Array:
     dev = _matrix("matrix_power", x, square=True, cat="numeric")
-    return _Array._new(dev.backend.linalg_matrix_power(x._data, _v.integer("linalg.matrix_power", "n", n)), dev)
+    n = _v.integer("linalg.matrix_power", "n", n)
+    if n == 1:      # a copy, as every other power is a new array (NumPy hands back x itself)
+        return x.__copy__()
+    return _Array._new(dev.backend.linalg_matrix_power(x._data, n), dev)
 
 
 def diagonal(x: _Array, /, *, offset: int = 0) -> _Array:
@@ -165,17 +175,17 @@ def solve(x1: _Array, x2: _Array, /) -> _Array:
     if b.ndim == 0 or (b.ndim == 1 and b.shape[0] != a.shape[-1]) or \
             (b.ndim > 1 and b.shape[-2] != a.shape[-1]):
         raise ValueError(f"ruda.linalg.solve: shapes {a.shape} and {b.shape} do not match")
+    _v.broadcast_shapes("linalg.solve", a.shape[:-2], b.shape[:-2])     # the stacks (x2 1-D: none)
     return _Array._new(dev.backend.linalg_solve(a, b), dev)
 
 
 def cross(x1: _Array, x2: _Array, /, *, axis: int = -1) -> _Array:
     dev, a, b = _promoted("linalg.cross", x1, x2, "numeric")
-    if not -_builtins.min(a.ndim, b.ndim) <= axis < _builtins.min(a.ndim, b.ndim):
-        raise ValueError(f"ruda.linalg.cross: axis={axis} is out of range for shapes {a.shape} and {b.shape}")
-    if a.shape[axis] != 3 or b.shape[axis] != 3:
-        raise ValueError(f"ruda.linalg.cross: axis {axis} must have size 3; got shapes {a.shape} and {b.shape}")
-    _v.broadcast_shapes("linalg.cross", a.shape, b.shape)
-    return _Array._new(dev.backend.linalg_cross(a, b, axis=axis), dev)
+    a, b, ax, home = _vector_axis("linalg.cross", dev, a, b, axis, size=3)
+    out = dev.backend.linalg_cross(a, b, axis=ax)
+    if home is not None:     # the result's vectors at the operands' axis (NumPy's)
+        out = dev.backend.moveaxis(out, (out.ndim - 1,), (home,))
+    return _Array._new(out, dev)
 
 
 def outer(x1: _Array, x2: _Array, /) -> _Array:
