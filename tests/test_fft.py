@@ -81,6 +81,31 @@ def test_fft_nd_s_equal_to_shape_on_other_axes(device, name):
         _check(res, exp, _out_dtype(dt, how), exp.size)
 
 
+EMPTY_AXIS = [("fft", (0,), dict(n=4)), ("ifft", (2, 0), dict(n=3)), ("rfft", (0,), dict(n=5)),
+              ("irfft", (0,), dict(n=6)), ("hfft", (2, 0), dict(n=3)), ("ihfft", (0, 2), dict(n=5, axis=0)),
+              ("fftn", (2, 0), dict(s=(3, 4), axes=(0, 1))), ("ifftn", (0, 2), dict(s=(3, -1), axes=(0, 1))),
+              ("rfftn", (2, 0), dict(s=(2, 5), axes=(0, 1))), ("irfftn", (2, 0), dict(s=(2, 4), axes=(0, 1))),
+              ("irfftn", (0, 3), dict(s=(4,), axes=(0,)))]
+
+
+@pytest.mark.parametrize("name, shape, kw", EMPTY_AXIS)
+@pytest.mark.parametrize("norm", ["backward", "ortho"])
+def test_empty_axis_zero_padded(device, name, shape, kw, norm):
+    """An empty axis given n (or s) points is zero-padded to them: the transform of zeros, on
+    every device (pocketfft's complex-to-real transforms left the result unset)."""
+    kind, how = {**ONE_D, **N_D}[name]
+    dt = supported(device, kind)[-1]
+    sizes = (kw["n"],) if "n" in kw else kw["s"]
+    over = (kw.get("axis", -1),) if "n" in kw else kw["axes"]
+    padded = list(shape)
+    for a, n in zip(over, sizes):
+        padded[a] = shape[a] if n == -1 else n
+    exp = getattr(np.fft, name)(np.zeros(padded, np.float64 if kind == "real floating" else np.complex128),
+                                norm=norm, **kw)
+    res = getattr(xp.fft, name)(xp.zeros(shape, dtype=dt, device=device), norm=norm, **kw)
+    assert_result(res, exp, dtype=_out_dtype(dt, how), rtol=0, atol=0)
+
+
 @given(data=st.data(), seed=seeds, shape=shapes(1, 3, 1, 6), norm=NORMS)
 def test_round_trips(device, data, seed, shape, norm):
     dt = data.draw(dtypes(device, "real floating"), label="dtype")
@@ -116,6 +141,43 @@ def test_shift(device, name, data, seed, shape):
                      label="axes")
     res = getattr(xp.fft, name)(xp.asarray(a, device=device), axes=axes)
     assert_result(res, getattr(np.fft, name)(a, axes=axes), dtype=dt, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("name", ["fftshift", "ifftshift"])
+def test_shift_of_0d(device, name):
+    """A 0-d array shifts over no axes: a copy of it, as is axes=() for any array."""
+    f = supported(device, "real floating")[0]
+    x = xp.asarray(np.asarray(3.0, f), device=device)
+    res = getattr(xp.fft, name)(x)
+    assert_result(res, np.asarray(3.0), dtype=f, rtol=0, atol=0)
+    res[...] = 5
+    assert float(x) == 3.0
+    a = rand(np.random.default_rng(2), (2, 3), f)
+    res = getattr(xp.fft, name)(xp.asarray(a, device=device), axes=())
+    assert_result(res, getattr(np.fft, name)(a, axes=()), dtype=f, rtol=0, atol=0)
+
+
+def test_fft_argument_errors(device):
+    """s and axes are sequences (not NumPy's bare int); irfftn's default last axis of 2 (m - 1)
+    points needs m >= 2, as irfft's; fftfreq's spacing d is not 0."""
+    c = supported(device, "complex floating")[0]
+    x = xp.zeros((3, 4), dtype=c, device=device)
+    for kw, arg in ((dict(axes=0), "axes"), (dict(s=4), "s"), (dict(s=4, axes=(0,)), "s")):
+        with pytest.raises(TypeError, match=rf"ruda\.fft\.fftn: {arg} must be a sequence of integers; got int"):
+            xp.fft.fftn(x, **kw)
+    assert xp.fft.fftn(x, s=[2], axes=range(1)).shape == (2, 4)      # any sequence
+    assert xp.fft.fftn(x, axes=()).shape == (3, 4)                    # no axes: a copy
+    one = xp.zeros((3, 1), dtype=c, device=device)
+    with pytest.raises(ValueError, match=r"ruda\.fft\.irfftn: axis 1 needs at least 2 points; got shape \(3, 1\)"):
+        xp.fft.irfftn(one)
+    with pytest.raises(ValueError, match=r"ruda\.fft\.irfftn: axis 0 needs at least 2 points; got shape \(1, 3\)"):
+        xp.fft.irfftn(xp.zeros((1, 3), dtype=c, device=device), axes=(1, 0))
+    with pytest.raises(ValueError, match=r"ruda\.fft\.irfft: axis 1 needs at least 2 points; got shape \(3, 1\)"):
+        xp.fft.irfft(one)
+    assert xp.fft.irfftn(one, s=(3, 2)).shape == (3, 2)
+    for name in ("fftfreq", "rfftfreq"):
+        with pytest.raises(ValueError, match=rf"ruda\.fft\.{name}: d \(the sample spacing\) must not be 0"):
+            getattr(xp.fft, name)(4, d=0, device=device)
 
 
 def test_fft_errors(device):

@@ -33,8 +33,27 @@ def _check(fn, x, norm):
         raise ValueError(f"ruda.fft.{fn}: x must have at least one dimension")
 
 
+def _too_short(fn, x, axis):
+    """The error of a complex-to-real transform left to its 2 (m - 1) points, too few."""
+    return ValueError(f"ruda.fft.{fn}: axis {axis} needs at least 2 points; got shape {x.shape}")
+
+
+def _padded(x, over, points):
+    """x's data; where an axis in ``over`` is empty (the checks let one through only with its
+    number of points), zeros with that many points there: x zero-padded, whose transform every
+    backend computes (pocketfft's complex-to-real transforms leave theirs unset for an empty axis)."""
+    empty = [(a, n) for a, n in zip(over, points) if not x.shape[a]]
+    if not empty:
+        return x._data
+    shape = list(x.shape)
+    for a, n in empty:
+        shape[a] = n
+    return x._device.backend.full(tuple(shape), 0, x._data.dtype)
+
+
 def _check_1d(fn, x, n, axis, norm):
-    """A one-axis transform's checks: (n or None, the normalized axis)."""
+    """A one-axis transform's checks: (x's data zero-padded where empty, n or None, the
+    normalized axis)."""
     _check(fn, x, norm)
     axis = _v.axis(f"fft.{fn}", axis, x.ndim)
     if n is not None:
@@ -42,16 +61,30 @@ def _check_1d(fn, x, n, axis, norm):
         if n < 1:
             raise ValueError(f"ruda.fft.{fn}: n must be positive; got {n}")
     elif fn in ("irfft", "hfft") and x.shape[axis] < 2:
-        raise ValueError(f"ruda.fft.{fn}: axis {axis} needs at least 2 points; got shape {x.shape}")
+        raise _too_short(fn, x, axis)
     elif x.shape[axis] == 0:
         raise ValueError(f"ruda.fft.{fn}: axis {axis} has no points to transform; got shape {x.shape}")
-    return n, axis
+    return _padded(x, (axis,), (n,)), n, axis
+
+
+def _sequence(fn, arg, value):
+    """``s`` or ``axes`` as a tuple (None stays None); a bare int, which NumPy takes for one
+    axis, is refused: the standard takes sequences."""
+    if value is None or isinstance(value, tuple):
+        return value
+    try:
+        return tuple(value)
+    except TypeError:
+        raise TypeError(f"ruda.fft.{fn}: {arg} must be a sequence of integers; got "
+                        f"{type(value).__name__}") from None
 
 
 def _check_nd(fn, x, s, axes, norm):
-    """A several-axes transform's checks: (s or None, axes or None; both given when s is)."""
+    """A several-axes transform's checks: (x's data zero-padded where empty, s or None, axes or
+    None; both given when s is)."""
     _check(fn, x, norm)
     given = "axes=()" if axes is not None else "s=()"     # which argument an empty axes came from
+    s, axes = _sequence(fn, "s", s), _sequence(fn, "axes", axes)
     if axes is not None:
         axes = tuple(_v.axis(f"fft.{fn}", a, x.ndim, "axes") for a in axes)
         if len(set(axes)) != len(axes):
@@ -70,65 +103,69 @@ def _check_nd(fn, x, s, axes, norm):
     if axes == () and fn in ("rfftn", "irfftn"):
         raise ValueError(f"ruda.fft.{fn}: axes must name at least one axis (the real transform runs "
                          f"over the last one); got {given}")
+    if fn == "irfftn" and s is None:       # the last axis gets 2 (m - 1) points
+        last = x.ndim - 1 if axes is None else axes[-1]
+        if x.shape[last] < 2:
+            raise _too_short(fn, x, last)
     for j, a in enumerate(range(x.ndim) if axes is None else axes):
         if x.shape[a] == 0 and (s is None or s[j] == -1):
             raise ValueError(f"ruda.fft.{fn}: axis {a} has no points to transform; got shape "
                              f"{x.shape}")
-    return s, axes
+    return _padded(x, axes or (), s or ()), s, axes
 
 
 def fft(x: _Array, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> _Array:
-    n, axis = _check_1d("fft", x, n, axis, norm)
-    return _Array._new(x._device.backend.fft_fft(x._data, n=n, axis=axis, norm=norm), x._device)
+    a, n, axis = _check_1d("fft", x, n, axis, norm)
+    return _Array._new(x._device.backend.fft_fft(a, n=n, axis=axis, norm=norm), x._device)
 
 
 def ifft(x: _Array, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> _Array:
-    n, axis = _check_1d("ifft", x, n, axis, norm)
-    return _Array._new(x._device.backend.fft_ifft(x._data, n=n, axis=axis, norm=norm), x._device)
+    a, n, axis = _check_1d("ifft", x, n, axis, norm)
+    return _Array._new(x._device.backend.fft_ifft(a, n=n, axis=axis, norm=norm), x._device)
 
 
 def rfft(x: _Array, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> _Array:
-    n, axis = _check_1d("rfft", x, n, axis, norm)
-    return _Array._new(x._device.backend.fft_rfft(x._data, n=n, axis=axis, norm=norm), x._device)
+    a, n, axis = _check_1d("rfft", x, n, axis, norm)
+    return _Array._new(x._device.backend.fft_rfft(a, n=n, axis=axis, norm=norm), x._device)
 
 
 def irfft(x: _Array, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> _Array:
-    n, axis = _check_1d("irfft", x, n, axis, norm)
-    return _Array._new(x._device.backend.fft_irfft(x._data, n=n, axis=axis, norm=norm), x._device)
+    a, n, axis = _check_1d("irfft", x, n, axis, norm)
+    return _Array._new(x._device.backend.fft_irfft(a, n=n, axis=axis, norm=norm), x._device)
 
 
 def hfft(x: _Array, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> _Array:
-    n, axis = _check_1d("hfft", x, n, axis, norm)
-    return _Array._new(x._device.backend.fft_hfft(x._data, n=n, axis=axis, norm=norm), x._device)
+    a, n, axis = _check_1d("hfft", x, n, axis, norm)
+    return _Array._new(x._device.backend.fft_hfft(a, n=n, axis=axis, norm=norm), x._device)
 
 
 def ihfft(x: _Array, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> _Array:
-    n, axis = _check_1d("ihfft", x, n, axis, norm)
-    return _Array._new(x._device.backend.fft_ihfft(x._data, n=n, axis=axis, norm=norm), x._device)
+    a, n, axis = _check_1d("ihfft", x, n, axis, norm)
+    return _Array._new(x._device.backend.fft_ihfft(a, n=n, axis=axis, norm=norm), x._device)
 
 
 def fftn(x: _Array, /, *, s: tuple[int, ...] | None = None, axes: tuple[int, ...] | None = None,
          norm: str = "backward") -> _Array:
-    s, axes = _check_nd("fftn", x, s, axes, norm)
-    return _Array._new(x._device.backend.fft_fftn(x._data, s=s, axes=axes, norm=norm), x._device)
+    a, s, axes = _check_nd("fftn", x, s, axes, norm)
+    return _Array._new(x._device.backend.fft_fftn(a, s=s, axes=axes, norm=norm), x._device)
 
 
 def ifftn(x: _Array, /, *, s: tuple[int, ...] | None = None, axes: tuple[int, ...] | None = None,
           norm: str = "backward") -> _Array:
-    s, axes = _check_nd("ifftn", x, s, axes, norm)
-    return _Array._new(x._device.backend.fft_ifftn(x._data, s=s, axes=axes, norm=norm), x._device)
+    a, s, axes = _check_nd("ifftn", x, s, axes, norm)
+    return _Array._new(x._device.backend.fft_ifftn(a, s=s, axes=axes, norm=norm), x._device)
 
 
 def rfftn(x: _Array, /, *, s: tuple[int, ...] | None = None, axes: tuple[int, ...] | None = None,
           norm: str = "backward") -> _Array:
-    s, axes = _check_nd("rfftn", x, s, axes, norm)
-    return _Array._new(x._device.backend.fft_rfftn(x._data, s=s, axes=axes, norm=norm), x._device)
+    a, s, axes = _check_nd("rfftn", x, s, axes, norm)
+    return _Array._new(x._device.backend.fft_rfftn(a, s=s, axes=axes, norm=norm), x._device)
 
 
 def irfftn(x: _Array, /, *, s: tuple[int, ...] | None = None, axes: tuple[int, ...] | None = None,
            norm: str = "backward") -> _Array:
-    s, axes = _check_nd("irfftn", x, s, axes, norm)
-    return _Array._new(x._device.backend.fft_irfftn(x._data, s=s, axes=axes, norm=norm), x._device)
+    a, s, axes = _check_nd("irfftn", x, s, axes, norm)
+    return _Array._new(x._device.backend.fft_irfftn(a, s=s, axes=axes, norm=norm), x._device)
 
 
 def _freq(fn, n, d, dtype, device):
@@ -138,6 +175,8 @@ def _freq(fn, n, d, dtype, device):
     d = _v.python_scalar(d)
     if not _v.is_scalar(d) or isinstance(d, complex | bool):
         raise TypeError(f"ruda.fft.{fn}: d must be a real number; got {d!r}")
+    if d == 0:
+        raise ValueError(f"ruda.fft.{fn}: d (the sample spacing) must not be 0")
     dev = _v.device_or_default(device)
     dt = _v.default_dtype(dev, "real floating") if dtype is None else _v.dtype(f"fft.{fn}", dtype, dev)
     if dt.kind != "f":
@@ -158,18 +197,19 @@ def rfftfreq(n: int, /, *, d: float = 1.0, dtype: _DType | None = None,
 
 
 def _shift(fn, x, axes):
+    """The axes to shift (all for None); none for a 0-d x or axes=(), whose shift is a copy."""
     _v.array(f"fft.{fn}", "x", x)
-    return None if axes is None else _v.axes(f"fft.{fn}", axes, x.ndim, "axes")
+    return _v.axes(f"fft.{fn}", axes, x.ndim, "axes")
 
 
 def fftshift(x: _Array, /, *, axes: _Axis = None) -> _Array:
     ax = _shift("fftshift", x, axes)
-    return _Array._new(x._device.backend.fft_fftshift(x._data, axes=ax), x._device)
+    return _Array._new(x._device.backend.fft_fftshift(x._data, axes=ax), x._device) if ax else x.__copy__()
 
 
 def ifftshift(x: _Array, /, *, axes: _Axis = None) -> _Array:
     ax = _shift("ifftshift", x, axes)
-    return _Array._new(x._device.backend.fft_ifftshift(x._data, axes=ax), x._device)
+    return _Array._new(x._device.backend.fft_ifftshift(x._data, axes=ax), x._device) if ax else x.__copy__()
 
 
 _hints.install(globals(), tuple(__all__))
