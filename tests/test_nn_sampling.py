@@ -67,6 +67,48 @@ def test_top_k_bad_input(device):
         nn.top_k(x, 1, axis=2)
 
 
+def _nan_rows(n, rows=3, nans=(2, 7, 8, 9)):
+    """Distinct finite values (torch's order among equal values is its sort's), a NaN run and
+    single NaNs, +inf and -inf."""
+    rng = np.random.default_rng(n)
+    x = np.stack([rng.permutation(n) - n / 2 for _ in range(rows)]).astype(np.float64)
+    for r in range(rows):
+        pos = rng.choice(n, 2 + len(nans) * (r > 0), replace=False)
+        x[r, pos[:2]] = (np.inf, -np.inf)
+        x[r, pos[2:]] = np.nan
+    x[0, [n // 3 + d for d in nans if n // 3 + d < n]] = np.nan
+    return x
+
+
+@pytest.mark.parametrize("n, ks", [(4, (1, 2, 3, 4)), (600, (5, 257, 600)),
+                                   (16384, (5, 300))])
+@pytest.mark.parametrize("numba", [True, False], ids=["numba", "no-numba"])
+def test_top_k_nan_largest(device, monkeypatch, n, ks, numba):
+    """NaN ranks above +inf on every path (the host's heap, argpartition and sampled-threshold
+    paths, k up to n): values and non-NaN indices as torch.topk. torch orders NaNs as its sort
+    leaves them; ruda keeps the lowest-indexed NaNs, lower index first."""
+    if not numba:
+        if device.kind != "cpu":
+            pytest.skip("the host's Numba-less paths")
+        from ruda.backends.host import _nn_topk
+        monkeypatch.setattr(_nn_topk, "_nb", None)
+    a = np.array([[1, np.inf, np.nan, 0]]) if n == 4 else _nan_rows(n)
+    for dt in {np.float32, _float(device)}:
+        x = a.astype(dt)
+        for k in ks:
+            vals, idx = nn.top_k(ruda.asarray(x, device=device), k)
+            tv, ti = torch.topk(torch.from_numpy(x), k)
+            v, i = _host(vals), _host(idx)
+            np.testing.assert_array_equal(v, tv.numpy(), err_msg=f"{dt} k={k}")
+            nan = np.isnan(v)
+            np.testing.assert_array_equal(i[~nan], ti.numpy()[~nan], err_msg=f"{dt} k={k}")
+            for r in range(x.shape[0]):
+                lowest = np.flatnonzero(np.isnan(x[r]))[:nan[r].sum()]
+                np.testing.assert_array_equal(i[r][nan[r]], lowest, err_msg=f"{dt} k={k}")
+    if n == 4:
+        np.testing.assert_array_equal(_host(idx), [[2, 1, 0, 3]])
+
+
 # ---------------------------------------------------------------- transformers' warpers, NumPy
 def _softmax(s):
     e = np.exp(s - s.max(-1, keepdims=True))

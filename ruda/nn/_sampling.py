@@ -13,9 +13,10 @@ def _err(fn, cls, arg, expected, got):
 
 
 def top_k(x, k, axis=-1):
-    """``(values, indices)`` of the ``k`` largest entries along ``axis``, largest first, ties
-    in order of index (the lower first). Like ``torch.topk(x, k, dim=axis)``; ``k`` larger
-    than the axis is an error. Indices have the default index dtype."""
+    """``(values, indices)`` of the ``k`` largest entries along ``axis``, largest first (NaN
+    above +inf, as torch), ties in order of index (the lower first; NaNs among themselves too).
+    Like ``torch.topk(x, k, dim=axis)``; ``k`` larger than the axis is an error. Indices have the
+    default index dtype."""
     fn = "top_k"
     real(fn, "x", x)
     if x.ndim == 0:

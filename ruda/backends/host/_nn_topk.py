@@ -4,7 +4,8 @@ largest first, ties by lower index, NaN counted as the largest (as torch.topk).
 k up to 256 (sampling's k): one pass per row keeping the k best in a heap (Numba, rows in
 parallel). Without Numba, long rows: a threshold from an evenly spaced sample of each row (its
 k-th largest is at most the row's, so the row's top k and all their ties reach it), the entries
-at or above it collected, and a sort of those few.  Otherwise argpartition, then a sort.
+at or above it collected, and a sort of those few.  Otherwise argpartition, then a sort. These
+two paths rank floats holding NaN by an integer key (``_ordered``), in which NaN is largest.
 """
 import numpy as np
 
@@ -92,13 +93,23 @@ def top_k(x, k):
     if _nb is not None and 0 < k <= _HEAP_K and k < n:
         idx = np.empty((rows, k), dtype=np.int64)
         _heap_top_k(np.ascontiguousarray(key), k, idx)
-    elif k < n and n >= _SAMPLE * 4 and k <= _SAMPLE // 4:
-        idx = _candidates(key, k)
     else:
         if key.dtype.kind == "f" and np.isnan(key).any():
-            key = np.where(np.isnan(key), np.inf, key)
-        idx = _top_k_rows(key, k)
+            key = _ordered(key)
+        if k < n and n >= _SAMPLE * 4 and k <= _SAMPLE // 4:
+            idx = _candidates(key, k)
+        else:
+            idx = _top_k_rows(key, k)
     return np.take_along_axis(x, idx, axis=1), idx.astype(np.int64, copy=False)
+
+
+def _ordered(key):
+    """An integer key of float32/float64 key in the same order, NaN above +inf (every NaN
+    equal: ties by index, as equal values) and -0.0 equal to 0.0: the float's bits, those of a
+    negative float with all but the sign bit flipped (so that a larger magnitude is smaller)."""
+    key = np.where(np.isnan(key), key.dtype.type(np.nan), key + key.dtype.type(0))  # -0 + 0 = +0
+    i = key.view(np.int32 if key.dtype == np.float32 else np.int64)
+    return i ^ ((i >> (8 * i.itemsize - 1)) & np.iinfo(i.dtype).max)
 
 
 def _top_k_rows(key, k):
@@ -126,14 +137,11 @@ def _top_k_rows(key, k):
 
 
 def _candidates(key, k):
-    """Without Numba: the entries at or above the sample's threshold, collected flat."""
+    """Long rows (key without NaN): the entries at or above the sample's threshold, collected
+    flat."""
     rows, n = key.shape
     sample = key[:, ::n // _SAMPLE]
-    if key.dtype.kind == "f" and np.isnan(sample).any():
-        sample = np.where(np.isnan(sample), np.inf, sample)
     t = np.partition(sample, sample.shape[1] - k, axis=1)[:, sample.shape[1] - k]
-    if key.dtype.kind == "f" and np.isnan(key).any():
-        key = np.where(np.isnan(key), np.inf, key)
     r, j = np.divmod(np.flatnonzero(key >= t[:, None]), n)       # flat: faster than 2-D
     counts = np.bincount(r, minlength=rows)
     width = int(counts.max())
