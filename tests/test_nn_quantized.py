@@ -150,6 +150,38 @@ def test_quantize_matches_ggml(device, kind):
         np.testing.assert_allclose(to_numpy(qw.mins), m, rtol=1e-3)
 
 
+def _ggml_bytes(qw):
+    """qw's blocks as GGML lays them out (float16 scale, q4_1's float16 min, then q)."""
+    out, nb = qw.scales.shape
+    f16 = [to_numpy(a).astype(np.float16).view(np.uint8).reshape(out, nb, 2)
+           for a in (qw.scales, qw.mins) if a is not None]
+    q = to_numpy(qw.q).view(np.uint8).reshape(out, nb, -1)
+    return np.concatenate(f16 + [q], axis=2).reshape(out, -1)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_quantize_ties_byte_identical_to_ggml(device, kind):
+    """Blocks with ties: +-max of equal magnitude in either order (q4_0 keeps the first, as
+    GGML), values a hair below .5 after scaling (q8_0 rounds as roundf), zeros, -0.0,
+    constant blocks; the blocks byte for byte as gguf.quants.quantize's."""
+    ramp = np.linspace(-1, 1, 32, dtype=np.float32)
+    half = np.float32(0.5) - np.float32(2.0 ** -25)                   # 0.49999997
+    rnd = np.zeros(32, np.float32)
+    rnd[:10] = [127, half, -half, 0.5, -0.5, 1.5, -2.5, 126.5, -126.5, -127]
+    mixed = np.random.default_rng(3).uniform(-1, 1, 32).astype(np.float32)
+    pm = mixed.copy()
+    pm[[4, 20]] = [-2, 2]
+    mp = mixed.copy()
+    mp[[4, 20]] = [2, -2]
+    blocks = [ramp, ramp[::-1], rnd, -rnd, pm, mp, np.zeros(32, np.float32),
+              np.full(32, -0.0, np.float32), np.full(32, 0.75, np.float32),
+              np.where(np.arange(32) % 2, np.float32(-0.0), np.float32(0.0)), mixed * 1e-3,
+              -np.abs(mixed)]
+    w = np.stack(blocks).reshape(-1, 64)
+    qw = nn.QuantizedWeight.quantize(xp.asarray(w, device=device), kind)
+    np.testing.assert_array_equal(_ggml_bytes(qw), gg_quantize(w, KINDS[kind]))
+
+
 def test_embedding_and_concat(device):
     rng = np.random.default_rng(11)
     qw, ref = _weight(rng, "q8_0", 30, 64, device)

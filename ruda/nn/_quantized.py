@@ -69,7 +69,8 @@ class QuantizedWeight:
     @classmethod
     def quantize(cls, w, kind):
         """``w`` (out, in) float, in % 32 == 0, quantized as GGML's reference quantizers do
-        (round to nearest; scales kept in float32), with namespace ops on w's device."""
+        (round to nearest; q4_0's scale from the first value of largest magnitude; scales kept
+        in float32), with namespace ops on w's device."""
         c.floating("QuantizedWeight.quantize", "w", w)
         if kind not in KINDS:
             raise _err(ValueError, "kind", " or ".join(map(repr, KINDS)), repr(kind),
@@ -83,15 +84,18 @@ class QuantizedWeight:
         if kind == "q8_0":
             d = xp.max(xp.abs(b), axis=2) / 127.0
             inv = xp.where(d == 0, 0.0, 1.0 / xp.where(d == 0, 1.0, d))
-            v = b * inv[..., None]                 # rounded half away from zero (roundf)
-            v = xp.where(v < 0, -xp.floor(0.5 - v), xp.floor(v + 0.5))
-            q = xp.astype(xp.clip(v, -127, 127), xp.int8)
+            # rounded half away from zero as roundf: |v|'s integer part, plus 1 where the
+            # (exact) fraction is >= 0.5 (floor(|v| + 0.5) rounds 0.49999997 + 0.5 up to 1)
+            v = b * inv[..., None]
+            a = xp.abs(v)
+            r = xp.floor(a)
+            r = r + xp.floor(2.0 * (a - r))
+            q = xp.astype(xp.clip(xp.where(v < 0, -r, r), -127, 127), xp.int8)
             return cls(kind, xp.reshape(q, (out, n)), d)
         if kind == "q4_0":
-            # d = (the value of largest magnitude, sign kept) / -8, as quantize_row_q4_0
-            amax = xp.max(xp.abs(b), axis=2, keepdims=True)
-            big = xp.max(xp.where(xp.abs(b) == amax, b, -xp.inf), axis=2)
-            d = big / -8.0
+            # d = (the first value of largest magnitude, sign kept) / -8, as quantize_row_q4_0
+            first = xp.argmax(xp.abs(b), axis=2, keepdims=True)
+            d = xp.take_along_axis(b, first, axis=2)[..., 0] / -8.0
             inv = xp.where(d == 0, 0.0, 1.0 / xp.where(d == 0, 1.0, d))
             v = xp.floor(b * inv[..., None] + 8.5)
             mins = None
