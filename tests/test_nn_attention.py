@@ -413,6 +413,24 @@ def test_bad_input(device):
         nn.KVCache(1, 2, 0, 8)
 
 
+def test_numpy_scalar_arguments(device):
+    """scale and sliding_window as NumPy scalars, as ruda.nn's other scalar arguments."""
+    dt, tol = _float(device)
+    q, k, v = _qkv(np.random.default_rng(13), 1, 2, 2, 4, 6, 8, dt=dt)
+    want = _torch(q, k, v, scale=0.5)
+    for s in (np.float32(0.5), np.float64(0.5), np.float16(0.5)):
+        np.testing.assert_allclose(_ours(device, q, k, v, scale=s)[1], want, rtol=tol, atol=tol)
+    _, got = _ours(device, q, k, v, is_causal=True, sliding_window=np.int64(3), scale=np.int32(1))
+    want = _torch(q, k, v, mask=_band(4, 6, True, 3), scale=1.0)
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    with pytest.raises(TypeError, match=r"ruda\.nn\.scaled_dot_product_attention: scale: "
+                                        r"expected a Python real number, got str"):
+        _ours(device, q, k, v, scale="0.5")
+    with pytest.raises(TypeError, match=r"sliding_window: expected a positive int or None, "
+                                        r"got 2.5"):
+        _ours(device, q, k, v, sliding_window=2.5)
+
+
 @pytest.mark.parametrize("layout", ["cache view", "owned", "strided rows"])
 @pytest.mark.parametrize("window", [None, 3])
 def test_host_decode_row_layouts(monkeypatch, layout, window):

@@ -2,6 +2,7 @@
 every device: float64 where the device has it, else float32; bfloat16 on cpu."""
 import math
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -167,6 +168,37 @@ def test_softmax_bfloat16():
         assert got.dtype == xp.bfloat16
         np.testing.assert_allclose(np.asarray(xp.astype(got, xp.float32)),
                                    getattr(F, name)(t, -1).float().numpy(), rtol=2e-2, atol=2e-2)
+
+
+def test_row_ops_float32_large_logits(device):
+    """float32 rows far from 0 (on the host: its fused kernel): log_softmax as torch's
+    (x - max) - log(sum), not x - (max + log(sum)) rounded at the max's magnitude."""
+    a = np.array([[1000, 999, 998, 500, 0], [1e4, 9999, 9998, 0, -1e4],
+                  [1e30, -1e30, 1e30, 0, 0], [-1e4, -1e4 - 1, -1e4 - 2, -2e4, -3e4]], np.float32)
+    t = torch.from_numpy(a)
+    x = xp.asarray(a, device=device)
+    for got, want in ((nn.log_softmax(x), F.log_softmax(t, -1)), (nn.softmax(x), F.softmax(t, -1)),
+                      (nn.logsumexp(x, -1), torch.logsumexp(t, -1))):
+        close(got, want.numpy(), xp.float32, 1e-6)
+
+
+def test_row_ops_and_swiglu_quiet_at_infinities(device):
+    """0-d softmax / log_softmax of +-inf and NaN, swiglu of infinities, logsumexp of a row of
+    -inf: torch's values (NaN, NaN, -inf), without NumPy's warnings from the host."""
+    dt, tol = fdt(device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for v in (np.inf, -np.inf, np.nan, 1.5):
+            t = torch.tensor(v, dtype=torch.float64)
+            close(nn.softmax(put(v, device, dt)), F.softmax(t, 0).numpy(), dt, tol)
+            close(nn.log_softmax(put(v, device, dt)), F.log_softmax(t, 0).numpy(), dt, tol)
+        g = np.array([np.inf, -np.inf, 1.0, -1000.0, 1000.0, -np.inf])
+        u = np.array([1.0, 2.0, np.inf, np.inf, 3.0, 0.0])
+        close(nn.swiglu(put(g, device, dt), put(u, device, dt)),
+              (F.silu(torch.from_numpy(g)) * torch.from_numpy(u)).numpy(), dt, tol)
+        a = np.array([[-np.inf, -np.inf], [np.inf, 1.0], [np.inf, -np.inf], [np.nan, 1.0]])
+        close(nn.logsumexp(put(a, device, dt), axis=-1),
+              torch.logsumexp(torch.from_numpy(a), -1).numpy(), dt, tol)
 
 
 def test_logsumexp(device):
@@ -496,6 +528,34 @@ def test_pad(device, mode):
             nn.pad(put(a, device, dt), (-3, -3), mode=mode)
     with pytest.raises(ValueError, match=r"ruda.nn.pad: mode"):
         nn.pad(put(a, device, dt), (1, 1), mode="edge")
+
+
+def test_pad_value_fits_the_dtype(device):
+    """value converted as torch's pad converts it: truncated toward 0 for integer x, NaN and
+    infinities for floating x; a value outside x's dtype (torch: "cannot be converted ...
+    without overflow") a ValueError naming ruda.nn.pad and value, not a wrapped value."""
+    u = np.array([[1, 2]], np.uint8)
+    x = xp.asarray(u, device=device)
+    for v in (1.5, 2.7, 255, True, np.int64(7), np.float32(3.5)):
+        got = nn.pad(x, (1, 1), value=v)
+        assert got.dtype == xp.uint8
+        np.testing.assert_array_equal(to_numpy(got),
+                                      F.pad(torch.from_numpy(u), (1, 1), value=v).numpy())
+    for v in (-1, 256, -0.5, np.nan, np.inf):
+        with pytest.raises(RuntimeError, match="without overflow"):
+            F.pad(torch.from_numpy(u), (1, 1), value=v)
+        with pytest.raises(ValueError, match=r"ruda.nn.pad: value: expected a number within "
+                           rf"uint8's range \[0, 255\], got {re.escape(str(v))}$"):
+            nn.pad(x, (1, 1), value=v)
+    f = np.array([[1.0, 2.0]], np.float32)
+    for v in (np.nan, -np.inf):
+        close(nn.pad(xp.asarray(f, device=device), (1, 0), value=v),
+              F.pad(torch.from_numpy(f), (1, 0), value=v).numpy(), xp.float32, 0)
+    with pytest.raises(ValueError, match=r"ruda.nn.pad: value: expected NaN, an infinity or a "
+                       r"number within float32's range \[-3.40\d*e\+38, 3.40\d*e\+38\], got 1e\+39"):
+        nn.pad(xp.asarray(f, device=device), (1, 0), value=1e39)
+    with pytest.raises(TypeError, match=r"ruda.nn.pad: value: expected a number, got str"):
+        nn.pad(x, (1, 1), value="0")
 
 
 def test_pad_returns_a_new_array(device):

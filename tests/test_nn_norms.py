@@ -1,6 +1,8 @@
 """ruda.nn normalizations vs torch.nn.functional (CPU), on every device (float64 where the
 device has it, else float32), bfloat16 on cpu, and the fused host kernels against the
 composed path."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -91,6 +93,39 @@ def test_group_norm(device):
     with pytest.raises(ValueError, match=r"ruda.nn.group_norm: num_groups: expected a positive "
                                          r"int dividing the 6 channels, got 4"):
         nn.group_norm(put(a, device, dt), 4)
+
+
+def test_group_norm_numpy_integer_groups(device):
+    """num_groups as a NumPy integer, as conv's groups and top_k's k take; a non-integer is a
+    TypeError, one not dividing the channels a ValueError."""
+    dt, tol = fdt(device)
+    a = np.random.default_rng(14).standard_normal((2, 4, 5))
+    for G in (np.int64(2), np.int32(4), np.uint8(1)):
+        close(nn.group_norm(put(a, device, dt), G), F.group_norm(T(a), int(G)).numpy(), dt,
+              tol * 100)
+    for G, cls, got in ((np.int64(3), ValueError, "3"), (np.int64(0), ValueError, "0"),
+                        (2.0, TypeError, "2.0"), (True, TypeError, "True")):
+        with pytest.raises(cls, match=r"ruda.nn.group_norm: num_groups: expected a positive int "
+                                      rf"dividing the 4 channels, got {got}$"):
+            nn.group_norm(put(a, device, dt), G)
+
+
+def test_norms_of_empty_inputs(device):
+    """Empty inputs (an empty normalized axis included) give empty results of x's shape and
+    dtype, as torch, without NumPy's warnings of statistics over empty axes."""
+    dt, _ = fdt(device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for shape, ns in (((3, 0), (0,)), ((3, 2, 0), (2, 0)), ((0, 4), (4,))):
+            a = np.zeros(shape)
+            w = np.ones(ns)
+            for got, want in ((nn.layer_norm(put(a, device, dt), ns, put(w, device, dt)),
+                               F.layer_norm(T(a), ns, T(w))),
+                              (nn.rms_norm(put(a, device, dt), ns), F.rms_norm(T(a), ns))):
+                assert got.shape == tuple(want.shape) and got.dtype == dt
+        a = np.zeros((2, 4, 0))
+        got = nn.group_norm(put(a, device, dt), 2, put(np.ones(4), device, dt))
+        assert got.shape == tuple(F.group_norm(T(a), 2, T(np.ones(4))).shape) and got.dtype == dt
 
 
 def test_batch_norm(device):

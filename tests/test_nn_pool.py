@@ -279,8 +279,14 @@ def test_errors(device):
          r"ruda.nn.avg_pool2d: stride: expected positive values, got \(0, 0\)"),
         (lambda: nn.max_pool2d(x, 2, stride=-1), ValueError, r"max_pool2d: stride"),
         (lambda: nn.max_pool2d(x, 3, padding=2), ValueError,
-         r"ruda.nn.max_pool2d: padding: expected at most half the kernel size \(3, 3\), "
-         r"got \(2, 2\)"),
+         r"ruda.nn.max_pool2d: padding: expected at most \(1, 1\) \(half the kernel size "
+         r"\(3, 3\)\), got \(2, 2\)"),
+        (lambda: nn.max_pool2d(x, 2, padding=2), ValueError,
+         r"ruda.nn.max_pool2d: padding: expected at most \(1, 1\) \(half the kernel size "
+         r"\(2, 2\)\), got \(2, 2\)"),
+        (lambda: nn.avg_pool2d(x, (2, 5), padding=(1, 3)), ValueError,
+         r"ruda.nn.avg_pool2d: padding: expected at most \(1, 2\) \(half the kernel size "
+         r"\(2, 5\)\), got \(1, 3\)"),
         (lambda: nn.max_pool1d(x, 2), ValueError,
          r"ruda.nn.max_pool1d: x: expected 2 or 3 dimensions"),
         (lambda: nn.avg_pool3d(x[0], 2), ValueError, r"avg_pool3d: x: expected 4 or 5 dimensions"),

@@ -202,6 +202,12 @@ def _row_op(x, ax, log):
     return r if last else xp.moveaxis(r, -1, ax)
 
 
+def _scalar_row(x, value):
+    """softmax (value 1) / log_softmax (value 0) of 0-d x: exp(x - x) and x - x without the
+    invalid inf - inf: NaN for NaN or +-inf, as torch."""
+    return xp.where(xp.isfinite(x), xp.full_like(x, value), xp.full_like(x, xp.nan))
+
+
 def _shifted(y, ax):
     """(y - m, m) with m the row maximum; a row whose maximum is -inf is shifted by 0, so that an
     all -inf row gives 0/0 = NaN in softmax and NaN in log_softmax, as torch."""
@@ -216,7 +222,7 @@ def softmax(x, axis=-1, dtype=None):
     holding +inf or NaN gives NaN, as torch."""
     x, ax = _rows("softmax", x, axis, dtype)
     if ax is None:
-        return xp.exp(x - x)                     # 1 (NaN for NaN or inf), as torch
+        return _scalar_row(x, 1)
     if x.size == 0:                              # (the row maximum has no identity)
         return xp.zeros(x.shape, dtype=x.dtype, device=x.device)
     r = _row_op(x, ax, False)
@@ -230,7 +236,7 @@ def log_softmax(x, axis=-1, dtype=None):
     """``x - logsumexp(x)`` along ``axis``, stably."""
     x, ax = _rows("log_softmax", x, axis, dtype)
     if ax is None:
-        return x - x
+        return _scalar_row(x, 0)
     if x.size == 0:
         return xp.zeros(x.shape, dtype=x.dtype, device=x.device)
     r = _row_op(x, ax, True)
@@ -271,7 +277,9 @@ def logsumexp(x, axis, keepdims=False):
     y = c.up(x)
     m = xp.max(y, axis=axes, keepdims=True)
     m = xp.where(xp.isinf(m), 0.0, m)
-    r = xp.log(xp.sum(xp.exp(y - m), axis=axes, keepdims=True)) + m
+    s = xp.sum(xp.exp(y - m), axis=axes, keepdims=True)
+    zero = s == 0                                # a slice of -inf: log(0) = -inf, computed quietly
+    r = xp.where(zero, -xp.inf, xp.log(xp.where(zero, 1.0, s))) + m
     if not keepdims:
         r = xp.squeeze(r, axis=axes)
     return c.down(r, x.dtype)

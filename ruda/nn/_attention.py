@@ -3,7 +3,7 @@ namespace ops (flash-style online softmax over key blocks; split-K for decoding)
 import math
 
 import ruda as xp
-from ruda.nn._check import compute_dtype, err, kernel, native, wrap
+from ruda.nn._check import compute_dtype, count, err, kernel, native, number, wrap
 
 _FN = "scaled_dot_product_attention"
 
@@ -60,15 +60,11 @@ def _check(q, k, v, attn_mask, scale, enable_gqa, sliding_window):
         except ValueError:
             raise _err(ValueError, "attn_mask", f"a shape broadcastable to {(B, Hq, L, S)}",
                        attn_mask.shape) from None
-    if scale is not None:
-        if isinstance(scale, bool) or not isinstance(scale, (int, float)):
-            raise _err(TypeError, "scale", "a Python float or None", type(scale).__name__)
-        scale = float(scale)
+    if scale is not None:                       # Python and NumPy reals, as other arguments
+        scale = number(_FN, "scale", scale)
     if sliding_window is not None:
-        if isinstance(sliding_window, bool) or not isinstance(sliding_window, int) \
-                or sliding_window < 1:
-            raise _err(ValueError, "sliding_window", "a positive int or None", sliding_window)
-    return scale
+        sliding_window = count(_FN, "sliding_window", sliding_window, "a positive int or None")
+    return scale, sliding_window
 
 
 def scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=False, scale=None,
@@ -101,7 +97,7 @@ def scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=False, scale
         nd4 = True                                 # _check names the argument
     if not nd4:
         return _leading(q, k, v, attn_mask, is_causal, scale, enable_gqa, sliding_window)
-    scale = _check(q, k, v, attn_mask, scale, enable_gqa, sliding_window)
+    scale, sliding_window = _check(q, k, v, attn_mask, scale, enable_gqa, sliding_window)
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
     B, Hq, L, _ = q.shape

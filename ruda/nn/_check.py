@@ -80,6 +80,18 @@ def number(fn, arg, v, lo=None, hi=None, *, lo_open=False):
     return v
 
 
+def count(fn, arg, v, what="a positive int"):
+    """A positive Python or NumPy integer (not bool) as an int: a TypeError for another type, a
+    ValueError below 1 (``what``: the expectation both state)."""
+    if v.__class__ is int and v >= 1:
+        return v
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise err(TypeError, fn, arg, what, repr(v))
+    if v < 1:
+        raise err(ValueError, fn, arg, what, int(v))
+    return int(v)
+
+
 def axis(fn, ax, ndim, arg="axis"):
     """A normalized (non-negative) axis of an array of ``ndim`` dimensions."""
     if isinstance(ax, bool) or not isinstance(ax, numbers.Integral):

@@ -43,15 +43,6 @@ def _ints(fn, arg, v, nd, lo=1):
     return vals
 
 
-def _groups(fn, g):
-    if type(g) is int and g >= 1:
-        return g
-    if isinstance(g, bool) or not isinstance(g, numbers.Integral) or g < 1:
-        raise c.err(ValueError if isinstance(g, numbers.Integral) and not isinstance(g, bool)
-                    else TypeError, fn, "groups", "a positive int", repr(g))
-    return int(g)
-
-
 def _check_x(fn, x, nd, what):
     c.floating(fn, "x", x)
     if x.ndim != nd + 2:
@@ -182,7 +173,7 @@ def _common(fn, nd, x, weight, layout, groups, stride, dilation):
     if weight.ndim != nd + 2:
         raise c.err(ValueError, fn, "weight", f"{nd + 2} dimensions {layout}",
                     f"shape {weight.shape}")
-    return (_groups(fn, groups), _ints(fn, "stride", stride, nd),
+    return (c.count(fn, "groups", groups), _ints(fn, "stride", stride, nd),
             _ints(fn, "dilation", dilation, nd))
 
 

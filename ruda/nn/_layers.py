@@ -1,5 +1,6 @@
 """Layers and small functions: linear, linear_swiglu, rms_norm_linear, add_linear, embedding,
 one_hot, erf, dropout, normalize, pad."""
+import math
 import numbers
 
 import ruda as xp
@@ -298,7 +299,10 @@ def pad(x, pad, mode="constant", value=0.0):
     cropping; torch wraps further, or reads garbage). Unlike torch, the non-constant modes pad
     any number of trailing axes of any array (torch: 1 to 3 axes of a 2-D to 5-D input), and an
     output length of 0 is an empty axis in every mode (torch's reflect and replicate refuse it
-    when every padded axis comes out empty)."""
+    when every padded axis comes out empty). ``value`` is converted as torch does: its truth for
+    bool x, truncated toward 0 for integer x (1.5 pads 1), NaN and infinities for floating x;
+    a value outside x's dtype's range (-1 for uint8, NaN for int32, 1e6 for float16) is a
+    ValueError, as torch's "cannot be converted without overflow", not a wrapped value."""
     c.array("pad", "x", x)
     if mode not in _PAD_MODES:
         raise c.err(ValueError, "pad", "mode", " or ".join(map(repr, _PAD_MODES)), repr(mode))
@@ -317,7 +321,32 @@ def pad(x, pad, mode="constant", value=0.0):
         if any(v < 0 for v in pads):
             return _pad_cropping(x, widths, mode)
         return _pad_borders(x, widths, mode)
+    value = _pad_value(x.dtype, value)
     return _pad_constant(x, widths, value) if widths else xp.asarray(x, copy=True)
+
+
+def _pad_value(dt, value):
+    """pad's ``value`` as the Python scalar filling dtype ``dt`` (see pad)."""
+    if not isinstance(value, numbers.Number):
+        raise c.err(TypeError, "pad", "value", "a number", type(value).__name__)
+    if dt == xp.bool:
+        return bool(value)
+    if xp.isdtype(dt, "complex floating"):
+        return complex(value)
+    if not isinstance(value, numbers.Real):
+        raise c.err(TypeError, "pad", "value", f"a real number for x's dtype {dt}", value)
+    v = int(value) if isinstance(value, numbers.Integral) else float(value)
+    if xp.isdtype(dt, "integral"):
+        lo, hi = xp.iinfo(dt).min, xp.iinfo(dt).max
+        if not lo <= v <= hi:                      # (False for NaN)
+            raise c.err(ValueError, "pad", "value", f"a number within {dt}'s range [{lo}, {hi}]",
+                        value)
+        return int(v)
+    hi = float(xp.finfo(dt).max)
+    if math.isfinite(v) and not -hi <= v <= hi:
+        raise c.err(ValueError, "pad", "value",
+                    f"NaN, an infinity or a number within {dt}'s range [{-hi}, {hi}]", value)
+    return v
 
 
 def _pad_constant(x, widths, value):
@@ -327,10 +356,6 @@ def _pad_constant(x, widths, value):
     for ax, (lo, hi) in widths.items():
         crop[ax] = slice(max(0, -lo), x.shape[ax] - max(0, -hi))
     x = x[tuple(crop)]
-    if x.dtype == xp.bool:
-        value = bool(value)
-    elif xp.isdtype(x.dtype, "integral"):
-        value = int(value)
     shape, inner = list(x.shape), [slice(None)] * x.ndim
     for ax, (lo, hi) in widths.items():
         lo, hi = max(0, lo), max(0, hi)

@@ -15,6 +15,11 @@ def _rows(x, n):
     return xp.reshape(x, (-1, n)) if x.ndim != 2 or x.shape[1] != n else x
 
 
+def _empty(x):
+    """The (empty) result of a norm of empty x: no statistics of empty axes computed."""
+    return xp.empty_like(x)
+
+
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     """``(x - mean) / sqrt(var + eps) * weight + bias`` over the trailing axes
     ``normalized_shape`` (an int or a tuple matching x's last axes)."""
@@ -24,13 +29,14 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     c.param(fn, "weight", weight, x, shape)
     c.param(fn, "bias", bias, x, shape)
     eps = c.number(fn, "eps", eps, 0.0)
+    if not x.size:
+        return _empty(x)
     n = math.prod(shape)
-    if x.size and n:
-        w = None if weight is None else xp.reshape(weight, (n,))
-        b = None if bias is None else xp.reshape(bias, (n,))
-        r = c.call(x, "layer_norm", _rows(x, n), w, b, eps)
-        if r is not None:
-            return xp.reshape(r, x.shape)
+    w = None if weight is None else xp.reshape(weight, (n,))
+    b = None if bias is None else xp.reshape(bias, (n,))
+    r = c.call(x, "layer_norm", _rows(x, n), w, b, eps)
+    if r is not None:
+        return xp.reshape(r, x.shape)
     axes = tuple(range(x.ndim - len(shape), x.ndim))
     y = c.up(x)
     mean = xp.mean(y, axis=axes, keepdims=True)
@@ -56,12 +62,13 @@ def rms_norm(x, normalized_shape, weight=None, eps=None):
     shape = c.normalized_shape(fn, x, normalized_shape)
     c.param(fn, "weight", weight, x, shape)
     eps = c.norm_eps(fn, x.dtype, eps)
+    if not x.size:
+        return _empty(x)
     n = math.prod(shape)
-    if x.size and n:
-        w = None if weight is None else xp.reshape(weight, (n,))
-        r = c.call(x, "rms_norm", _rows(x, n), w, eps)
-        if r is not None:
-            return xp.reshape(r, x.shape)
+    w = None if weight is None else xp.reshape(weight, (n,))
+    r = c.call(x, "rms_norm", _rows(x, n), w, eps)
+    if r is not None:
+        return xp.reshape(r, x.shape)
     axes = tuple(range(x.ndim - len(shape), x.ndim))
     y = c.up(x)
     ms = xp.mean(y * y, axis=axes, keepdims=True)
@@ -100,19 +107,19 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
     if x.ndim < 2:
         raise c.err(ValueError, fn, "x", "at least 2 dimensions (N, C, ...)", f"shape {x.shape}")
     N, C = x.shape[0], x.shape[1]
-    if isinstance(num_groups, bool) or not isinstance(num_groups, int) or num_groups < 1 \
-            or C % num_groups:
-        raise c.err(ValueError, fn, "num_groups", f"a positive int dividing the {C} channels",
-                    num_groups)
+    what = f"a positive int dividing the {C} channels"
+    G = c.count(fn, "num_groups", num_groups, what)
+    if C % G:
+        raise c.err(ValueError, fn, "num_groups", what, G)
     c.param(fn, "weight", weight, x, (C,))
     c.param(fn, "bias", bias, x, (C,))
     eps = c.number(fn, "eps", eps, 0.0)
-    G = num_groups
+    if not x.size:
+        return _empty(x)
     sp = math.prod(x.shape[2:])
-    if x.size:
-        r = c.call(x, "group_norm", xp.reshape(x, (N, C, sp)), G, weight, bias, eps)
-        if r is not None:
-            return xp.reshape(r, x.shape)
+    r = c.call(x, "group_norm", xp.reshape(x, (N, C, sp)), G, weight, bias, eps)
+    if r is not None:
+        return xp.reshape(r, x.shape)
     g = xp.reshape(x, (N * G, (C // G) * sp))
     if weight is None and bias is None:
         return xp.reshape(layer_norm(g, g.shape[1:], eps=eps), x.shape)

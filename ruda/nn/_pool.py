@@ -61,8 +61,9 @@ def _args(fn, x, n, kernel_size, stride, padding, dilation, ceil_mode, kinds):
         else ntuple(fn, "stride", stride, n, 1)
     p = ntuple(fn, "padding", padding, n, 0)
     d = ntuple(fn, "dilation", dilation, n, 1)
-    if any(pi > ki // 2 for pi, ki in zip(p, k)):
-        raise c.err(ValueError, fn, "padding", f"at most half the kernel size {k}", p)
+    half = tuple(ki // 2 for ki in k)
+    if any(pi > hi for pi, hi in zip(p, half)):
+        raise c.err(ValueError, fn, "padding", f"at most {half} (half the kernel size {k})", p)
     if not isinstance(ceil_mode, bool):
         raise c.err(TypeError, fn, "ceil_mode", "a bool", type(ceil_mode).__name__)
     L = tuple(xb.shape[2:])

@@ -103,7 +103,7 @@ def swiglu(gate, up):
             np.divide(g, o, out=o)
             o *= u2[r0:r1]
 
-        with np.errstate(over="ignore"):
+        with np.errstate(over="ignore", invalid="ignore"):      # -inf / inf: NaN, as torch
             _blocks(g2.shape[0], n, run)
     out = out.reshape(shape)
     return out if odt == out.dtype else out.astype(odt)

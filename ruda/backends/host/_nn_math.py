@@ -192,7 +192,8 @@ if _nb is not None:
     def _softmax32_rows(x, m, log, out):
         """float32 softmax (log: log_softmax) of each row given its maximum m (NumPy's SIMD
         max: NaN where the row holds one): one pass summing exp(x - m) (no write), one writing
-        exp(x - m) / sum (or x - m - log(sum)); a row whose m is NaN or +-inf gives NaN, as
+        exp(x - m) / sum (or (x - m) - log(sum), as torch: m + log(sum) rounded first would
+        lose log(sum)'s low bits for large m); a row whose m is NaN or +-inf gives NaN, as
         torch."""
         rows, n = x.shape
         f = np.float32
@@ -205,9 +206,9 @@ if _nb is not None:
                 continue
             s = _sum_exp32(x[i], mf, acc)
             if log:
-                c = f(mf + np.log(s))
+                c = f(np.log(s))
                 for j in range(n):
-                    out[i, j] = x[i, j] - c
+                    out[i, j] = (x[i, j] - mf) - c
             else:
                 r = f(1.0 / s)
                 for j in range(n):
