@@ -147,6 +147,10 @@ def setitem(self, key, value, /):
         if value._device is not dev:
             v.same_device("__setitem__", self, value)
         val = value._data
+        if val.ndim and len(k) == self.ndim and all(e.__class__ is int for e in k):
+            # one element (NumPy's rule; a GPU backend would take the first of a size-1 value)
+            raise ValueError(f"ruda: __setitem__: setting an array element with a sequence: the "
+                             f"key names one element, the value has shape {val.shape}")
         if val.dtype != dt:
             if _dtypes.kind_rank(val.dtype) > _dtypes.kind_rank(dt):
                 raise TypeError(f"ruda: __setitem__: cannot store {_dtypes.name(val.dtype)} values "

@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import ruda as xp
+from conftest import to_numpy
 from strategies import assert_result, dtypes, rand, seeds, shapes, supported
 
 
@@ -291,6 +292,20 @@ def test_bool_scalars_as_numpy_places_them(device, key):
 def test_numpy_bool_scalars_index_as_python_bools(device, key):
     """np.True_ / np.False_ (what comparisons of NumPy scalars give) index as True / False."""
     _read_and_write_as_numpy(device, np.arange(24).reshape(2, 3, 4), key, key)
+
+
+def test_one_element_takes_only_a_0d_value(device):
+    """x[0] = value of shape (1, 1) and x[0, 1] = value of shape (1,) raise as in NumPy (a GPU
+    stored the value's first element); x[0] = 0-d and x[0, ...] = (1, 3) work."""
+    x = xp.zeros((2, 3), device=device)
+    for key, shape in [((0, 1), (1,)), ((1, -1), (1, 1)), ((0, 0), (2,))]:
+        with pytest.raises(ValueError, match="setting an array element with a sequence"):
+            x[key] = xp.ones(shape, device=device)
+    with pytest.raises(ValueError, match="setting an array element with a sequence"):
+        xp.zeros((3,), device=device)[0] = xp.ones((1, 1), device=device)
+    x[0, 1] = xp.asarray(2.0, device=device)
+    x[1, ...] = xp.ones((1, 3), device=device)
+    np.testing.assert_array_equal(to_numpy(x), [[0, 2, 0], [1, 1, 1]])
 
 
 def test_an_ellipsis_of_no_axes_separates_advanced_indices(device):
