@@ -12,6 +12,7 @@ not the ruda array, so they raise.
 import numpy as np
 
 from ruda import _elementwise as ew
+from ruda import _linear_algebra as la
 from ruda import _validation as v
 from ruda._array import Array
 from ruda._creation import asarray
@@ -29,6 +30,7 @@ _SAME = ("add", "subtract", "multiply", "divide", "floor_divide", "remainder", "
          "reciprocal")
 _RUDA_FUNCTION = {getattr(np, name): getattr(ew, _RENAMED.get(name, name))
                   for name in (*_SAME, *_RENAMED)}
+_RUDA_FUNCTION[np.matmul] = la.matmul             # ndarray @ x: ruda's error too
 
 
 def array_ufunc(self, ufunc, method, *inputs, **kwargs):

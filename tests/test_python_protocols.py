@@ -198,6 +198,9 @@ def test_numpy_ufuncs_run_as_ruda_functions(device, rng):
         np.testing.assert_allclose(to_numpy(got), want, rtol=1e-5, atol=1e-6)
     with pytest.raises(TypeError, match=r"ruda\.add: x1 .* got ndarray \(convert it with ruda\.asarray\)"):
         np.ones(4) + x
+    with pytest.raises(TypeError, match=r"ruda\.matmul: x1 must be a ruda array; got ndarray"):
+        np.ones((2, 3)) @ x
+    np.testing.assert_allclose(to_numpy(np.matmul(x, y.mT)), a @ b.T, rtol=1e-5, atol=1e-5)
     h = np.ones((3, 4))
     with pytest.raises(TypeError, match=r"ruda\.add: x1 .* got ndarray"):
         h += x
