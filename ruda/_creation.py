@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import builtins
+import math
 from typing import Any
 
 import numpy as np
@@ -198,6 +199,8 @@ def arange(start: int | float, /, stop: int | float | None = None, step: int | f
     is_float = any(isinstance(a, float) for a in (start, stop, step))
     default = v.default_dtype(dev, "real floating" if is_float else "integral")
     dt = _dtype_or("arange", dtype, dev, default)
+    if dt.kind == "b" or (dt.kind in "iu" and is_float):
+        return _arange_converted(start, stop, step, dt, dev)
     if dtype is not None and dt.kind in "iu" and isinstance(start, int):
         _in_range("arange", "start", start, dt)     # NumPy's check: the first value must fit
     if dtype is None and dt.kind in "iu" and not is_float:
@@ -205,6 +208,47 @@ def arange(start: int | float, /, stop: int | float | None = None, step: int | f
         if r:
             _fits_default("arange", np.array([r[0], r[-1]], dtype=object), dt, dev)
     return Array._new(dev.backend.arange(start, stop, step, dt), dev)
+
+
+def _arange_length(start, stop, step):
+    """NumPy's arange length: ceil((stop - start) / step); a quotient that underflows to +0 is 1."""
+    t = (stop - start) / step
+    if t == 0 and stop != start:
+        return 0 if math.copysign(1.0, t) < 0 else 1
+    return builtins.max(0, math.ceil(t))
+
+
+def _arange_converted(start, stop, step, dt, dev):
+    """arange of bool, or of an integer dtype from float arguments, as NumPy: start and
+    start + step converted to ``dt`` as Python numbers (int() truncates), then value i is
+    first + i * (second - first); bool holds at most two values.  The device fills the integer
+    arange these give."""
+    n = _arange_length(start, stop, step)
+    if dt.kind == "b":
+        if n > 2:
+            raise TypeError(f"ruda.arange: a bool arange holds at most 2 values (NumPy's rule); "
+                            f"this one would hold {n}")
+        host = np.array([builtins.bool(start), builtins.bool(start + step)][:n], dtype=dt)
+        return Array._new(dev.backend.from_host(host), dev)
+    if n == 0:
+        return Array._new(dev.backend.empty((0,), dt), dev)
+    info = np.iinfo(dt)
+
+    def converted(name, value):
+        if not info.min <= int(value) <= info.max:
+            raise OverflowError(f"ruda.arange: {name} {value!r} is out of range for {_dtypes.name(dt)}")
+        return int(value)
+
+    first = converted("start", start)
+    delta = converted("start + step", start + step) - first if n > 1 else 1
+    if delta == 0:
+        return Array._new(dev.backend.full((n,), first, dt), dev)
+    last = first + (n - 1) * delta
+    if not info.min <= last <= info.max:        # NumPy's fill wraps around: its values
+        return Array._new(dev.backend.from_host(np.arange(start, stop, step, dtype=dt)), dev)
+    # a stop half a step past the last value: NumPy counts (stop - start) / step in float64
+    stop = last + (delta if delta in (1, -1) else delta // 2)
+    return Array._new(dev.backend.arange(first, stop, delta, dt), dev)
 
 
 def empty(shape: int | tuple[int, ...], *, dtype: DType | None = None, device: Device | None = None) -> Array:

@@ -102,6 +102,37 @@ def test_arange_errors(device):
                   np.arange(120, 130, dtype=np.int8), dtype=xp.int8)
 
 
+def test_arange_integer_dtype_from_float_arguments(device):
+    """An integer dtype with float arguments gives NumPy's values on every device: start and
+    start + step converted as int() truncates (each must fit), then first + i * their difference
+    (a GPU filled start + i * step in the integer dtype: zeros for arange(0.5, 7.3, 0.7))."""
+    ints = supported(device, "integral")
+    cases = [(0.5, 7.3, 0.7, xp.int32), (0.5, 3.0, 0.3, xp.int32), (-3.7, 3.2, 0.9, xp.int8),
+             (5.5, 0, -1.5, xp.uint8), (3.5, -1.0, -1.0, xp.uint8), (0, 300, 100.0, xp.int8),
+             (-0.5, 3, 1.0, xp.uint8), (0.5, 1, 300.0, xp.uint8), (300.5, 0, 1.0, xp.uint8),
+             (0.0, 1e-320, 1e300, xp.int32), (3.9, -3, -1.1, xp.int16), (0, 5, 1.5, xp.int64),
+             (0.5, 1e19, 1e18, xp.int64), (0.5, 3.5, 1.0, xp.uint64)]
+    for a, b, s_, dt in cases:
+        if dt in ints:
+            assert_result(xp.arange(a, b, s_, dtype=dt, device=device), np.arange(a, b, s_, dtype=dt),
+                          dtype=dt)
+    for a, b, s_, what in ((-1.5, 3, 1.0, r"start -1\.5"), (300.5, 303, 1.0, r"start 300\.5"),
+                           (0.5, 400, 300.0, r"start \+ step 300\.5")):
+        with pytest.raises(OverflowError, match=rf"ruda\.arange: {what} is out of range for uint8"):
+            xp.arange(a, b, s_, dtype=xp.uint8, device=device)
+
+
+def test_arange_bool(device):
+    """bool arange as NumPy's: bool(start) and bool(start + step), at most two values; a longer
+    one is a TypeError on every device (a GPU gave [False, True, True] for arange(0, 3))."""
+    for args in [(0, 2), (1, 3), (0.5, 2), (0, 1), (0, 0), (2, 0, -1), (0.0, 1.5, 1.0), (3.0, 0, 1.0)]:
+        assert_result(xp.arange(*args, dtype=xp.bool, device=device), np.arange(*args, dtype=bool),
+                      dtype=xp.bool)
+    for args in [(0, 3), (0, 3, 1.0), (0, 2, 0.5), (10,)]:
+        with pytest.raises(TypeError, match=r"ruda\.arange: a bool arange holds at most 2 values"):
+            xp.arange(*args, dtype=xp.bool, device=device)
+
+
 @given(seed=seeds, shape=shapes(0, 3, 1, 4))
 def test_asarray_python_data_default_dtypes(device, seed, shape):
     rng = np.random.default_rng(seed)
