@@ -32,7 +32,7 @@ if _nb is not None:
             q = q * z + f(-1.68282697438203e-03)
             q = q * z + f(-7.37332916720468e-03)
             q = q * z + f(-1.42647390514189e-02)
-            e = u * p / q
+            e = u * (p / q)         # p / q first: u * p goes subnormal for tiny u
             r = f(0.5) * v * (f(1.0) + e) if gelu else e
             out[i] = r if v == v else v            # NaN stays NaN
 
@@ -257,8 +257,9 @@ _ERF32_Q = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
 def _erf32_block(x, o):
     np.clip(x, -4, 4, out=o)
     z = o * o
-    o *= _poly(_ERF32_P, z)
-    o /= _poly(_ERF32_Q, z)
+    p = _poly(_ERF32_P, z)
+    p /= _poly(_ERF32_Q, z)
+    o *= p                          # x * (P / Q): x * P goes subnormal for tiny x
 
 
 def _expm1_neg(x, o):
