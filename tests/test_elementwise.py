@@ -525,6 +525,91 @@ def test_complex_log1p_expm1_near_zero(device, name):
         assert err.max() < 8 * np.finfo(dt).eps, (np.dtype(dt).name, z[np.argmax(err)], err.max())
 
 
+def _complex(pairs, dt):
+    z = np.zeros(len(pairs), dt)
+    z.real, z.imag = [p[0] for p in pairs], [p[1] for p in pairs]
+    return z
+
+
+def _within_ulps(got, want, dt, ulps):
+    """Each part of ``got`` within ``ulps`` of the exact complex ``want`` (Python complex numbers)
+    rounded to ``dt``; a zero part with the sign of ``want``'s."""
+    for g, w in zip(got.tolist(), want):
+        for gp, wp in ((g.real, w.real), (g.imag, w.imag)):
+            with np.errstate(over="ignore"):
+                wr = np.asarray(wp, dtype=np.dtype(dt).char.lower())
+            if wr == 0 or np.isinf(wr):
+                assert gp == wr and math.copysign(1, gp) == math.copysign(1, wr), (got, want)
+            else:
+                assert abs(gp - wp) <= ulps * np.spacing(abs(wr)), (g, w)
+
+
+def test_complex_sign_scales_subnormal_and_huge_values(device):
+    """Complex sign x / |x| to 2 ulp (mpmath) where |x| is subnormal or near overflow (x / |x|
+    gave inf, NaN or lost digits there: sign(3e-320 + 4e-320j) was inf + inf j on cpu);
+    sign(0) is 0 and a NaN part gives NaN + NaN j."""
+    mpmath = pytest.importorskip("mpmath")
+    for dt in supported(device, "complex floating"):
+        fi = np.finfo(dt)
+        sub, tiny, big = float(fi.smallest_subnormal), float(fi.tiny), float(fi.max)
+        pairs = [(tiny, -tiny), (tiny / 2**20, tiny), (big, big), (-big, big / 3), (big, tiny),
+                 (big / 2, -big / 2), (1.5, -2.0), (-3e-30, 4e-30)]
+        if not flushes_subnormals(device):
+            pairs += [(-sub, sub), (3 * sub, 4 * sub), (3 * 2**20 * sub, 4 * 2**20 * sub), (sub, 0.0),
+                      (0.0, -sub), (tiny / 3, 2 * sub), (-5 * sub, -0.0)]
+        z = _complex(pairs, dt)
+        got = xp.sign(xp.asarray(z, device=device))
+        assert got.dtype == dt
+        with mpmath.workprec(200):
+            want = [complex(v / abs(v)) for v in map(mpmath.mpc, z.tolist())]
+        # each part with the sign of x's (mpmath has no -0)
+        want = [complex(math.copysign(abs(w.real), c.real), math.copysign(abs(w.imag), c.imag))
+                for w, c in zip(want, z.tolist())]
+        _within_ulps(to_numpy(got), want, dt, 2)
+        zeros = to_numpy(xp.sign(xp.asarray(_complex([(0.0, 0.0), (-0.0, -0.0)], dt), device=device)))
+        assert (zeros == 0).all()
+        nans = to_numpy(xp.sign(xp.asarray(_complex([(math.nan, 1.0), (1e-30, math.nan)], dt),
+                                           device=device)))
+        assert np.isnan(nans.real).all() and np.isnan(nans.imag).all()
+
+
+def test_complex_expm1_special_cases(device):
+    """Complex expm1 at the standard's special cases, with its conjugate symmetry
+    (expm1(0 - 0j) is 0 - 0j: the cpu gave +0j), and where e^a overflows for finite x
+    (inf * cis(b) - 1: expm1(1.8e308 + 51.2j) was NaN + inf j on cpu)."""
+    mpmath = pytest.importorskip("mpmath")
+    inf, nan = math.inf, math.nan
+    # (a, b, real, imag): None where the standard leaves the sign unspecified
+    special = [(0.0, 0.0, 0.0, 0.0), (-0.0, 0.0, 0.0, 0.0), (0.0, -0.0, 0.0, -0.0),
+               (-0.0, -0.0, 0.0, -0.0), (1.5, inf, nan, nan), (1.5, nan, nan, nan),
+               (0.0, -inf, nan, nan), (inf, 0.0, inf, 0.0), (inf, -0.0, inf, -0.0),
+               (-inf, 1.5, -1.0, 0.0), (-inf, -1.5, -1.0, -0.0), (-inf, 3.0, -1.0, 0.0),
+               (-inf, -0.0, -1.0, -0.0), (inf, 1.5, inf, inf), (inf, 3.0, -inf, inf),
+               (inf, -1.5, inf, -inf), (-inf, inf, -1.0, None), (inf, inf, None, nan),
+               (-inf, nan, -1.0, None), (inf, nan, None, nan), (nan, 0.0, nan, 0.0),
+               (nan, -0.0, nan, -0.0), (nan, 1.5, nan, nan), (nan, nan, nan, nan)]
+    for dt in supported(device, "complex floating"):
+        got = to_numpy(xp.expm1(xp.asarray(_complex(special, dt), device=device)))
+        assert got.dtype == dt
+        for g, (a, b, re, im) in zip(got.tolist(), special):
+            for gp, wp in ((g.real, re), (g.imag, im)):
+                if wp is None:      # unspecified sign: +-0 beside -1, +-inf beside NaN
+                    assert (gp == 0) if im is None else np.isinf(gp), (a, b, g)
+                elif math.isnan(wp):
+                    assert math.isnan(gp), (a, b, g)
+                else:
+                    assert gp == wp and math.copysign(1, gp) == math.copysign(1, wp), (a, b, g)
+        big = float(np.finfo(dt).max)
+        finite = [(big, 51.2), (big, -2.0), (1e-3, -0.0), (1e-3, 0.0), (-0.0, 1e-5), (-100.0, -1.5),
+                  (100.0, 1e-30)] + ([(1000.0, 1e-300), (710.0, -2.0)] if dt == np.complex128 else
+                                     [(89.0, -2.0)])
+        z = _complex(finite, dt)
+        with mpmath.workprec(200):
+            want = [complex(mpmath.expm1(mpmath.mpc(c))) for c in z.tolist()]
+        want = [complex(w.real, c.imag if c.imag == 0 else w.imag) for w, c in zip(want, z.tolist())]
+        _within_ulps(to_numpy(xp.expm1(xp.asarray(z, device=device))), want, dt, 4)
+
+
 @pytest.mark.parametrize("name", ["equal", "not_equal"])
 def test_complex_equality_special_values(device, name):
     """A complex number with a NaN part equals nothing, itself included (naga once rendered != as

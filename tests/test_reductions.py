@@ -165,6 +165,25 @@ def test_mean_of_no_values_complex(device, shape, axis):
             got = to_numpy(res)
             assert np.isnan(got.real).all() and np.isnan(got.imag).all()
 
+def test_mean_complex_with_infinite_parts(device):
+    """A complex mean divides each part of the sum by the count: an infinite part leaves the other
+    finite (mean([1 + inf j, 2]) is 1.5 + inf j; dividing by the complex count made it NaN)."""
+    inf, nan = np.inf, np.nan
+    rows = [[complex(1, inf), 2], [complex(inf, 1), complex(2, 3)], [complex(-inf, -1), complex(1, -2)],
+            [complex(1.5, -2.5), complex(-0.5, 4.5)], [complex(nan, 1), complex(1, 1)],
+            [complex(inf, inf), complex(1, 2)]]
+    want = [complex(1.5, inf), complex(inf, 2), complex(-inf, -1.5), complex(0.5, 1), complex(nan, 1),
+            complex(inf, inf)]
+    for dt in supported(device, "complex floating"):
+        a = np.array(rows, dtype=dt)
+        for axis, keepdims in ((1, False), (-1, True)):
+            got = to_numpy(xp.mean(xp.asarray(a, device=device), axis=axis, keepdims=keepdims))
+            assert got.dtype == dt and got.shape == ((6, 1) if keepdims else (6,))
+            np.testing.assert_array_equal(got.ravel(), np.array(want, dtype=dt))
+        got = to_numpy(xp.mean(xp.asarray(a[0], device=device)))       # all axes: 0-d
+        assert got.shape == () and got.dtype == dt and got == complex(1.5, inf)
+
+
 @pytest.mark.parametrize("name", ["std", "var"])
 @given(data=st.data(), seed=seeds, sa=shape_and_axis(min_side=2), keepdims=st.booleans(),
        correction=st.sampled_from([0, 1, 0.5]))

@@ -109,13 +109,20 @@ def ops_for(mod):
     # CuPy's) lose the digits: expm1(x) cos y - 2 sin^2(y/2) + i e^x sin y and
     # log1p(x (2 + x) + y^2) / 2 + i atan2(y, 1 + x); the rest (and NaN/inf parts) as exp / log1p give
     def expm1(x):
+        """Complex: exp(x) - 1 (C99's special values; e^a sin b without overflow), its real part
+        where x and expm1(a) are finite as expm1(a) cos b - 2 sin^2(b / 2), which keeps the
+        digits near 0 that e^a cos b - 1 cancels (written into the parts: 1j * v would turn a
+        -0 imaginary part into +0 and inf into NaN)."""
         if x.dtype.kind != "c":
             return mod.expm1(x)
         re, im = x.real, x.imag
         with errstate(all="ignore"):
-            acc = (mod.expm1(re) * mod.cos(im) - 2 * mod.sin(im / 2) ** 2 + 0.0     # + 0.0: -0 is +0
-                   + 1j * mod.where(im == 0, im, mod.exp(re) * mod.sin(im)))
-            return mod.where(mod.isfinite(x), acc, mod.exp(x) - 1).astype(x.dtype, copy=False)
+            out = mod.asarray(mod.exp(x))         # NumPy: 0-d in, a scalar out
+            out -= 1
+            em1 = mod.expm1(re)
+            near = em1 * mod.cos(im) - 2 * mod.sin(im / 2) ** 2 + 0.0     # + 0.0: -0 is +0
+            mod.copyto(out.real, near, where=mod.isfinite(x) & mod.isfinite(em1))
+        return out
 
     def log1p(x):
         if x.dtype.kind != "c":

@@ -267,7 +267,9 @@ class OpsMixin:
         if name == "mul":
             src = f"fn {fn}(a: {T}, b: {T}) -> {T} {{ return {T}(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }}"
         elif name == "square":
-            src = f"fn {fn}(a: {T}) -> {T} {{ return {T}(a.x * a.x - a.y * a.y, {literal(2, r)} * a.x * a.y); }}"
+            # mul(a, a) (2 x y overflows where x y + y x is finite); Mesa may still factor it into
+            # x (y + y), so the backend's elementwise square multiplies two loads
+            src = f"fn {fn}(a: {T}) -> {T} {{ return {T}(a.x * a.x - a.y * a.y, a.x * a.y + a.y * a.x); }}"
         elif name == "div":
             src = f"""fn {fn}(a: {T}, b: {T}) -> {T} {{
   if (abs(b.x) >= abs(b.y)) {{
@@ -289,21 +291,29 @@ class OpsMixin:
     if (a.x < {z}) {{ return {T}({z}, {z}); }}
     return {T}({inf}(), {nan}());
   }}
-  let e = {f('exp')}(a.x);
-  return {T}(e * {f('cos')}(a.y), e * {f('sin')}(a.y));
+  return {self.cexps(r)}(a.x, {f('cos')}(a.y), {f('sin')}(a.y), {o});
 }}"""
         elif name == "log":             # |a| near 1: log1p((u - 1)(u + 1) + v^2) / 2 keeps the digits
             h, th = self.need("hypot_" + r), self._atan2(r)
+            tiny, up, lnup, huge = self._cscale(r)
             src = f"""fn {fn}(a: {T}) -> {T} {{
-  let m = {h}(a.x, a.y);
   let u = max(abs(a.x), abs(a.y)); let v = min(abs(a.x), abs(a.y));
-  var re = {f('log')}(m);
-  if (m > {literal(0.7, r)} && m < {literal(1.4, r)}) {{ re = {literal(0.5, r)} * {f('log1p')}((u - {o}) * (u + {o}) + v * v); }}
+  var re: {VALUE[r]};
+  // |a| of subnormal parts would round on the subnormal grid, above HUGE it overflows: scale
+  if (u < {tiny}) {{ re = {f('log')}({h}(a.x * {up}, a.y * {up})) - {lnup}; }}
+  else if (u > {huge}) {{ re = {f('log')}({h}(a.x * {literal(0.25, r)}, a.y * {literal(0.25, r)})) + {literal(math.log(4), r)}; }}
+  else {{
+    let m = {h}(a.x, a.y);
+    re = {f('log')}(m);
+    if (m > {literal(0.7, r)} && m < {literal(1.4, r)}) {{ re = {literal(0.5, r)} * {f('log1p')}((u - {o}) * (u + {o}) + v * v); }}
+  }}
   return {T}(re, {th}(a.y, a.x));
 }}"""
         elif name == "sqrt":            # C99 csqrt's special values (the standard's list)
             h = self.need("hypot_" + r)
             isinf, isnan, nan, inf, cs = (self.need(f"{n}_{r}") for n in ("isinf", "isnan", "nan", "inf", "copysign"))
+            tiny, up, _, huge = self._cscale(r)
+            down = literal(2.0 ** -(self.CSCALE[r][1] // 2), r)     # sqrt(1 / UP)
             src = f"""fn {fn}(a: {T}) -> {T} {{
   if (a.x == {z} && a.y == {z}) {{ return {T}({z}, a.y); }}
   if ({isinf}(a.y)) {{ return {T}({inf}(), a.y); }}
@@ -314,14 +324,27 @@ class OpsMixin:
     return {T}({z}, {cs}({inf}(), a.y));
   }}
   if ({isnan}(a.y)) {{ return {T}(a.y, a.y); }}
-  let m = {h}(a.x, a.y);
-  if (a.x >= {z}) {{ let t = sqrt({literal(0.5, r)} * (m + a.x)); return {T}(t, a.y / ({literal(2, r)} * t)); }}
-  let t = sqrt({literal(0.5, r)} * (m - a.x));
-  return {T}(abs(a.y) / ({literal(2, r)} * t), {self.need('copysign_' + r)}(t, a.y));
+  // scaled by an even power of 2 where m + |x| would overflow or m be subnormal (Kahan, C99)
+  let u = max(abs(a.x), abs(a.y));
+  var b = a; var k = {o};
+  if (u < {tiny}) {{ b = a * {up}; k = {down}; }}
+  else if (u > {huge}) {{ b = a * {literal(0.25, r)}; k = {literal(2, r)}; }}
+  let m = {h}(b.x, b.y);
+  if (b.x >= {z}) {{ let t = sqrt({literal(0.5, r)} * (m + b.x)); return {T}(t, b.y / ({literal(2, r)} * t)) * k; }}
+  let t = sqrt({literal(0.5, r)} * (m - b.x));
+  return {T}(abs(b.y) / ({literal(2, r)} * t), {cs}(t, b.y)) * k;
 }}"""
         elif name == "sign":
             h = self.need("hypot_" + r)
-            src = f"fn {fn}(a: {T}) -> {T} {{ if (a.x == {z} && a.y == {z}) {{ return {T}({z}, {z}); }} let m = {h}(a.x, a.y); return {T}(a.x / m, a.y / m); }}"
+            tiny, up, _, huge = self._cscale(r)
+            src = f"""fn {fn}(a: {T}) -> {T} {{
+  if (a.x == {z} && a.y == {z}) {{ return {T}({z}, {z}); }}
+  let u = max(abs(a.x), abs(a.y));
+  var b = a;     // scaled: |a| of subnormal parts rounds on the subnormal grid, of huge ones overflows
+  if (u < {tiny}) {{ b = a * {up}; }} else if (u > {huge}) {{ b = a * {literal(0.25, r)}; }}
+  let m = {h}(b.x, b.y);
+  return {T}(b.x / m, b.y / m);
+}}"""
         elif name in ("sin", "cos", "tan"):
             h = self.complex_helper({"sin": "sinh", "cos": "cosh", "tan": "tanh"}[name], dt)
             body = {"sin": f"let w = {h}({T}(-a.y, a.x)); return {T}(w.y, -w.x);",
@@ -331,10 +354,11 @@ class OpsMixin:
         elif name in ("expm1", "log1p", "log2", "log10", "pow", "sinh", "cosh", "tanh"):
             e, lg, mul, div = (self.complex_helper(n, dt) for n in ("exp", "log", "mul", "div"))
             fin, isinf, isnan, nan, inf = (self.need(f"{n}_{r}") for n in ("isfin", "isinf", "isnan", "nan", "inf"))
+            xbig = literal(self.CEXP[r][0], r)      # e^x is finite below it
             bodies = {
                 # accurate near 0: expm1(x) cos y - 2 sin^2(y/2) + i e^x sin y; log|1 + a|
                 # as log1p(x (2 + x) + y^2) / 2; special values from exp / log
-                "expm1": f"""if (!{fin}(a.x) || !{fin}(a.y)) {{ return {e}(a) - {T}({o}, {z}); }}
+                "expm1": f"""if (!{fin}(a.x) || !{fin}(a.y) || a.x > {xbig}) {{ return {e}(a) - {T}({o}, {z}); }}
   let s = {f('sin')}({literal(0.5, r)} * a.y);
   let re = {f('expm1')}(a.x) * {f('cos')}(a.y) - {literal(2, r)} * s * s;
   return {T}(select(re, {z}, re == {z}), select({f('exp')}(a.x) * {f('sin')}(a.y), a.y, a.y == {z}));""",
@@ -349,16 +373,21 @@ class OpsMixin:
                 "sinh": f"""if (a.y == {z}) {{ return {T}({f('sinh')}(a.x), a.y); }}
   if (a.x == {z} && !{fin}(a.y)) {{ return {T}(a.x, {nan}()); }}
   if ({isinf}(a.x) && !{fin}(a.y)) {{ return {T}(a.x, {nan}()); }}
+  if (abs(a.x) > {xbig}) {{ let w = {self.cexps(r)}(abs(a.x), {f('cos')}(a.y), {f('sin')}(a.y), {literal(0.5, r)}); return {T}(select(w.x, -w.x, a.x < {z}), w.y); }}
   return {T}({f('sinh')}(a.x) * {f('cos')}(a.y), {f('cosh')}(a.x) * {f('sin')}(a.y));""",
                 "cosh": f"""if (a.y == {z}) {{ return {T}({f('cosh')}(a.x), a.y); }}
   if (a.x == {z} && !{fin}(a.y)) {{ return {T}({nan}(), {z}); }}
   if ({isinf}(a.x) && !{fin}(a.y)) {{ return {T}({inf}(), {nan}()); }}
+  if (abs(a.x) > {xbig}) {{ let w = {self.cexps(r)}(abs(a.x), {f('cos')}(a.y), {f('sin')}(a.y), {literal(0.5, r)}); return {T}(w.x, select(w.y, -w.y, a.x < {z})); }}
   return {T}({f('cosh')}(a.x) * {f('cos')}(a.y), {f('sinh')}(a.x) * {f('sin')}(a.y));""",
                 "tanh": f"""if (a.y == {z}) {{ return {T}({f('tanh')}(a.x), a.y); }}
   if ({isnan}(a.y) && a.x == {z}) {{ return {T}(a.x, a.y); }}
   if ({isinf}(a.x)) {{ return {T}({self.need('copysign_' + r)}({o}, a.x), {self.need('copysign_' + r)}({z}, select(a.y, {o}, !{fin}(a.y)))); }}
   if (!{fin}(a.y)) {{ if (a.x == {z}) {{ return {T}(a.x, {nan}()); }} return {T}({nan}(), {nan}()); }}
-  if (abs(a.x) > {literal(20, r)}) {{ return {T}({self.need('copysign_' + r)}({o}, a.x), {self.need('copysign_' + r)}({z}, {f('sin')}({literal(2, r)} * a.y))); }}
+  if (abs(a.x) > {literal(20, r)}) {{     // Im = 4 sin y cos y e^-2|x| (msun's ctanh), small but not 0
+    let em = {f('exp')}(-abs(a.x));
+    return {T}({self.need('copysign_' + r)}({o}, a.x), {literal(4, r)} * {f('sin')}(a.y) * {f('cos')}(a.y) * em * em);
+  }}
   let t = {f('tan')}(a.y); let b = {o} + t * t; let s = {f('sinh')}(a.x);   // Kahan's: no cancellation
   let d = {o} + b * s * s;                                         // near the poles (msun's ctanh)
   return {T}(b * sqrt({o} + s * s) * s / d, t / d);""",
@@ -460,6 +489,46 @@ class OpsMixin:
         if src is None:
             raise RenderError(f"wgsl: op {name!r} is not defined for {dt}")
         self.helpers[fn] = src
+        return fn
+
+    # Scaling of complex arguments (exact powers of 2): parts below 2^-100 (f32) / 2^-1000 (f64)
+    # are scaled up by 2^64 / 2^128 (even: sqrt halves it), above 2^126 / 2^1022 down by 1/4
+    CSCALE = {"f32": (-100, 64, 126), "f64": (-1000, 128, 1022)}
+    # e^x overflows past LO; e^x = e^(x - KLN2) 2^K for LO < x < HI, KLN2 ~ K ln 2 (msun's
+    # __ldexp_cexp: x - KLN2 is exact there, and e^KLN2 is 2^K within 0.4 ulp)
+    CEXP = {"f32": (88.0, 250.0, 235, 162.88958740234375), "f64": (709.0, 1950.0, 1799, 1246.9717778273416)}
+
+    def _cscale(self, r):
+        """(TINY, UP, UP's log, HUGE) literals of :data:`CSCALE` for real type ``r``."""
+        lo, up, hi = self.CSCALE[r]
+        return literal(2.0 ** lo, r), literal(2.0 ** up, r), literal(up * math.log(2), r), literal(2.0 ** hi, r)
+
+    def cexps(self, r):
+        """``fn(x, c, s, h) -> (e^x h c, e^x h s)``, h 1 or 1/2, finite where the products are
+        though e^x overflows: e^(x - KLN2)'s mantissa (times 2^(emax - 1)) times c and s, then
+        the power of 2 in two exact steps."""
+        fn = f"cexps_{r}"
+        if fn in self.helpers:
+            return fn
+        lo, hi, K, kln2 = self.CEXP[r]
+        R = VALUE[r]
+        U, mbits, bias = ("u32", 23, 127) if r == "f32" else ("u64", 52, 1023)
+        o, sh = literal(1, r), f"{mbits}u"
+        mant = literal((1 << mbits) - 1, U)
+        top = literal((2 * bias - 1) << mbits, U)          # exponent field of 2^(bias - 1)
+        pw = (lambda n: f"bitcast<{R}>(u32({n} + {bias}) << {sh})") if r == "f32" else \
+             (lambda n: f"bitcast<{R}>(u64(u32({n} + {bias})) << {sh})")
+        e, isnan = self.real_fn("exp", r), self.need("isnan_" + r)
+        self.helpers[fn] = f"""fn {fn}(x: {R}, c: {R}, s: {R}, h: {R}) -> vec2<{R}> {{
+  if ({isnan}(x) || !(x > {literal(lo, r)} && x < {literal(hi, r)})) {{ let w = {e}(x) * h; return vec2<{R}>(w * c, w * s); }}
+  let er = {e}(x - {literal(kln2, r)});
+  let b = bitcast<{U}>(er);
+  let m = bitcast<{R}>((b & {mant}) | {top});
+  let n = i32(u32(b >> {sh})) - {2 * bias - 1} + {K} + select(0, -1, h < {o});
+  let n1 = n / 2;
+  let p1 = {pw('n1')}; let p2 = {pw('(n - n1)')};
+  return vec2<{R}>(((c * m) * p1) * p2, ((s * m) * p1) * p2);
+}}"""
         return fn
 
     def real_fn(self, n, r):

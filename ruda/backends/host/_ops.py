@@ -61,6 +61,53 @@ def pow(x1, x2):
     return np.power(x1, x2)
 
 
+# |x| where x / |x| keeps |x| and 1 / |x| normal
+_SIGN_SAFE = {np.dtype(c): (np.finfo(c).tiny, 0.25 / np.finfo(c).tiny) for c in (np.complex64, np.complex128)}
+
+
+def _over_abs(z):
+    """(z / |z| part by part, |z|): each part keeps its sign, zeros included."""
+    h = np.abs(z)
+    out = np.empty_like(z)
+    np.divide(z.real, h, out=out.real)
+    np.divide(z.imag, h, out=out.imag)
+    return out, h
+
+
+def sign(x):
+    """sign; complex: x / |x| (0 at 0), x first scaled by a power of two where |x| is subnormal
+    or huge (|x| or 1 / |x| would leave the normal range: inf, NaN or lost digits)."""
+    if x.dtype.kind != "c":
+        return _cnp.sign(x)
+    lo, hi = _SIGN_SAFE[x.dtype]
+    with np.errstate(all="ignore"):
+        out, h = _over_abs(x)
+        zero = h == 0
+        out[zero] = 0
+        scale = ((h < lo) ^ zero) | (h > hi)
+        if scale.any():
+            xs = x[scale]
+            e = -np.frexp(np.maximum(np.abs(xs.real), np.abs(xs.imag)))[1]   # 0 at inf and NaN
+            y = np.empty_like(xs)
+            np.ldexp(xs.real, e, out=y.real)
+            np.ldexp(xs.imag, e, out=y.imag)
+            out[scale] = _over_abs(y)[0]
+    return out
+
+
+def mean(x, axis, keepdims=False):
+    """NumPy's mean; complex: each part of the sum divided by the count (NumPy divides by the
+    complex count, which turns the other part of an infinite one into NaN)."""
+    if x.dtype.kind != "c":
+        return _cnp.mean(x, axis=axis, keepdims=keepdims)
+    s = np.asarray(np.add.reduce(x, axis=axis, keepdims=keepdims))
+    n = math.prod(x.shape[a] for a in (range(x.ndim) if axis is None else axis))
+    with np.errstate(invalid="ignore"):                        # no values: NaN + NaN j
+        np.divide(s.real, n, out=s.real)
+        np.divide(s.imag, n, out=s.imag)
+    return s
+
+
 def vecdot(x1, x2, axis=-1):
     """np.vecdot is a ufunc: spelled out here so the ufunc fast path keeps the axis keyword."""
     return np.vecdot(x1, x2, axis=axis)

@@ -82,6 +82,15 @@ class ElementwiseOps:
     for _n, _o in BINARY.items():
         locals()[_n] = _binary_op(_n, _o)
     del _n, _o
+    _real_square = locals()["square"]
+
+    def square(self, x):
+        if x.ir in ir.COMPLEX:
+            # the product x * x, the operand bound twice: from one load, Mesa rewrote Im = x y + y x
+            # (and t + t, 2 t) as x (2 y), which overflows where the product is finite
+            return self.multiply(x, x)
+        return self._real_square(x)
+    square.routes_halves = True
 
     def _map(self, key, fn, inputs, out_dtype=None, shape=None, params=(), param_dtypes=()):
         """``out = fn(*loads, *params)`` elementwise over the broadcast shape of ``inputs``."""

@@ -1,0 +1,245 @@
+"""Complex functions where |z|, e^Re z or a part leaves the normal float range, and the signed
+zero of sums and cumulative sums, on every device.
+
+The oracle is mpmath (exact values rounded to the dtype, each part within a few ulp) or NumPy
+where its result is exact.  The cases are finite results that a textbook formula loses: sqrt of
+the largest float (|z| + x overflows), of subnormal parts (|z| / 2 underflows), log of subnormal
+parts (|z| rounded on the subnormal grid), e^x cis y for x past exp's overflow with a tiny y,
+tanh's e^-2|x| imaginary part, square as the product x * x, sign of subnormal parts.
+"""
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import ruda as xp
+from conftest import flushes_subnormals, to_numpy
+from strategies import need, supported
+
+mpmath = pytest.importorskip("mpmath")
+# the host's NumPy warns of the overflows these cases are about
+pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+mpmath.mp.prec = 160
+
+F32_MAX, F32_SUB = 3.4028234663852886e38, 1.401298464324817e-45
+F64_MAX, F64_SUB = 1.7976931348623157e308, 5e-324
+
+_MP = {"sqrt": mpmath.sqrt, "log": mpmath.log, "log2": lambda z: mpmath.log(z) / mpmath.log(2),
+       "log10": lambda z: mpmath.log(z) / mpmath.log(10), "exp": mpmath.exp, "expm1": mpmath.expm1,
+       "sinh": mpmath.sinh, "cosh": mpmath.cosh, "tanh": mpmath.tanh, "sin": mpmath.sin,
+       "cos": mpmath.cos, "tan": mpmath.tan, "sign": lambda z: z / abs(z)}
+
+
+def _array(pairs, dtype):
+    z = np.zeros(len(pairs), dtype)
+    z.real, z.imag = [p[0] for p in pairs], [p[1] for p in pairs]
+    return z
+
+
+def _part(v, rdt):
+    """mpmath real ``v`` rounded to ``rdt`` (inf past its range)."""
+    if abs(v) > 2 * F64_MAX:
+        return rdt(math.copysign(math.inf, v))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return rdt(float(v))
+
+
+def _check(name, device, dtype, pairs, ulps=4):
+    """``name`` of each z on ``device``: the dtype kept, each part within ``ulps`` of the exact
+    value rounded to the dtype, zeros and infinities exactly (signs included)."""
+    z = _array(pairs, dtype)
+    got = getattr(xp, name)(xp.asarray(z, device=device))
+    assert got.dtype == dtype
+    rdt = np.float32 if dtype == xp.complex64 else np.float64
+    for g, c in zip(to_numpy(got).tolist(), z.tolist()):
+        w = _MP[name](mpmath.mpc(c.real, c.imag))
+        for gp, wp in ((g.real, w.real), (g.imag, w.imag)):
+            wr = _part(wp, rdt)
+            if wr == 0 or np.isinf(wr):
+                ok = gp == wr and math.copysign(1, gp) == math.copysign(1, wr)
+            else:
+                ok = abs(gp - float(wp)) <= ulps * float(np.spacing(abs(wr)))
+            assert ok, f"{name}({c!r}) {np.dtype(dtype).name}: got {g!r}, want {complex(w)!r}"
+
+
+def _cases(device, f32, f64, subnormal=()):
+    """(dtype, pairs) per complex dtype of ``device``; the ``subnormal`` entries only where the
+    device keeps subnormals (NVIDIA's Vulkan driver flushes float32 ones)."""
+    out = []
+    for dt in supported(device, "complex floating"):
+        pairs = list(f32 if dt == xp.complex64 else f64)
+        if not flushes_subnormals(device):
+            pairs += [p for d, p in subnormal if d == dt]
+        out.append((dt, pairs))
+    return out
+
+
+def test_sqrt_of_extreme_parts(device):
+    """C99 csqrt's scaling: sqrt(max) was inf (|z| + x overflowed), sqrt(0 - min j) -inf j
+    (t = sqrt(|z| / 2) underflowed to 0 before y / 2t)."""
+    for dt, pairs in _cases(
+            device,
+            [(F32_MAX, 0.0), (-F32_MAX, 0.0), (F32_MAX, F32_MAX), (-F32_MAX, -F32_MAX / 3), (3e38, -1.0),
+             (1.5, 2.5), (-1e-30, 1e-38)],
+            [(F64_MAX, 0.0), (-F64_MAX, 0.0), (F64_MAX, -F64_MAX), (-F64_MAX / 5, F64_MAX), (1e308, 1.0),
+             (1.5, 2.5), (-1e-300, 1e-308)],
+            [(xp.complex64, p) for p in ((0.0, -F32_SUB), (F32_SUB, F32_SUB), (-F32_SUB, 3 * F32_SUB),
+                                         (1e-40, -3e-39), (-2e-38, 0.0))] +
+            [(xp.complex128, p) for p in ((0.0, -F64_SUB), (F64_SUB, F64_SUB), (-F64_SUB, 3 * F64_SUB),
+                                          (1e-310, -3e-309), (-2e-308, 0.0))]):
+        _check("sqrt", device, dt, pairs, ulps=2)
+
+
+@pytest.mark.parametrize("name", ["log", "log2", "log10"])
+def test_log_of_extreme_moduli(device, name):
+    """|z| scaled before hypot: with both parts subnormal it lost its sqrt(2) (log(-min + min j)
+    was -103.28 for -102.93), with both near the largest float it overflowed to inf."""
+    for dt, pairs in _cases(
+            device,
+            [(F32_MAX, F32_MAX), (-F32_MAX, F32_MAX / 2), (1e-30, -1e-31), (0.5, -3.0)],
+            [(F64_MAX, F64_MAX), (-F64_MAX, F64_MAX / 2), (1e-300, -1e-301), (0.5, -3.0)],
+            [(xp.complex64, p) for p in ((-F32_SUB, F32_SUB), (F32_SUB, 0.0), (3e-39, -4e-39),
+                                         (1e-44, 2e-45))] +
+            [(xp.complex128, p) for p in ((-F64_SUB, F64_SUB), (F64_SUB, 0.0), (3e-309, -4e-309),
+                                          (1e-322, 2e-323))]):
+        _check(name, device, dt, pairs)
+
+
+_HUGE_X = {
+    # e^x overflows, e^x cis y does not (x past 88.7 / 709.8 with a tiny y); x past 177 / 1420
+    # also overflows e^(x/2)
+    "exp": ([(100.0, 1.1754944e-38), (88.5, F32_SUB), (190.0, -F32_SUB), (150.0, 2.5), (95.0, -1e-30)],
+            [(710.0, 1e-300), (709.5, -1e-308), (1450.0, F64_SUB), (1000.0, 2.5), (800.0, -1e-320)]),
+    "expm1": ([(100.0, 1.1754944e-38), (120.0, -1e-40)], [(710.0, 1e-300), (1200.0, -1e-320)]),
+    "sinh": ([(100.0, 1.1754944e-38), (-120.0, 1e-40), (95.0, 2.5)],
+             [(710.0, 1e-300), (-1200.0, 1e-320), (800.0, -2.5)]),
+    "cosh": ([(100.0, 1.1754944e-38), (-120.0, 1e-40), (95.0, 2.5)],
+             [(710.0, 1e-300), (-1200.0, 1e-320), (800.0, -2.5)]),
+    "sin": ([(-1.1754944e-38, 100.0), (1e-40, -120.0), (2.5, 95.0)],
+            [(-1e-300, 710.0), (1e-320, -1200.0), (2.5, 800.0)]),
+    "cos": ([(-1.1754944e-38, 100.0), (1e-40, -120.0), (2.5, 95.0)],
+            [(-1e-300, 710.0), (1e-320, -1200.0), (2.5, 800.0)]),
+    # Im tanh = 4 sin y cos y e^-2|x| for |x| > 20: 7.7e-18 at 20 + 1j, was 0
+    "tanh": ([(20.5, 1.0), (-25.0, 0.5), (30.0, -2.0), (15.0, 1.0)],
+             [(20.5, 1.0), (-25.0, 0.5), (300.0, -2.0), (15.0, 1.0)]),
+    "tan": ([(1.0, 20.5), (0.5, -25.0), (-2.0, 30.0), (1.0, 15.0)],
+            [(1.0, 20.5), (0.5, -25.0), (-2.0, 300.0), (1.0, 15.0)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_HUGE_X))
+def test_exp_family_where_exp_of_the_real_part_overflows(device, name):
+    """e^x cos y and e^x sin y without forming e^x first (msun's __ldexp_cexp): exp(100 +
+    1.2e-38j) in complex64 was inf + inf j for inf + 315986.66j; sinh, cosh, sin, cos, expm1 alike."""
+    f32, f64 = _HUGE_X[name]
+    for dt, pairs in _cases(device, [p for p in f32 if abs(p[0]) >= 1e-37 and abs(p[1]) >= 1e-37],
+                            f64, [(xp.complex64, p) for p in f32 if min(abs(p[0]), abs(p[1])) < 1e-37]):
+        _check(name, device, dt, pairs)
+
+
+def test_square_is_the_product(device):
+    """square(x) is x * x, bit for bit (the standard): the 2 x y form gave an imaginary part NaN
+    for 1.8e308 + 0j and inf for 3.4e38 + 3.9e-39j (x * x: 0 and 2.6666667)."""
+    cases = {xp.complex64: [(F32_MAX, 0.0), (F32_MAX, 3.918315e-39), (-0.5, F32_MAX), (1e-30, -F32_MAX),
+                            (1.5, -2.5), (1e20, 1e20)],
+             xp.complex128: [(F64_MAX, 0.0), (F64_MAX, 1e-300), (-0.5, F64_MAX), (1e-300, -F64_MAX),
+                             (1.5, -2.5), (1e160, 1e160)]}
+    for dt in supported(device, "complex floating"):
+        z = xp.asarray(_array(cases[dt], dt), device=device)
+        got, prod = to_numpy(xp.square(z)), to_numpy(xp.multiply(z, xp.asarray(_array(cases[dt], dt), device=device)))
+        assert got.dtype == dt
+        np.testing.assert_array_equal(got, prod)
+        np.testing.assert_array_equal(np.signbit(got.imag), np.signbit(prod.imag))
+    # the cases above, against their values
+    if xp.complex128 in supported(device, "complex floating"):
+        got = to_numpy(xp.square(xp.asarray(_array([(F64_MAX, 0.0), (-0.5, F64_MAX)], xp.complex128), device=device)))
+        np.testing.assert_array_equal(got, np.array([complex(math.inf, 0.0), complex(-math.inf, -F64_MAX)]))
+    got = to_numpy(xp.square(xp.asarray(_array([(F32_MAX, 3.918315e-39)], xp.complex64), device=device)))
+    assert np.isinf(got.real[0]) and abs(got.imag[0] - np.float32(2.6666667)) <= np.spacing(np.float32(2.67))
+
+
+def test_sign_of_subnormal_and_huge_parts(device):
+    """x / |x| with |x| scaled: sign(-min + min j) was -1 + 1j on wgpu (|x| = min lost its
+    sqrt(2)); unit length within 2 ulp of mpmath's."""
+    for dt, pairs in _cases(
+            device, [(F32_MAX, F32_MAX), (-F32_MAX, 1.0), (1.5, -2.0)], [(F64_MAX, -F64_MAX), (-F64_MAX, 1.0), (1.5, -2.0)],
+            [(xp.complex64, p) for p in ((-F32_SUB, F32_SUB), (3 * F32_SUB, -4 * F32_SUB), (0.0, -F32_SUB))] +
+            [(xp.complex128, p) for p in ((-F64_SUB, F64_SUB), (3 * F64_SUB, -4 * F64_SUB), (0.0, -F64_SUB))]):
+        _check("sign", device, dt, pairs, ulps=2)
+
+
+# --- signed zeros of sums --------------------------------------------------------------------
+
+def _negzero(shape, dtype):
+    return np.full(shape, complex(-0.0, -0.0) if np.dtype(dtype).kind == "c" else -0.0, dtype)
+
+
+def _assert_negzero(got, what):
+    got = to_numpy(got)
+    parts = (got.real, got.imag) if got.dtype.kind == "c" else (got,)
+    for p in parts:
+        assert (p == 0).all() and np.signbit(p).all(), f"{what}: {got.ravel()[:4]} (want -0.0)"
+
+
+@pytest.mark.parametrize("shape, axis", [((2,), 0), ((5, 3), 0), ((3, 5), 1), ((2, 3, 4), 1), ((2, 3, 4), 2),
+                                         ((70000,), 0)])
+def test_cumulative_sum_keeps_negative_zero(device, shape, axis):
+    """A scan starts from -0.0, IEEE's identity of addition (NumPy's cumsum of [-0.0, -0.0] is
+    [-0.0, -0.0]; wgpu's started from +0.0 and gave [0.0, 0.0]); include_initial's first element
+    is +0.0, as NumPy's."""
+    for dt in supported(device, ("real floating", "complex floating")):
+        x = xp.asarray(_negzero(shape, dt), device=device)
+        got = xp.cumulative_sum(x, axis=axis)
+        assert got.dtype == dt
+        _assert_negzero(got, f"cumulative_sum {np.dtype(dt).name} {shape} axis {axis}")
+    for dt in supported(device, "real floating"):
+        got = to_numpy(xp.cumulative_sum(xp.asarray(_negzero((2,), dt), device=device), include_initial=True))
+        want = np.cumulative_sum(_negzero((2,), dt), include_initial=True)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_long_cumulative_sum_keeps_negative_zero(device):
+    """Past wgpu's SCAN_ROW (2^18) a scan runs in blocks, each offset by the blocks before it."""
+    need(device, xp.float32)
+    _assert_negzero(xp.cumulative_sum(xp.asarray(_negzero((2**18 + 5,), np.float32), device=device)),
+                    "blocked cumulative_sum")
+
+
+@pytest.mark.parametrize("shape, axis", [((2,), None), ((3, 4), 1), ((4, 300), 0), ((20000,), None),
+                                         ((3, 20000), 1), ((70000,), None)])
+def test_sum_of_negative_zeros_is_numpys_positive_zero(device, shape, axis):
+    """A sum of -0.0s is +0.0 on every device, as NumPy's (which starts from +0.0), in every
+    kernel shape: per output, serial, split, vec4 with subgroups; only scans start from -0.0."""
+    for dt in supported(device, ("real floating", "complex floating")):
+        a = _negzero(shape, dt)
+        got = to_numpy(xp.sum(xp.asarray(a, device=device), axis=axis))
+        want = np.sum(a, axis=axis)
+        assert got.dtype == dt
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got.real), np.signbit(want.real))
+
+
+def test_sum_keeps_positive_zero_where_numpy_does(device):
+    """The empty sum is +0.0, and so is -0.0 + 0.0 (IEEE, NumPy)."""
+    for dt in supported(device, ("real floating", "complex floating")):
+        for a in (np.zeros(0, dt), np.array([-0.0, 0.0], dt), np.array([0.0, -0.0, -0.0], dt)):
+            got = to_numpy(xp.sum(xp.asarray(a, device=device)))
+            assert got.dtype == dt and got == 0 and not np.signbit(got.real), (a, got)
+            cs = to_numpy(xp.cumulative_sum(xp.asarray(a, device=device)))
+            np.testing.assert_array_equal(np.signbit(cs.real), np.signbit(np.cumsum(a).real))
+
+
+def test_renderers_start_scans_from_negative_zero():
+    """The identity of a float scan is -0.0 in both renderers (WGSL, CUDA C: one
+    ``ExprRender.identity``), of a sum +0.0 (NumPy's), of integer ones 0."""
+    from ruda.runtime import cuda_c, ir, wgsl
+    k = ir.Kernel("s", (ir.Arg("x", "f32", 1), ir.Arg("o", "f32", 0, True)), (), 1,
+                  ir.Reduce("sum", ir.load(0, "f32"), 1, 0))
+    for mod, r in ((wgsl, wgsl._Render(wgsl.WGSLRenderer(f64=True, int64=True), k)), (cuda_c, cuda_c._Render(k))):
+        for dt in ("f32", "f64"):
+            assert r.identity("add", dt) == mod.literal(-0.0, dt)
+            assert r.identity("sum", dt) == mod.literal(0.0, dt) == mod.literal(0, dt)
+        assert r.identity("add", "c64") == mod.literal(complex(-0.0, -0.0), "c64")
+        assert r.identity("add", "i32") == r.identity("sum", "i32") == mod.literal(0, "i32")
