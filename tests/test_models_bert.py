@@ -162,6 +162,11 @@ def test_errors(tmp_path):
             model.encode(bad)
     with pytest.raises(ValueError, match="Bert.encode: batch_size: expected a positive int"):
         model.encode(["ok"], batch_size=0)
+    for bad in (1.5, "2", None, True):
+        with pytest.raises(TypeError, match=rf"Bert.encode: batch_size: expected a positive "
+                                            rf"int, got {bad!r}$"):
+            model.encode(["ok"], batch_size=bad)
+    assert model.encode(["ok", "the dog"], batch_size=np.int64(1)).shape == (2, 32)
     with pytest.raises(ValueError, match=r"Bert.forward: ids: expected a ruda array of shape"):
         model.forward(xp.zeros((3,), dtype=xp.int32))
     with pytest.raises(ValueError, match="Bert.forward: ids: expected at most 24 positions"):

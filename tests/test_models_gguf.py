@@ -159,6 +159,18 @@ def test_load_errors(tmp_path):
         load_gguf(bad, "cpu")
 
 
+def test_load_dtype():
+    """A float dtype (or its name) casts the float weights; an integer dtype is refused at the
+    call, named with load (not later inside a kernel)."""
+    path = _gguf_path()
+    for bad, got in ((xp.int32, "int32"), ("int8", "'int8'")):
+        with pytest.raises(TypeError, match=rf"^ruda.nn.models.load: dtype: expected a real "
+                                            rf"floating dtype .*, got {got}$"):
+            load(path, device="cpu", dtype=bad)
+    m = load(path, device="cpu", dtype="float16")
+    assert m.dtype == xp.float16 and len(m.generate_ids([[1, 2, 3]], max_new_tokens=2)[0]) == 2
+
+
 def test_generate_cli(hf, capsys):
     """``python -m ruda.nn.generate`` on the GGUF file as a new user runs it: an instruct model
     answers through its chat template (as transformers' chat template gives the prompt's ids)

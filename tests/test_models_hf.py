@@ -128,6 +128,38 @@ def test_load_errors(tmp_path):
         _hf.load_safetensors(tmp_path, "cpu")
 
 
+def test_load_arguments(tmp_path):
+    """Wrong argument types are named with the function called, before any file is read."""
+    from ruda.nn.models import bert, load
+    from ruda.nn.models._gguf import load_gguf
+    for bad in (5, None, b"m.gguf"):
+        with pytest.raises(TypeError, match=rf"^ruda.nn.models.load: path: expected a str or "
+                                            rf"os.PathLike .*, got {type(bad).__name__}$"):
+            load(bad)
+        with pytest.raises(TypeError, match=r"^ruda.nn.models.read_config: path: expected a "
+                                            r"str or os.PathLike"):
+            _hf.read_config(bad)
+    with pytest.raises(TypeError, match=r"^ruda.nn.models.load_gguf: path: expected a str"):
+        load_gguf(None)
+    gguf = tmp_path / "m.gguf"
+    for bad, got in ((xp.int32, "int32"), ("int8", "'int8'"), ("float33", "'float33'"),
+                     (5, "5")):
+        for fn, call in (("load", load), ("load_gguf", load_gguf), ("load", bert.load),
+                         ("load_safetensors", _hf.load_safetensors)):
+            with pytest.raises(TypeError, match=rf"^ruda.nn.models.{fn}: dtype: expected a real "
+                                                rf"floating dtype .*, got {got}$"):
+                call(tmp_path if call is not load_gguf else gguf, "cpu", dtype=bad)
+    for bad in ("no", 0, None):
+        with pytest.raises(TypeError, match=rf"load: quantized: expected a bool, got {bad!r}"):
+            load(gguf, quantized=bad)
+        with pytest.raises(TypeError, match=r"load_gguf: quantized: expected a bool"):
+            load_gguf(gguf, quantized=bad)
+    assert _hf.float_dtype("load", "bfloat16" if xp.bfloat16 else "float16") \
+        == (xp.bfloat16 or xp.float16)
+    assert _hf.float_dtype("load", None) is None and _hf.float_dtype("load", "float64") \
+        == xp.float64
+
+
 def test_tokenizer(tmp_path):
     tokenizers = pytest.importorskip("tokenizers")
     with pytest.raises(ValueError, match="load_tokenizer: path: expected a directory holding"):

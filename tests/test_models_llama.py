@@ -278,6 +278,82 @@ def test_chat_template_as_transformers(checkpoints):
         m.chat_prompt([("user", "Hi!")])
 
 
+def _saved_by_transformers(src, dst, chat_template):
+    """The checkpoint ``src`` with its tokenizer saved by transformers' save_pretrained:
+    transformers 5 writes the template to chat_template.jinja (named ones beside it in
+    additional_chat_templates/), not into tokenizer_config.json."""
+    d = _copy_dir(src, dst)
+    tok = transformers.PreTrainedTokenizerFast(tokenizer_file=str(d / "tokenizer.json"),
+                                               bos_token="<s>", eos_token="</s>",
+                                               unk_token="<unk>", chat_template=chat_template)
+    (d / "tokenizer_config.json").unlink()
+    tok.save_pretrained(d)
+    tc = json.loads((d / "tokenizer_config.json").read_text())
+    if "chat_template" in tc or not (d / "chat_template.jinja").is_file():
+        pytest.skip("this transformers keeps the chat template in tokenizer_config.json")
+    return d
+
+
+def test_chat_template_files_as_transformers(checkpoints, tmp_path):
+    """chat_template.jinja and additional_chat_templates/*.jinja over tokenizer_config.json's
+    chat_template, the "default" of named ones, as transformers' AutoTokenizer reads them;
+    failing those, a processor's chat_template.json."""
+    src = checkpoints["qwen2"][0]
+    msgs = [{"role": "system", "content": "Be brief. "}, {"role": "user", "content": "Hi!"}]
+    tool = "{% for m in messages %}[{{ m['content'] }}]{% endfor %}"
+
+    def both(d):
+        ref = transformers.AutoTokenizer.from_pretrained(d)
+        want = ref.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+        return load(d, device="cpu").chat_prompt(msgs), want
+
+    d = _saved_by_transformers(src, tmp_path / "one", CHAT)
+    m = load(d, device="cpu")
+    got, want = both(d)
+    assert got == want and m.chat_template == CHAT
+    assert m.chat(msgs, max_new_tokens=3) == m.generate(
+        m.tokenizer.encode(want, add_special_tokens=False).ids, max_new_tokens=3)
+    tc = json.loads((d / "tokenizer_config.json").read_text())      # the file wins
+    (d / "tokenizer_config.json").write_text(json.dumps(dict(tc, chat_template=tool)))
+    got, ref = both(d)
+    assert got == ref == want
+    d = _saved_by_transformers(src, tmp_path / "named", {"default": CHAT, "tool_use": tool})
+    assert (d / "additional_chat_templates" / "tool_use.jinja").is_file()
+    got, want = both(d)
+    assert got == want and load(d, device="cpu").chat_template == CHAT
+    (d / "chat_template.jinja").unlink()           # named templates without a default
+    with pytest.raises(ValueError, match=r"generate: model: expected a chat template .*got "
+                                         r"named templates \['tool_use'\] without a 'default'"):
+        load(d, device="cpu").chat_prompt(msgs)
+    d = _copy_dir(src, tmp_path / "legacy")
+    tc = json.loads((d / "tokenizer_config.json").read_text())
+    tc.pop("chat_template")
+    (d / "tokenizer_config.json").write_text(json.dumps(tc))
+    (d / "chat_template.json").write_text(json.dumps({"chat_template": tool}))
+    assert load(d, device="cpu").chat_prompt(msgs) == "[Be brief. ][Hi!]"
+    (d / "chat_template.json").unlink()
+    with pytest.raises(ValueError, match=r"expected a chat template \(chat_template.jinja or "
+                                         r"tokenizer_config.json's chat_template\), got none"):
+        load(d, device="cpu").chat("Hi!")
+
+
+def test_cli_chat_template_file(checkpoints, tmp_path, capsys):
+    """The CLI answers through chat_template.jinja by default; --chat on a model without a
+    template is a usage error (exit code 2), not a traceback."""
+    from ruda.nn import generate as cli
+    d = _saved_by_transformers(checkpoints["qwen3"][0], tmp_path / "jinja", CHAT)
+    args = ["--prompt", "Hi", "--device", "cpu", "--max-new-tokens", "4"]
+    cli.main([str(d), *args])
+    want = load(d, device="cpu").chat("Hi", max_new_tokens=4)
+    assert want and capsys.readouterr().out.startswith(want)
+    (d / "chat_template.jinja").unlink()
+    with pytest.raises(SystemExit) as e:
+        cli.main([str(d), *args, "--chat"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "--chat: expected a model with a chat template" in err
+    assert "Traceback" not in err
+
+
 def _copy_dir(src, dst, config=None, weights=None):
     import shutil
 
@@ -337,8 +413,14 @@ def test_argument_errors(checkpoints):
     with pytest.raises(TypeError, match=r"repetition_penalty: expected a real number > 0 or "
                                         r"None, got str"):
         m.generate("Hi", max_new_tokens=2, repetition_penalty="x")
-    with pytest.raises(ValueError, match=r"repetition_penalty: expected a number > 0, got nan"):
-        m.generate("Hi", max_new_tokens=2, repetition_penalty=float("nan"))
+    for bad in (float("nan"), float("inf"), 0.0):
+        with pytest.raises(ValueError, match=rf"repetition_penalty: expected a number in "
+                                             rf"\(0.0, inf\), got {bad}"):
+            m.generate("Hi", max_new_tokens=2, repetition_penalty=bad)
+    for bad in (float("nan"), float("inf"), -1):    # inf: uniform, and NaN scores where -inf
+        with pytest.raises(ValueError, match=rf"generate: temperature: expected a number in "
+                                             rf"\[0.0, inf\), got {bad}"):
+            m.generate("Hi", max_new_tokens=2, temperature=bad, stream=True)
     with pytest.raises(TypeError, match=r"seed: expected an int in \[0, 2\*\*64\) or None"):
         m.generate("Hi", max_new_tokens=2, temperature=1.0, seed="1")
     for prompt in (None, 5):
@@ -361,10 +443,7 @@ def test_argument_errors(checkpoints):
         m.steps([[1, 2], []])
     with pytest.raises(TypeError, match=r"generate: prompts: expected a list of prompts"):
         m.generate_ids(None, max_new_tokens=2)
-    # checked at the call, before the first next()
-    with pytest.raises(ValueError, match=r"generate: temperature: expected a number in "
-                                         r"\[0.0, inf\], got -1"):
-        m.generate("Hi", max_new_tokens=2, temperature=-1, stream=True)
+    # checked at the call, before the first next() (temperature above too)
     with pytest.raises(ValueError, match=r"top_p: expected a number in \(0.0, 1.0\]"):
         m.steps([[1, 5]], temperature=1.0, top_p=2.0)
     m.tokenizer.post_processor = None                 # no BOS: "" gives no tokens

@@ -56,7 +56,11 @@ def main(argv=None):
     if not hasattr(model, "steps"):
         ap.error(f"model: expected a decoder that generates text, got {type(model).__name__}, "
                  "an encoder (its sentence embeddings: ruda.nn.models.load(MODEL).encode(...))")
-    chat = args.chat or (not args.raw and bool(model.tokenizer_config.get("chat_template")))
+    if args.chat and model.chat_template is None:
+        ap.error("--chat: expected a model with a chat template (chat_template.jinja or "
+                 "tokenizer_config.json's chat_template), got none; --raw continues the prompt "
+                 "as plain text")
+    chat = args.chat or (not args.raw and model.chat_template is not None)
     if chat:
         ids = model.tokenizer.encode(model.chat_prompt([{"role": "user", "content": args.prompt}]),
                                      add_special_tokens=False).ids

@@ -35,9 +35,14 @@ def load(path, device=None, dtype=None, quantized=True):
     """The model in ``path``: a Hugging Face model directory or a ``.gguf`` file.
 
     Weights go to ``device`` (default: ruda's default device) straight from the memory-mapped
-    file, cast to ``dtype`` when given. ``quantized`` (GGUF only): keep Q8_0/Q4_0/Q4_1 tensors
-    quantized (``ruda.nn.QuantizedWeight``) rather than dequantizing them at load."""
-    p = _os.fspath(path)
+    file, cast to ``dtype`` (a real floating dtype) when given. ``quantized`` (GGUF only): keep
+    Q8_0/Q4_0/Q4_1 tensors quantized (``ruda.nn.QuantizedWeight``) rather than dequantizing them
+    at load. The chat template comes from ``chat_template.jinja`` (and
+    ``additional_chat_templates/``) or tokenizer_config.json, as transformers reads it."""
+    from ruda.nn.models import _hf
+    p = _hf.fspath("load", path, "a model directory or a .gguf file")
+    dtype = _hf.float_dtype("load", dtype)
+    _hf.boolean("load", "quantized", quantized)
     if p.endswith(".gguf"):
         if not _os.path.isfile(p):
             raise _err(ValueError, "path", "an existing .gguf file", repr(p))
@@ -50,12 +55,16 @@ def load(path, device=None, dtype=None, quantized=True):
         return _build(config, weights, tok, tc, None, device, dtype)
     if not _os.path.isdir(p):
         raise _err(ValueError, "path", "a model directory or a .gguf file", repr(p))
-    from ruda.nn.models import _hf, bert
+    from ruda.nn.models import bert
     config = _hf.read_config(p)
     if config.get("model_type") in bert.ARCHITECTURES:       # an encoder: encode()
         return bert.load(p, device, dtype)
     _check_arch(config)                        # an unsupported model before reading weights
     weights = _hf.load_safetensors(p, device, dtype)
     tok = _hf.load_tokenizer(p) if _os.path.isfile(_os.path.join(p, "tokenizer.json")) else None
-    return _build(config, weights, tok, _hf.read_json(p, "tokenizer_config.json"),
-                  _hf.read_json(p, "generation_config.json"), device, dtype)
+    tc = _hf.read_json(p, "tokenizer_config.json") or {}
+    template = _hf.read_chat_template(p, tc.get("chat_template"))
+    if template is not None:
+        tc = dict(tc, chat_template=template)
+    return _build(config, weights, tok, tc, _hf.read_json(p, "generation_config.json"), device,
+                  dtype)

@@ -1,6 +1,7 @@
 """Autoregressive generation for decoders: prefill, then one token at a time against a static
 KV cache; greedy or sampled; stop tokens and strings; streaming; batches; chat templates."""
 import json
+import math
 import numbers
 import os
 
@@ -22,6 +23,10 @@ def _err(cls, arg, expected, got):
 
 def _is_id(t):
     return isinstance(t, numbers.Integral) and not isinstance(t, bool)
+
+
+def _is_real(v):
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
 
 
 def _count(arg, v, lo, what):
@@ -78,6 +83,13 @@ def repetition_penalty(logits, seen, penalty):
 
 
 _penalize = repetition_penalty          # the name is an argument of Generator.steps
+
+
+def _template_names(named):
+    """The names of named chat templates: {name: template} or [{name, template}, ...]."""
+    if isinstance(named, dict):
+        return sorted(map(str, named))
+    return sorted(str(d.get("name")) for d in named if isinstance(d, dict))
 
 
 def _token_text(tok):
@@ -216,15 +228,17 @@ class Generator:
         are checked at the call, before the first step."""
         prompts = _prompt_ids(prompts)
         max_new_tokens = _count("max_new_tokens", max_new_tokens, 0, "an int >= 0")
+        if _is_real(temperature) and not 0 <= temperature < math.inf:
+            raise _err(ValueError, "temperature", "a number in [0.0, inf)", temperature)
         temperature = number(_FN_NN, "temperature", temperature, 0.0)
         top_k, top_p, min_p = _check_filters(_FN_NN, top_k, top_p, min_p)
         if repetition_penalty is not None:
-            if isinstance(repetition_penalty, bool) \
-                    or not isinstance(repetition_penalty, numbers.Real):
+            if not _is_real(repetition_penalty):
                 raise _err(TypeError, "repetition_penalty", "a real number > 0 or None",
                            type(repetition_penalty).__name__)
-            if not repetition_penalty > 0:
-                raise _err(ValueError, "repetition_penalty", "a number > 0", repetition_penalty)
+            if not 0 < repetition_penalty < math.inf:
+                raise _err(ValueError, "repetition_penalty", "a number in (0.0, inf)",
+                           repetition_penalty)
             repetition_penalty = float(repetition_penalty)
         if seed is not None:
             seed = _count("seed", seed, 0, "an int in [0, 2**64) or None")
@@ -375,10 +389,20 @@ class Generator:
         texts = ["".join(acc) for acc in parts]
         return texts[0] if single else texts
 
+    @property
+    def chat_template(self):
+        """The chat template that :meth:`chat` renders (of named templates, the "default"
+        one, as transformers), or None."""
+        t = self.tokenizer_config.get("chat_template")
+        if isinstance(t, list):
+            t = {d.get("name"): d.get("template") for d in t if isinstance(d, dict)}
+        if isinstance(t, dict):
+            t = t.get("default")
+        return t if isinstance(t, str) and t else None
+
     def chat_prompt(self, messages, add_generation_prompt=True):
         """The prompt text of ``messages`` ([{"role", "content"}, ...], or one string: the
-        user's message) through the model's chat template (tokenizer_config.json's
-        ``chat_template``)."""
+        user's message) through :attr:`chat_template`."""
         if isinstance(messages, str):
             messages = [{"role": "user", "content": messages}]
         elif not isinstance(messages, list | tuple) or not all(
@@ -386,11 +410,14 @@ class Generator:
             raise _err(TypeError, "messages", 'a string or a list of {"role": ..., "content": '
                        '...} dicts', repr(messages)[:80])
         tc = self.tokenizer_config
-        template = tc.get("chat_template")
-        if isinstance(template, list):                 # named templates: the default one
-            template = {t["name"]: t["template"] for t in template}.get("default")
-        if not template:
-            raise _err(ValueError, "model", "a chat_template in tokenizer_config.json", "none")
+        template = self.chat_template
+        if template is None:
+            named = tc.get("chat_template")
+            got = "none" if not named else repr(named)[:40]
+            if named and isinstance(named, list | dict):
+                got = f"named templates {_template_names(named)} without a 'default' one"
+            raise _err(ValueError, "model", "a chat template (chat_template.jinja or "
+                       "tokenizer_config.json's chat_template)", got)
         specials = {k: _token_text(tc.get(k)) for k in ("bos_token", "eos_token", "pad_token",
                                                          "unk_token")}
         return render_chat(template, messages, add_generation_prompt, **specials)

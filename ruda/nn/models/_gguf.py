@@ -271,8 +271,11 @@ def load_gguf(path, device=None, dtype=None, quantized=True):
     ``weights``: transformers tensor names; Q8_0/Q4_0/Q4_1 matrices as
     ``ruda.nn.QuantizedWeight`` when ``quantized``, else (and every other type) float arrays of
     ``dtype`` (default float32; float tensors of the file keep their dtype)."""
+    from ruda.nn.models import _hf
     from ruda.nn.models._gguf_file import GGUFFile
-    p = os.fspath(path)
+    p = _hf.fspath("load_gguf", path, "a .gguf file")
+    dtype = _hf.float_dtype("load_gguf", dtype)
+    _hf.boolean("load_gguf", "quantized", quantized)
     if not os.path.isfile(p):
         raise _err(ValueError, "path", "an existing .gguf file", repr(p))
     try:

@@ -16,8 +16,39 @@ def _err(cls, fn, arg, expected, got):
     return cls(f"ruda.nn.models.{fn}: {arg}: expected {expected}, got {got}")
 
 
+def fspath(fn, path, what="a model directory"):
+    """``path`` (a str or os.PathLike) as a str, else a TypeError naming ``fn``."""
+    p = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
+    if not isinstance(p, str):
+        raise _err(TypeError, fn, "path", f"a str or os.PathLike ({what})",
+                   type(path).__name__)
+    return p
+
+
+def float_dtype(fn, dtype):
+    """None, or ``dtype`` (a real floating ruda dtype or its name) as a ruda dtype, else a
+    TypeError naming ``fn``."""
+    if dtype is None:
+        return None
+    try:
+        ok = xp.isdtype(dtype, "real floating")
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise _err(TypeError, fn, "dtype", "a real floating dtype (float32, float16, bfloat16, "
+                   "float64) or None", repr(dtype) if isinstance(dtype, str) else dtype)
+    return xp.finfo(dtype).dtype
+
+
+def boolean(fn, arg, v):
+    """``v`` if it is a bool, else a TypeError naming ``fn`` and ``arg``."""
+    if not isinstance(v, bool):
+        raise _err(TypeError, fn, arg, "a bool", repr(v))
+    return v
+
+
 def _dir(fn, path):
-    p = os.fspath(path)
+    p = fspath(fn, path)
     if not os.path.isdir(p):
         raise _err(ValueError, fn, "path", "a model directory", repr(p))
     return p
@@ -87,12 +118,7 @@ def load_safetensors(path, device, dtype=None, *, skip=()):
     from tqdm import tqdm
 
     p = _dir("load_safetensors", path)
-    try:
-        ok = dtype is None or xp.isdtype(dtype, "real floating")
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
-        raise _err(TypeError, "load_safetensors", "dtype", "a real floating dtype", dtype)
+    dtype = float_dtype("load_safetensors", dtype)
     skip = tuple(skip)
     files, names = _shards(p)
     out = {}
@@ -125,6 +151,38 @@ def load_safetensors(path, device, dtype=None, *, skip=()):
         raise _err(ValueError, "load_safetensors", os.path.join(p, _INDEX),
                    "every indexed tensor in its shard", f"missing {missing[:5]}")
     return out
+
+
+def _text(fn, file):
+    try:
+        with open(file, encoding="utf-8") as f:
+            return f.read()
+    except UnicodeDecodeError as e:
+        raise _err(ValueError, fn, file, "UTF-8 text", f"{e}") from None
+
+
+def read_chat_template(path, config_template=None):
+    """The chat template of the model directory ``path`` as transformers' tokenizer reads it:
+    ``chat_template.jinja`` (the default one) and ``additional_chat_templates/*.jinja`` (named)
+    take priority over ``config_template`` (tokenizer_config.json's ``chat_template``); failing
+    those, the ``chat_template`` of a processor's legacy ``chat_template.json``. A str, named
+    templates ({name: template} or tokenizer_config.json's [{name, template}]), or None."""
+    fn = "read_chat_template"
+    p = _dir(fn, path)
+    named = {}
+    extra = os.path.join(p, "additional_chat_templates")
+    if os.path.isdir(extra):
+        for f in sorted(os.listdir(extra)):
+            if f.endswith(".jinja"):
+                named[f.removesuffix(".jinja")] = _text(fn, os.path.join(extra, f))
+    if os.path.isfile(os.path.join(p, "chat_template.jinja")):
+        named["default"] = _text(fn, os.path.join(p, "chat_template.jinja"))
+    if named:
+        return named["default"] if list(named) == ["default"] else named
+    if config_template:
+        return config_template
+    legacy = os.path.join(p, "chat_template.json")
+    return _json_file(fn, legacy).get("chat_template") if os.path.isfile(legacy) else None
 
 
 def load_tokenizer(path):

@@ -9,6 +9,7 @@ import numpy as np
 
 import ruda as xp
 import ruda.nn as nn
+from ruda.nn._check import count
 from ruda.nn.models import _hf
 
 ARCHITECTURES = ("bert",)                               # config.json model_type
@@ -247,8 +248,7 @@ class Bert:
         for i, s in enumerate(items):
             if not isinstance(s, str):
                 raise _err(TypeError, fn, "sentences", want, f"{type(s).__name__} at index {i}")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise _err(ValueError, fn, "batch_size", "a positive int", repr(batch_size))
+        batch_size = count("models." + fn, "batch_size", batch_size)
         if not items:
             return xp.zeros((0, self.cfg.hidden * len(self.pooling)), dtype=self.dtype,
                             device=self.device)
@@ -281,7 +281,8 @@ def _modules(path):
 
 def load(path, device=None, dtype=None):
     """The encoder in the Hugging Face / sentence-transformers directory ``path``."""
-    p = os.fspath(path)
+    p = _hf.fspath("load", path)
+    dtype = _hf.float_dtype("load", dtype)
     config = _hf.read_config(p)
     Config(config)                             # an unsupported model before reading weights
     weights = _hf.load_safetensors(p, device, dtype, skip=("position_ids",))
