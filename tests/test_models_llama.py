@@ -472,3 +472,8 @@ def test_cli(checkpoints, capsys):
     # one new token because of --max-new-tokens, not the end of the text: not called an end
     cli.main([str(d), "--prompt", "Hi", "--device", "cpu", "--max-new-tokens", "1", "--raw"])
     assert "ended the text" not in capsys.readouterr().err
+    # a sampling argument generate refuses: a usage error naming it, not a traceback
+    with pytest.raises(SystemExit) as e:
+        cli.main([str(d), "--prompt", "Hi", "--device", "cpu", "--temperature", "-1"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "temperature" in err and "Traceback" not in err

@@ -7,6 +7,7 @@ instruct model) gets the prompt as a user message in it, as llama.cpp's CLI does
 continues the prompt as plain text instead. The text streams to stdout; prefill and decode
 speeds (tokens/s) go to stderr."""
 import argparse
+import itertools
 import sys
 import time
 
@@ -70,10 +71,15 @@ def main(argv=None):
     n, ended = 0, False
     t0 = time.perf_counter()
     prefill = None
-    for toks in model.steps([ids], max_new_tokens=args.max_new_tokens,
+    try:                                    # the arguments are checked by the first step
+        steps = model.steps([ids], max_new_tokens=args.max_new_tokens,
                             temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
                             min_p=args.min_p, repetition_penalty=args.repetition_penalty,
-                            seed=args.seed):
+                            seed=args.seed)
+        first = next(steps, None)
+    except (ValueError, TypeError) as e:
+        ap.error(str(e))
+    for toks in itertools.chain([first] if first is not None else [], steps):
         n += 1
         if prefill is None:
             prefill = time.perf_counter() - t0
