@@ -241,6 +241,8 @@ def test_sample_bad_input(device):
         nn.sample(x, top_p=0.0)
     with pytest.raises(ValueError, match=r"ruda\.nn\.sample: temperature: expected a number"):
         nn.sample(x, temperature=-1.0)
+    with pytest.raises(ValueError, match=r"ruda\.nn\.sample: temperature: expected a number in \[0\.0, inf\)"):
+        nn.sample(x, temperature=float("inf"))
     with pytest.raises(ValueError, match=r"ruda\.nn\.sample: top_k: expected an int >= 1"):
         nn.sample(x, top_k=0)
     with pytest.raises(TypeError, match=r"ruda\.nn\.sample: generator: expected a ruda\.random"):
