@@ -6,6 +6,8 @@ silent promotion); ``relu`` and ``relu6`` also take integers, as torch does.
 """
 import math
 
+import numpy as np
+
 import ruda as xp
 from ruda.backends import ERF_TABLES
 from ruda.nn import _check as c
@@ -73,6 +75,12 @@ def sigmoid(x):
     return c.down(_sigmoid(y), x.dtype)
 
 
+def _quietly():
+    """A composed path without NumPy's invalid-value warnings from host arrays: -inf * 0 and
+    inf - inf give torch's NaN (float16 composes these from namespace ops) silently, as torch."""
+    return np.errstate(invalid="ignore")
+
+
 def _sigmoid(y):
     e = xp.exp(-xp.abs(y))                       # in (0, 1]: never overflows
     r = 1.0 / (1.0 + e)
@@ -85,7 +93,8 @@ def silu(x):
     if r is not None:
         return r
     y = _float("silu", x)
-    return c.down(y * _sigmoid(y), x.dtype)
+    with _quietly():
+        return c.down(y * _sigmoid(y), x.dtype)
 
 
 def swiglu(gate, up):
@@ -98,7 +107,8 @@ def swiglu(gate, up):
         if r is not None:
             return r
     g, u = c.up(gate), c.up(up)
-    return c.down(g * _sigmoid(g) * u, gate.dtype)
+    with _quietly():
+        return c.down(g * _sigmoid(g) * u, gate.dtype)
 
 
 def softplus(x, beta=1.0, threshold=20.0):
@@ -126,10 +136,11 @@ def gelu(x, approximate="none"):
     if r is not None:
         return r
     y = c.up(x)
-    if tanh:
-        inner = (y + 0.044715 * (y * y * y)) * _SQRT_2_PI
-        return c.down(0.5 * y * (1.0 + xp.tanh(inner)), x.dtype)
-    return c.down(0.5 * y * (1.0 + xp.erf(y * _SQRT1_2)), x.dtype)
+    with _quietly():
+        if tanh:
+            inner = (y + 0.044715 * (y * y * y)) * _SQRT_2_PI
+            return c.down(0.5 * y * (1.0 + xp.tanh(inner)), x.dtype)
+        return c.down(0.5 * y * (1.0 + xp.erf(y * _SQRT1_2)), x.dtype)
 
 
 def hardsigmoid(x):
@@ -228,8 +239,9 @@ def softmax(x, axis=-1, dtype=None):
     r = _row_op(x, ax, False)
     if r is not None:
         return r
-    e = xp.exp(_shifted(c.up(x), ax))
-    return c.down(e / xp.sum(e, axis=ax, keepdims=True), x.dtype)
+    with _quietly():
+        e = xp.exp(_shifted(c.up(x), ax))
+        return c.down(e / xp.sum(e, axis=ax, keepdims=True), x.dtype)
 
 
 def log_softmax(x, axis=-1, dtype=None):
@@ -242,8 +254,9 @@ def log_softmax(x, axis=-1, dtype=None):
     r = _row_op(x, ax, True)
     if r is not None:
         return r
-    s = _shifted(c.up(x), ax)
-    return c.down(s - xp.log(xp.sum(xp.exp(s), axis=ax, keepdims=True)), x.dtype)
+    with _quietly():
+        s = _shifted(c.up(x), ax)
+        return c.down(s - xp.log(xp.sum(xp.exp(s), axis=ax, keepdims=True)), x.dtype)
 
 
 def logsumexp(x, axis, keepdims=False):
