@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import builtins
-import math
 from typing import Any
 
 import numpy as np
@@ -11,7 +10,7 @@ from ruda import _devices, _dtypes
 from ruda import _validation as v
 from ruda._array import Array, new as _new
 from ruda._typing import Device, DType, Scalar
-from ruda.backends import dlpack_device_name
+from ruda.backends import arange_length, dlpack_device_name
 
 _HOST_FAST = frozenset(_dtypes.all_dtypes)
 
@@ -210,20 +209,12 @@ def arange(start: int | float, /, stop: int | float | None = None, step: int | f
     return Array._new(dev.backend.arange(start, stop, step, dt), dev)
 
 
-def _arange_length(start, stop, step):
-    """NumPy's arange length: ceil((stop - start) / step); a quotient that underflows to +0 is 1."""
-    t = (stop - start) / step
-    if t == 0 and stop != start:
-        return 0 if math.copysign(1.0, t) < 0 else 1
-    return builtins.max(0, math.ceil(t))
-
-
 def _arange_converted(start, stop, step, dt, dev):
     """arange of bool, or of an integer dtype from float arguments, as NumPy: start and
     start + step converted to ``dt`` as Python numbers (int() truncates), then value i is
     first + i * (second - first); bool holds at most two values.  The device fills the integer
     arange these give."""
-    n = _arange_length(start, stop, step)
+    n = arange_length(start, stop, step)
     if dt.kind == "b":
         if n > 2:
             raise TypeError(f"ruda.arange: a bool arange holds at most 2 values (NumPy's rule); "

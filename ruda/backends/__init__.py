@@ -62,6 +62,7 @@ class is imported lazily, so a missing optional dependency only disables that
 device.
 """
 import importlib
+import math
 
 import numpy as np
 
@@ -295,6 +296,16 @@ DLPACK_DEVICE_TYPES = {1: "kDLCPU", 2: "kDLCUDA", 3: "kDLCUDAHost", 4: "kDLOpenC
                        8: "kDLMetal", 9: "kDLVPI", 10: "kDLROCM", 11: "kDLROCMHost", 12: "kDLExtDev",
                        13: "kDLCUDAManaged", 14: "kDLOneAPI", 15: "kDLWebGPU", 16: "kDLHexagon",
                        17: "kDLMAIA"}
+
+
+def arange_length(start, stop, step):
+    """NumPy's arange length (PyArray_ArangeObj) from Python numbers: ceil((stop - start) /
+    step), at least 0; a quotient that underflows to 0 counts 1 (-0: none)."""
+    delta = stop - start
+    t = delta / step
+    if t == 0.0 and delta != 0:
+        return 0 if math.copysign(1.0, t) < 0 else 1
+    return max(0, math.ceil(t))
 
 
 def arange_fill(start, step, dtype):

@@ -29,6 +29,7 @@ import math
 import numpy as np
 
 from ruda import _dtypes
+from ruda.backends import arange_length
 
 try:
     import cupy as cp
@@ -309,19 +310,10 @@ def eye(n_rows, n_cols, k, dtype):
     return as_bf16(cp.eye(n_rows, n_cols, k=k, dtype=U16) * np.uint16(_bf16_bits(1.0)))
 
 
-def _arange_length(start, stop, step):
-    """NumPy's arange length (PyArray_ArangeObj), from Python numbers."""
-    delta = stop - start
-    t = delta / step
-    if t == 0.0 and delta != 0:
-        return 0 if math.copysign(1.0, t) < 0 else 1
-    return max(0, math.ceil(t))
-
-
 def arange(start, stop, step, dtype):
     """As NumPy's arange with ml_dtypes' fill: the first two values are start and start + step
     rounded to bfloat16; value i is ``first + i * (second - first)`` in float32, rounded."""
-    n = _arange_length(start, stop, step)
+    n = arange_length(start, stop, step)
     first, second = _bf16_bits(start), _bf16_bits(start + step)
     f0 = np.float32(np.asarray(first, np.uint16).view(BF16))
     f1 = np.float32(np.asarray(second, np.uint16).view(BF16))
