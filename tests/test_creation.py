@@ -354,3 +354,14 @@ def test_asarray_of_nested_device_arrays_stays_on_their_device(device, rng):
     out = xp.asarray([[a[0], a[1]], [a[2], a[0]]])
     assert out.device == device and out.dtype == xp.float32
     np.testing.assert_array_equal(to_numpy(out), np.asarray([[vals[0], vals[1]], [vals[2], vals[0]]]))
+
+
+def test_arange_length_of_an_underflowing_quotient(device):
+    """(stop - start) / step underflowing to 0 counts one value, -0 none, as NumPy (wgpu gave
+    none for arange(0.0, 1e-300, 1e300))."""
+    dt = supported(device, "real floating")[-1]
+    for args in [(0.0, 1e-300, 1e300), (0.0, -1e-300, 1e300), (1.0, 1.0 + 2 ** -40, 1e300)]:
+        got = xp.arange(*args, dtype=dt, device=device)
+        want = np.arange(*args, dtype=dt)
+        assert got.shape == want.shape, args
+        np.testing.assert_array_equal(to_numpy(got), want)

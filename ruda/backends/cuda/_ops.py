@@ -3,7 +3,6 @@
 Imported only once CuPy imports.  Every function receives validated native
 (``cupy.ndarray``) arrays and plain Python parameters (see ruda/backends/__init__.py).
 """
-import builtins
 import functools
 import math
 
@@ -12,7 +11,7 @@ import cupy as cp
 import numpy as np
 
 from ruda import _dtypes
-from ruda.backends import arange_fill
+from ruda.backends import arange_fill, arange_length
 from ruda.backends._numpylike import c99_complex, complex_log, half_by_f32, ops_for
 from ruda.backends.cuda import _ir, _numba
 from ruda.runtime import ir
@@ -70,7 +69,7 @@ def arange(start, stop, step, dtype):
     dtype = np.dtype(dtype)
     if dtype.kind != "f":
         return cp.arange(start, stop, step, dtype=dtype)
-    n = builtins.max(0, math.ceil((stop - start) / step))    # max: this module's is the op's
+    n = arange_length(start, stop, step)
     wide, first, second, delta = arange_fill(start, step, dtype)
     out = cp.arange(n, dtype=wide) * delta[()] + first.astype(wide)[()]   # two kernels: not fused
     out[:2] = cp.asarray(np.stack([first, second]).astype(wide)[:n])

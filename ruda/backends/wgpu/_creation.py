@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ruda.backends import arange_fill
+from ruda.backends import arange_fill, arange_length
 from ruda.backends.wgpu._array import (IR, WArray, basic_index, broadcast_strides,
                                        contiguous_strides, permute, reshape_view)
 from ruda.backends.wgpu._base import _K, I
@@ -41,7 +41,7 @@ class CreationOps:
         if dtype.kind in "iu" and all(isinstance(v, int) for v in (start, stop, step)):
             n = len(range(start, stop, step))
         else:
-            n = max(0, math.ceil((stop - start) / step))
+            n = arange_length(start, stop, step)
         out = self._new((n,), dtype)
         if n and dtype.kind == "f":
             self._arange_float(out, start, step, dtype)
