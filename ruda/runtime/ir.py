@@ -96,6 +96,17 @@ INT_MIN = {d: -(2 ** (BITS[d] - 1)) if d[0] == "i" else 0 for d in INTS}
 INT_MAX = {d: 2 ** (BITS[d] - 1) - 1 if d[0] == "i" else 2 ** BITS[d] - 1 for d in INTS}
 
 
+def scan_identity(op, dt):
+    """The value an ``add`` or ``mul`` scan of ``dt`` starts from: 1, or for add 0, and -0.0
+    for floats (IEEE's identity of addition, -0 + x is x for every x: a cumulative sum of -0.0s
+    stays -0.0, as NumPy's; NumPy's sum of them is +0.0, which sums keep)."""
+    if op == "mul":
+        return 1
+    if dt in FLOATS:
+        return -0.0
+    return complex(-0.0, -0.0) if dt in COMPLEX else 0
+
+
 def real_of(dtype):
     return {"c64": "f32", "c128": "f64"}.get(dtype, dtype)
 

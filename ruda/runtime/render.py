@@ -205,13 +205,9 @@ class ExprRender:
 
     # ---------------------------------------------------------------- reductions
     def identity(self, op, dt):
+        if op == "add" and dt != "bool":
+            return self.literal(ir.scan_identity(op, dt), dt)
         if op in ("sum", "add", "any"):
-            # a float scan starts from -0.0, IEEE's identity of addition (-0 + x is x for every
-            # x): NumPy's cumsum of -0.0s is -0.0; its sum of them is +0.0, which sums keep
-            if op == "add" and dt in ir.FLOATS:
-                return self.literal(-0.0, dt)
-            if op == "add" and dt in ir.COMPLEX:
-                return self.literal(complex(-0.0, -0.0), dt)
             return self.literal(0, dt) if dt != "bool" else "false"
         if op in ("prod", "mul", "all"):
             return self.literal(1, dt) if dt != "bool" else "true"

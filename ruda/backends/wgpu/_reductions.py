@@ -30,14 +30,6 @@ _view_key = operator.attrgetter("ir", "shape", "strides", "offset")   # an opera
 SCAN_ROW = 1 << 18
 
 
-def _scan_identity(op, dtype):
-    """The identity a scan starts from: as the kernels' (``ExprRender.identity``), -0.0 for
-    floating sums (IEEE's identity of addition: a block starting at +0 lost the sign of -0.0)."""
-    if op == "mul":
-        return 1
-    return {"f": -0.0, "c": complex(-0.0, -0.0)}.get(np.dtype(dtype).kind, 0)
-
-
 class ReductionOps:
     """Reductions, scans and ``diff`` (mixin of the backend)."""
 
@@ -291,7 +283,7 @@ class ReductionOps:
         C = SCAN_ROW
         B = -(-L // C)
         lead = (slice(None),) * len(outer)
-        ident = _scan_identity(op, dtype)
+        ident = ir.scan_identity(op, IR[np.dtype(dtype)])
         padded = self.full(tuple(outer) + (B * C,), ident, dtype)      # the tail: identities
         src = xv if xv.dtype == dtype else self.astype(xv, dtype)
         self._write(basic_index(padded, lead + (slice(0, L),)), lambda v: v, [src], ("copy",))
