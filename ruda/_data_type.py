@@ -60,16 +60,15 @@ def isdtype(dtype: DType, kind: DType | str | tuple[DType | str, ...]) -> bool:
     dt = _dtypes.named(dtype)
     if dt is None:
         raise TypeError(f"ruda.isdtype: dtype must be a ruda dtype; got {dtype!r}")
-    dtype = dt
     if isinstance(kind, tuple):
-        return any(isdtype(dtype, k) for k in kind)
+        return any(isdtype(dt, k) for k in kind)
     if isinstance(kind, str):
         if kind not in _dtypes.KINDS:
             raise ValueError(f"ruda.isdtype: unknown kind {kind!r}; expected one of "
                              f"{', '.join(_dtypes.KINDS)}")
-        return dtype in _dtypes.KINDS[kind]
-    if _dtypes.named(kind) is not None:
-        return dtype == _dtypes.named(kind)
+        return dt in _dtypes.KINDS[kind]
+    if (kdt := _dtypes.named(kind)) is not None:
+        return dt == kdt
     raise TypeError(f"ruda.isdtype: kind must be a dtype, a kind name or a tuple; got {kind!r}")
 
 
