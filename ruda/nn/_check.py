@@ -67,15 +67,16 @@ def same(fn, arg, y, x, xarg="x", dtype=True):
     return y
 
 
-def number(fn, arg, v, lo=None, hi=None, *, lo_open=False):
-    """A Python real number (not bool) within [lo, hi] (lo excluded when ``lo_open``)."""
+def number(fn, arg, v, lo=None, hi=None, *, lo_open=False, hi_open=False):
+    """A Python real number (not bool) within [lo, hi] (lo excluded when ``lo_open``, hi when
+    ``hi_open``)."""
     if v.__class__ is not float and (isinstance(v, bool) or not isinstance(v, numbers.Real)):
         raise err(TypeError, fn, arg, "a Python real number", type(v).__name__)
     v = float(v)
-    if (lo is not None and (v < lo or lo_open and v == lo)) or (hi is not None and v > hi) \
-            or math.isnan(v):
+    if (lo is not None and (v < lo or lo_open and v == lo)) \
+            or (hi is not None and (v > hi or hi_open and v == hi)) or math.isnan(v):
         rng = f"{'(' if lo_open else '['}{lo if lo is not None else '-inf'}, " \
-              f"{hi if hi is not None else 'inf'}]"
+              f"{hi if hi is not None else 'inf'}{')' if hi_open else ']'}"
         raise err(ValueError, fn, arg, f"a number in {rng}", v)
     return v
 

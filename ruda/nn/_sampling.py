@@ -1,4 +1,5 @@
 """top_k and token sampling from logits (temperature, top-k, top-p, min-p)."""
+import math
 import operator
 import os
 
@@ -137,9 +138,8 @@ def sample(logits, temperature=1.0, top_k=None, top_p=None, min_p=None, generato
     bfloat16 logits compute in float32."""
     fn = "sample"
     _check_logits(fn, logits, 2)
-    temperature = number(fn, "temperature", temperature, 0.0)
-    if temperature == float("inf"):       # logits / inf: uniform over the vocabulary, -inf NaN
-        raise _err(fn, ValueError, "temperature", "a number in [0.0, inf)", temperature)
+    # inf refused: logits / inf sample uniformly over the vocabulary and make -inf NaN
+    temperature = number(fn, "temperature", temperature, 0.0, math.inf, hi_open=True)
     top_k, top_p, min_p = _check_filters(fn, top_k, top_p, min_p)
     if generator is not None and not isinstance(generator, ruda.random.Generator):
         raise _err(fn, TypeError, "generator", "a ruda.random.Generator or None",

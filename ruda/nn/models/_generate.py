@@ -228,9 +228,7 @@ class Generator:
         are checked at the call, before the first step."""
         prompts = _prompt_ids(prompts)
         max_new_tokens = _count("max_new_tokens", max_new_tokens, 0, "an int >= 0")
-        if _is_real(temperature) and not 0 <= temperature < math.inf:
-            raise _err(ValueError, "temperature", "a number in [0.0, inf)", temperature)
-        temperature = number(_FN_NN, "temperature", temperature, 0.0)
+        temperature = number(_FN_NN, "temperature", temperature, 0.0, math.inf, hi_open=True)
         top_k, top_p, min_p = _check_filters(_FN_NN, top_k, top_p, min_p)
         if repetition_penalty is not None:
             if not _is_real(repetition_penalty):
