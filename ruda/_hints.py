@@ -182,7 +182,7 @@ RENAMED = {
         "power": "pow", "left_shift": "bitwise_left_shift", "right_shift": "bitwise_right_shift",
         "invert": "bitwise_invert", "bitwise_not": "bitwise_invert", "concatenate": "concat",
         "cat": "concat", "amax": "max", "amin": "min", "true_divide": "divide",
-        "mod": "remainder", "conjugate": "conj", "around": "round", "fix": "trunc",
+        "mod": "remainder", "conjugate": "conj", "around": "round", "rint": "round", "fix": "trunc",
         "cumsum": "cumulative_sum", "cumprod": "cumulative_prod", "unsqueeze": "expand_dims",
         "clamp": "clip", "permute": "permute_dims", "rollaxis": "moveaxis", "array": "asarray",
         "tensor": "asarray", "from_numpy": "asarray", "identity": "eye", "in1d": "isin",

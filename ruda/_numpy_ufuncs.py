@@ -16,20 +16,14 @@ from ruda import _linear_algebra as la
 from ruda import _validation as v
 from ruda._array import Array
 from ruda._creation import asarray
+from ruda._hints import RENAMED
+from ruda.backends import ELEMENTWISE_BINARY, ELEMENTWISE_UNARY
 
-_RENAMED = {"absolute": "abs", "arccos": "acos", "arccosh": "acosh", "arcsin": "asin",
-            "arcsinh": "asinh", "arctan": "atan", "arctan2": "atan2", "arctanh": "atanh",
-            "left_shift": "bitwise_left_shift", "right_shift": "bitwise_right_shift",
-            "invert": "bitwise_invert", "conjugate": "conj", "power": "pow", "rint": "round"}
-_SAME = ("add", "subtract", "multiply", "divide", "floor_divide", "remainder", "negative",
-         "positive", "exp", "expm1", "log", "log1p", "log2", "log10", "logaddexp", "sqrt", "square",
-         "sin", "cos", "tan", "sinh", "cosh", "tanh", "ceil", "floor", "trunc", "sign", "signbit",
-         "copysign", "hypot", "nextafter", "isfinite", "isinf", "isnan", "maximum", "minimum",
-         "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
-         "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor",
-         "reciprocal")
-_RUDA_FUNCTION = {getattr(np, name): getattr(ew, _RENAMED.get(name, name))
-                  for name in (*_SAME, *_RENAMED)}
+# NumPy's name -> the standard's: the same, or the spelling ruda's hints name (np.absolute: abs)
+_STANDARD = {*ELEMENTWISE_UNARY, *ELEMENTWISE_BINARY}
+_NAMES = {**{n: n for n in _STANDARD}, **{n: s for n, s in RENAMED["ruda"].items() if s in _STANDARD}}
+_RUDA_FUNCTION = {uf: getattr(ew, s) for n, s in _NAMES.items()
+                  if isinstance(uf := getattr(np, n, None), np.ufunc)}
 _RUDA_FUNCTION[np.matmul] = la.matmul             # ndarray @ x: ruda's error too
 
 
