@@ -44,7 +44,7 @@ def _index_array(fn, dev, k):
             raise IndexError(f"ruda: {fn}: index values beyond {_dtypes.name(idx)}, the index "
                              f"dtype of device '{dev}'")
         k = k.astype(idx)
-    return asarray(k, device=dev)._data
+    return k, asarray(k, device=dev)._data
 
 
 def normalize_key(fn, x, key):
@@ -54,6 +54,7 @@ def normalize_key(fn, x, key):
     dev = x._device
     out = []
     dims = []          # dimensions each entry consumes (None for Ellipsis)
+    hosts = {}         # position in out -> a list or NumPy index, checked against its axis
     for k in key:
         if k is None:
             out.append(None)
@@ -82,26 +83,30 @@ def normalize_key(fn, x, key):
             out.append(builtins.bool(k))
             dims.append(0)
         elif isinstance(k, list | np.ndarray):   # as an index array on x's device
-            arr = _index_array(fn, dev, k)
+            hosts[len(out)], arr = _index_array(fn, dev, k)
             out.append(arr)
             dims.append(arr.ndim if arr.dtype.kind == "b" else 1)
         else:
             out.append(_index(fn, k))
             dims.append(1)
-    _check_ints(fn, x.shape, out, dims)
+    _check_ints(fn, x.shape, out, dims, hosts)
     return tuple(out)
 
 
-def _check_ints(fn, shape, key, dims):
+def _check_ints(fn, shape, key, dims, hosts):
     used = sum(d for d in dims if d is not None)
     if used > len(shape):
         raise IndexError(f"ruda: {fn}: too many indices for an array of shape {shape}: "
                          f"{used} dimensions indexed")
     pos = 0
-    for k, d in zip(key, dims):
+    for i, (k, d) in enumerate(zip(key, dims)):
         if d is None:
             pos = len(shape) - sum(d2 for d2 in dims[dims.index(None) + 1:])
             continue
+        h = hosts.get(i)
+        if h is not None and h.dtype.kind in "iu" and h.size:   # its extremes, as NumPy reports
+            n = shape[pos]
+            k = int(h.min()) if h.min() < -n else int(h.max())
         if isinstance(k, int) and not isinstance(k, builtins.bool):
             n = shape[pos]
             if not -n <= k < n:

@@ -406,3 +406,44 @@ def test_bool_scalar_beside_index_arrays(device, key):
     np.testing.assert_array_equal(np.asarray(x.to_device("cpu")), b)
     with pytest.raises(IndexError, match="__getitem__"):
         x[False, xp.asarray([0, 1], device=device)]
+
+
+@pytest.mark.parametrize("key", [(slice(None), [4]), (slice(None), np.asarray([-5])), ([0, 3],),
+                                 ([[0], [1]], [1, 4]), (np.asarray([1, 2**40]),)])
+def test_list_and_numpy_indices_are_bounds_checked(device, key):
+    x = xp.reshape(xp.arange(12, device=device), (3, 4))
+    bad = r"index (-?\d+ is out of bounds for axis \d|values beyond int32)"   # (or no int64)
+    with pytest.raises(IndexError, match=r"__getitem__: " + bad):
+        x[key]
+    with pytest.raises(IndexError, match=r"__setitem__: " + bad):
+        x[key] = 7
+    assert to_numpy(x).tolist() == np.arange(12).reshape(3, 4).tolist()
+
+
+def test_an_out_of_range_index_array_touches_no_other_element(device):
+    """cpu raises (NumPy's); wgpu reads 0 and drops the write, never reaching a neighbouring row
+    or the parent of a view, also past 32 bits (cuda wraps around, as CuPy does)."""
+    if device.kind == "cuda":
+        pytest.skip("cuda wraps an out-of-range index around (CuPy's rule, in the README)")
+    idt = supported(device, "signed integer")[-1]
+    big = xp.arange(100, device=device)
+    v = big[10:13]
+    m = xp.reshape(big[:12], (3, 4))
+    cases = [lambda: m[:, xp.asarray([5, -1], device=device)],
+             lambda: xp.take(m, xp.asarray([4, -5], device=device), axis=1),
+             lambda: xp.take_along_axis(m, xp.asarray([[4, -1]] * 3, device=device), axis=1)]
+    big_index = 2**32 + 1 if np.dtype(idt).itemsize == 8 else 2**31 - 1
+    cases.append(lambda: v[xp.asarray([big_index, 1], dtype=idt, device=device)])
+    writes = [lambda: m.__setitem__((slice(None), xp.asarray([4], device=device)), -1),
+              lambda: v.__setitem__(xp.asarray([5, -4, big_index], dtype=idt, device=device), -1)]
+    if device.kind == "cpu":
+        for case in cases + writes:
+            with pytest.raises(IndexError, match="out of bounds"):
+                case()
+    else:
+        expected = [[[0, 3], [0, 7], [0, 11]], [[0, 0]] * 3, [[0, 3], [0, 7], [0, 11]], [0, 11]]
+        for case, want in zip(cases, expected):
+            assert to_numpy(case()).tolist() == want
+        for case in writes:
+            case()
+    assert to_numpy(big).tolist() == list(range(100))

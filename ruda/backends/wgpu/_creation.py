@@ -243,21 +243,28 @@ class CreationOps:
         self._launch(k, [x, out], [x.strides, out.strides], x.shape, tuple(sh))
         return out
 
-    def _gather_coords(self, x, out_shape, coord_fn, key, extra=(), params=(), param_dtypes=()):
-        """out[c] = x[coord_fn(c, loads...)] -- x read with computed coordinates."""
+    def _gather_coords(self, x, out_shape, coord_fn, key, extra=(), params=(), param_dtypes=(),
+                       masked=False):
+        """out[c] = x[coord_fn(c, loads...)] -- x read with computed coordinates; ``masked``:
+        coord_fn returns (coordinates, valid) and out is 0 where valid is false."""
         nd = len(out_shape)
         out = self._new(out_shape, x.dtype)
         if not out.size:
             return out
         dts = tuple(a.ir for a in extra)
-        kkey = (key, x.ir, x.ndim, dts, nd, param_dtypes)
+        kkey = (key, x.ir, x.ndim, dts, nd, param_dtypes, masked)
         k = _K.get(kkey)
         if k is None:
             c = [ir.Coord(d) for d in range(nd)]
             loads = [ir.Load(i + 1, ir.Strided(), dt) for i, dt in enumerate(dts)]
             ps = [ir.Param(j, p) for j, p in enumerate(param_dtypes)]
             xc = coord_fn(c, loads, ps)
+            ok = None
+            if masked:
+                xc, ok = xc
             val = ir.Load(0, ir.Strided(tuple(xc)), x.ir)
+            if ok is not None:
+                val = ir.select(ok, val, ir.Const(0, x.ir))
             args = (ir.Arg("x", x.ir, x.ndim),) + tuple(ir.Arg(f"i{i}", dt, nd) for i, dt in enumerate(dts)) + \
                 (ir.Arg("out", x.ir, nd, True),)
             k = _K[kkey] = ir.Kernel(f"gather_{key[0]}", args, tuple(param_dtypes), nd,

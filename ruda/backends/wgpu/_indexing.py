@@ -23,6 +23,24 @@ def _fitted(value, shape):
 _DEFAULT_STORAGE_BUFFERS = 8    # WebGPU's default maxStorageBuffersPerShaderStage
 
 
+
+def _in_range(raw, n):
+    """An index value of any integer dtype for an axis of ``n`` (an INDEX expression): its
+    coordinate (negative ones counted from the end, out-of-range ones 0) and whether it was in
+    range -- compared before a 64-bit or u32 value is narrowed to INDEX, so 2**32 + 1 is not 1."""
+    t = raw.dtype
+    if t == I or ir.BITS[t] < 32:
+        raw = ir.cast(raw, I)
+        ok = ir.op("and", ir.op("ge", raw, ir.op("neg", n)), ir.op("lt", raw, n))
+    else:
+        nt = ir.cast(n, t)
+        ok = ir.op("lt", raw, nt)
+        if t in ir.SIGNED:
+            ok = ir.op("and", ok, ir.op("ge", raw, ir.op("neg", nt)))
+        raw = ir.cast(raw, I)
+    idx = ir.select(ir.op("lt", raw, ir.Const(0, I)), ir.op("add", raw, n), raw)
+    return ir.select(ok, idx, ir.Const(0, I)), ok
+
 class IndexingOps:
     """Indexing (mixin of the backend)."""
 
@@ -229,24 +247,26 @@ class IndexingOps:
             for d, rc in zip(rest, rest_coords):
                 vc[d] = rc
             ai = 0
-            pi = 0
+            ok = None        # every index array's value in range (Python ints are checked already)
             for j, (d, kk) in enumerate(adv):
                 n = ir.Param(len(adv) + j, I)
                 if kinds[j] == "a":
-                    raw = ir.cast(ir.Load(1 + ai, ir.Strided(), idx_arrays[ai].ir), I)
+                    vc[d], ok_j = _in_range(ir.Load(1 + ai, ir.Strided(), idx_arrays[ai].ir), n)
+                    ok = ok_j if ok is None else ir.op("and", ok, ok_j)
                     ai += 1
                 else:
                     raw = ir.Param(j, I)
-                    pi += 1
-                vc[d] = ir.select(ir.op("lt", raw, ir.Const(0, I)), ir.op("add", raw, n), raw)
+                    vc[d] = ir.select(ir.op("lt", raw, ir.Const(0, I)), ir.op("add", raw, n), raw)
             args = (ir.Arg("v", v.ir, v.ndim, value is not None),) + \
                 tuple(ir.Arg(f"i{i}", a.ir, nd) for i, a in enumerate(idx_arrays))
-            if value is None:
+            if value is None:     # an out-of-range index reads 0
                 args += (ir.Arg("out", v.ir, nd, True),)
-                st = ir.Store(len(args) - 1, ir.Strided(), ir.Load(0, ir.Strided(tuple(vc)), v.ir))
-            else:
+                got = ir.Load(0, ir.Strided(tuple(vc)), v.ir)
+                st = ir.Store(len(args) - 1, ir.Strided(),
+                              got if ok is None else ir.select(ok, got, ir.Const(0, v.ir)))
+            else:                 # and its write is dropped
                 args += (ir.Arg("val", v.ir, nd),)
-                st = ir.Store(0, ir.Strided(tuple(vc)), ir.Load(len(args) - 1, ir.Strided(), v.ir))
+                st = ir.Store(0, ir.Strided(tuple(vc)), ir.Load(len(args) - 1, ir.Strided(), v.ir), when=ok)
             params = (I,) * len(adv) + (I,) * len(adv)
             k = _K[kkey] = ir.Kernel("gather" if value is None else "scatter", args, params, nd, ir.Map((st,)))
         pvals = tuple(0 if isinstance(kk, WArray) else int(kk) for _, kk in adv) + \
@@ -313,11 +333,11 @@ class IndexingOps:
         xv = x.view(tuple(shape[d] if d != axis else n for d in range(nd)), xs, x.offset)
 
         def coords(c, loads, ps):
-            raw = ir.cast(loads[0], I)
             cc = list(c)
-            cc[axis] = ir.select(ir.op("lt", raw, ir.Const(0, I)), ir.op("add", raw, ps[0]), raw)
-            return cc
-        return self._gather_coords(xv, shape, coords, ("tal", axis), extra=[iv], params=(n,), param_dtypes=(I,))
+            cc[axis], ok = _in_range(loads[0], ps[0])
+            return cc, ok
+        return self._gather_coords(xv, shape, coords, ("tal", axis), extra=[iv], params=(n,),
+                                   param_dtypes=(I,), masked=True)
 
     def _positions(self, mask_flat):
         """Inclusive prefix count (i32) of a contiguous 1-D bool/numeric array, and the total."""
