@@ -86,3 +86,21 @@ def test_attention(device, name, causal):
     want = F.scaled_dot_product_attention(tq, tk.repeat_interleave(2, 1), tv.repeat_interleave(2, 1),
                                           is_causal=causal)
     _close(got, want, name)
+
+
+@pytest.mark.parametrize("name", HALVES)
+def test_transposed_and_permuted_inputs(device, name):
+    """Half inputs that are views in another layout (a transpose, a permutation) give the values
+    of their contiguous copies."""
+    _need(device, name)
+    rng = np.random.default_rng(33)
+    x, tx = _put(rng.standard_normal((24, 5)) * 2, device, name)
+    x, tx = x.mT, tx.T
+    for fn, want in (("silu", F.silu), ("gelu", F.gelu), ("sigmoid", torch.sigmoid), ("elu", F.elu),
+                     ("softplus", F.softplus), ("hardswish", F.hardswish), ("relu6", F.relu6),
+                     ("hardsigmoid", F.hardsigmoid), ("erf", torch.erf)):
+        _close(getattr(nn, fn)(x), want(tx), name)
+    _close(xp.erf(x), torch.erf(tx), name)
+    y, ty = _put(rng.standard_normal((2, 6, 3)) * 3 + 1, device, name)
+    y, ty = xp.permute_dims(y, (0, 2, 1)), ty.permute(0, 2, 1)
+    _close(nn.batch_norm(y, None, None, training=True), F.batch_norm(ty, None, None, training=True), name)

@@ -32,7 +32,7 @@ def _work(x):
     if x.dtype == np.float32 or x.dtype == np.float64:     # (ascontiguousarray makes 0-d 1-d)
         return (x if x.flags.c_contiguous else np.ascontiguousarray(x)), x.dtype
     if _BF16 is not None and x.dtype == _BF16:
-        return x.astype(np.float32), x.dtype
+        return x.astype(np.float32, order="C"), x.dtype     # (astype keeps a transposed layout)
     return None, None
 
 
