@@ -133,6 +133,9 @@ def test_glu_swiglu(device):
     close(nn.swiglu(put(g, device, dt), put(u, device, dt)), want, dt, tol)
     with pytest.raises(TypeError, match=r"ruda.nn.swiglu: up: expected gate's dtype"):
         nn.swiglu(put(g, device, dt), put(u, device, xp.int32))
+    for shape in ((3, 0), (0,), (0, 4)):      # empty, as torch's silu(g) * u
+        e = nn.swiglu(put(np.zeros(shape), device, dt), put(np.zeros(shape), device, dt))
+        assert e.shape == shape and e.dtype == put(a, device, dt).dtype
 
 
 @pytest.mark.parametrize("name", ["softmax", "log_softmax"])

@@ -156,6 +156,15 @@ def test_apply_rope(device, interleaved, rotary_dim):
         np.testing.assert_array_equal(got[..., r:], x[..., r:])
 
 
+@pytest.mark.parametrize("shape", [(2, 3, 0, 8), (0, 2, 4, 8)])
+def test_apply_rope_of_nothing(device, shape):
+    """No positions or no batch (as torch): an empty result of x's shape and dtype."""
+    x = ruda.zeros(shape, device=device)
+    cos, sin = nn.rope_frequencies(8, positions=shape[-2], device=device)
+    out = nn.apply_rope(x, cos, sin)
+    assert out.shape == shape and out.dtype == x.dtype and out.device == x.device
+
+
 @pytest.mark.parametrize("interleaved", [False, True])
 def test_apply_rope_composite(device, interleaved):
     """The namespace-op path (every device's fallback) directly."""

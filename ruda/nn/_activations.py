@@ -102,7 +102,7 @@ def swiglu(gate, up):
     dtype and device; shapes broadcast)."""
     c.floating("swiglu", "gate", gate)
     c.same("swiglu", "up", up, gate, "gate")
-    if tuple(gate.shape) == tuple(up.shape):
+    if tuple(gate.shape) == tuple(up.shape) and gate.size:
         r = c.call(gate, "swiglu", gate, up)
         if r is not None:
             return r

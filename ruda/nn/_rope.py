@@ -203,7 +203,7 @@ def apply_rope(x, cos, sin, interleaved=False, rotary_dim=None):
         if a.shape != (T, r // 2):
             raise _err(fn, ValueError, name, f"shape (T, rotary_dim // 2) = {(T, r // 2)}",
                        a.shape)
-    res = call(x, "apply_rope", x, cos, sin, bool(interleaved), r)
+    res = call(x, "apply_rope", x, cos, sin, bool(interleaved), r) if x.size else None
     if res is not None:
         return res
     return _rope_composite(x, cos, sin, bool(interleaved), r)
