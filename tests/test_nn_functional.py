@@ -488,6 +488,9 @@ def test_normalize(device):
     a = rng.standard_normal((2, 3, 7))
     close(nn.normalize(put(a, device, dt), axis=2), F.normalize(torch.from_numpy(a), dim=2).numpy(),
           dt, tol * 10)
+    for v, p, eps in ((-3.0, 2.0, 1e-12), (0.25, 1.0, 0.5), (0.0, 2.0, 1e-12)):   # 0-d, as torch
+        want = F.normalize(torch.tensor(v, dtype=torch.float64), p=p, dim=0, eps=eps).numpy()
+        close(nn.normalize(put(np.asarray(v), device, dt), p=p, axis=0, eps=eps), want, dt, tol)
     a = rng.standard_normal((300, 1000)) * 3
     close(nn.normalize(put(a, device, xp.float32), axis=1),
           F.normalize(torch.from_numpy(a.astype(np.float32).astype(np.float64)), dim=1).numpy(),

@@ -193,6 +193,9 @@ def test_filter_logits_bad_input(device):
     with pytest.raises(TypeError, match=r"ruda\.nn\.filter_logits: top_k: expected an int or "
                        r"None, got float"):
         fl(x, top_k=2.0)
+    y = ruda.asarray(np.arange(10).reshape(2, 5).astype(_float(device)), device=device)
+    for k in (np.int64(2), np.uint8(2)):          # NumPy integers count as ints
+        assert np.isfinite(_host(fl(y, top_k=k))).tolist() == [[False] * 3 + [True] * 2] * 2
     with pytest.raises(ValueError, match=r"ruda\.nn\.filter_logits: top_p: expected a number in "
                        r"\(0"):
         fl(x, top_p=1.5)

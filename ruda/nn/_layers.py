@@ -279,6 +279,8 @@ def normalize(x, p=2.0, axis=1, eps=1e-12):
     p = c.number("normalize", "p", p)
     eps = c.number("normalize", "eps", eps, 0.0)
     ax = c.axis("normalize", axis, x.ndim)
+    if x.ndim == 0:                                # a scalar is its own axis (torch's)
+        return xp.reshape(normalize(xp.reshape(x, (1,)), p, 0, eps), ())
     if p == 2 and ax == x.ndim - 1 and x.size:     # rows: the device's one-pass kernel
         n = x.shape[-1]
         r = c.call(x, "l2_normalize", x if x.ndim == 2 else xp.reshape(x, (-1, n)), eps)

@@ -1,5 +1,6 @@
 """top_k and token sampling from logits (temperature, top-k, top-p, min-p)."""
 import math
+import numbers
 import operator
 import os
 
@@ -72,8 +73,9 @@ def _softmax(s):
 def _check_filters(fn, top_k, top_p, min_p):
     """The filters of sample / filter_logits checked: (top_k, top_p, min_p)."""
     if top_k is not None:
-        if isinstance(top_k, bool) or not isinstance(top_k, int):
+        if isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral):   # NumPy's too
             raise _err(fn, TypeError, "top_k", "an int or None", type(top_k).__name__)
+        top_k = int(top_k)
         if top_k < 1:
             raise _err(fn, ValueError, "top_k", "an int >= 1", top_k)
     if top_p is not None:
