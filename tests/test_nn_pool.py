@@ -172,6 +172,21 @@ def test_adaptive_pool(device, n, shape, sizes):
         close(getattr(nn, f"adaptive_max_pool{n}d")(x, o), wv.numpy(), dt, tol)
 
 
+@pytest.mark.parametrize("n, shape, o", [(1, (2, 3, 7), 2), (1, (1, 2, 6), 1), (2, (2, 2, 5, 7), (2, 3)),
+                                         (2, (1, 3, 4, 4), 1)])
+def test_adaptive_max_pool_indices_of_nans(device, n, shape, o):
+    """A window with several NaNs: its value NaN and its index the last NaN's, as torch (whose
+    loop keeps a later NaN); windows that overlap (o not dividing L) included."""
+    dt, tol = fdt(device)
+    rng = np.random.default_rng(n + 40)
+    a = np.round(rng.standard_normal(shape))           # ties: the first maximum
+    a[rng.random(shape) < 0.35] = np.nan
+    wv, wi = getattr(F, f"adaptive_max_pool{n}d")(torch.from_numpy(a), o, return_indices=True)
+    vals, idx = getattr(nn, f"adaptive_max_pool{n}d")(put(a, device, dt), o, return_indices=True)
+    close(vals, wv.numpy(), dt, tol)
+    np.testing.assert_array_equal(to_numpy(idx), wi.numpy())
+
+
 INTERP = [
     (1, ["nearest", "nearest-exact", "linear", "area"]),
     (2, ["nearest", "nearest-exact", "bilinear", "bicubic", "area"]),

@@ -280,13 +280,14 @@ def _adaptive_max(fn, n, x, output_size, return_indices):
     if not isinstance(return_indices, bool):
         raise c.err(TypeError, fn, "return_indices", "a bool", type(return_indices).__name__)
     y = xb
-    K, starts = [], []
+    K, starts, lens = [], [], []
     for i in range(n):                         # gather each axis into (o_i, K_i) windows
         ax = 2 + 2 * i
         start, end = _bounds(L[i], o[i])
         Ki = int((end - start).max())
         K.append(Ki)
         starts.append(start)
+        lens.append(end - start)
         if L[i] % o[i]:                        # unequal windows: repeat each window's last element
             take = np.minimum(start[:, None] + np.arange(Ki), end[:, None] - 1).reshape(-1)
             y = xp.take(y, xp.asarray(take, dtype=_index_dtype(x), device=x.device), axis=ax)
@@ -297,15 +298,22 @@ def _adaptive_max(fn, n, x, output_size, return_indices):
     if not return_indices:
         return _finish(vals, unb)
     a = xp.argmax(y, axis=-1)                  # first maximum in window order, as torch
+    if xp.isdtype(y.dtype, "real floating"):   # and torch's last NaN where a window has NaNs
+        nan = xp.isnan(y)
+        last = (y.shape[-1] - 1) - xp.argmax(xp.astype(xp.flip(nan, axis=-1), xp.int8), axis=-1)
+        a = xp.where(xp.any(nan, axis=-1), last, a)
     idt = _index_dtype(x)
     if a.dtype != idt:
         a = xp.astype(a, idt)
     flat = None
     for i in reversed(range(n)):               # window position -> input position, axis by axis
         inner = math.prod(K[i + 1:])
+        shape = (-1,) + (1,) * (n - 1 - i)
         ki = (a // inner) % K[i]
-        st = xp.asarray(starts[i].reshape((-1,) + (1,) * (n - 1 - i)), dtype=idt,
-                        device=x.device)
+        if L[i] % o[i]:                        # a repeated last element is that element
+            ki = xp.minimum(ki, xp.asarray((lens[i] - 1).reshape(shape), dtype=idt,
+                                           device=x.device))
+        st = xp.asarray(starts[i].reshape(shape), dtype=idt, device=x.device)
         term = (st + ki) * math.prod(L[i + 1:])
         flat = term if flat is None else flat + term
     return _finish(vals, unb), _finish(flat, unb)
