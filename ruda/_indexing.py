@@ -137,6 +137,11 @@ def getitem(self, key, /):
 _SCALAR_KINDS = {int: "iufc", float: "fc"}   # Python scalar -> array kinds that store it as is
 
 
+def _int0d(e):
+    """A 0-d integer index array: one position, as an int."""
+    return getattr(e, "shape", None) == () and e.dtype.kind in "iu"
+
+
 def setitem(self, key, value, /):
     v.writable("__setitem__", self)
     data = self._data
@@ -152,7 +157,7 @@ def setitem(self, key, value, /):
         if value._device is not dev:
             v.same_device("__setitem__", self, value)
         val = value._data
-        if val.ndim and len(k) == self.ndim and all(e.__class__ is int for e in k):
+        if val.ndim and len(k) == self.ndim and all(e.__class__ is int or _int0d(e) for e in k):
             # one element (NumPy's rule; a GPU backend would take the first of a size-1 value)
             raise ValueError(f"ruda: __setitem__: setting an array element with a sequence: the "
                              f"key names one element, the value has shape {val.shape}")

@@ -303,6 +303,12 @@ def test_one_element_takes_only_a_0d_value(device):
             x[key] = xp.ones(shape, device=device)
     with pytest.raises(ValueError, match="setting an array element with a sequence"):
         xp.zeros((3,), device=device)[0] = xp.ones((1, 1), device=device)
+    i0 = xp.asarray(0, device=device)                     # a 0-d index array: one position too
+    for key in ((i0, 1), (1, i0)):
+        with pytest.raises(ValueError, match="setting an array element with a sequence"):
+            x[key] = xp.ones((1,), device=device)
+    with pytest.raises(ValueError, match="setting an array element with a sequence"):
+        xp.zeros((3,), device=device)[i0] = xp.ones((1,), device=device)
     x[0, 1] = xp.asarray(2.0, device=device)
     x[1, ...] = xp.ones((1, 3), device=device)
     np.testing.assert_array_equal(to_numpy(x), [[0, 2, 0], [1, 1, 1]])
