@@ -2,10 +2,12 @@
 zero of sums and cumulative sums, on every device.
 
 The oracle is mpmath (exact values rounded to the dtype, each part within a few ulp) or NumPy
-where its result is exact.  The cases are finite results that a textbook formula loses: sqrt of
-the largest float (|z| + x overflows), of subnormal parts (|z| / 2 underflows), log of subnormal
-parts (|z| rounded on the subnormal grid), e^x cis y for x past exp's overflow with a tiny y,
-tanh's e^-2|x| imaginary part, square as the product x * x, sign of subnormal parts.
+where its result is exact, and NumPy's complex128 for the inverse functions (mpmath's signs of
+zero parts on the branch cuts are not C99's).  The cases are finite results that a textbook
+formula loses: sqrt of the largest float (|z| + x overflows), of subnormal parts (|z| / 2
+underflows), log of subnormal parts (|z| rounded on the subnormal grid), e^x cis y for x past
+exp's overflow with a tiny y, tanh's e^-2|x| imaginary part, square as the product x * x, sign
+of subnormal parts, asin/asinh/acos/acosh/atan/atanh of signed zero, tiny and huge parts.
 """
 import math
 import warnings
@@ -18,8 +20,9 @@ from conftest import flushes_subnormals, to_numpy
 from strategies import need, supported
 
 mpmath = pytest.importorskip("mpmath")
-# the host's NumPy warns of the overflows these cases are about
-pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+# the host's NumPy warns of the overflows and poles (atanh(1 + 0j)) these cases are about
+pytestmark = [pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning"),
+              pytest.mark.filterwarnings("ignore:divide by zero encountered:RuntimeWarning")]
 mpmath.mp.prec = 160
 
 F32_MAX, F32_SUB = 3.4028234663852886e38, 1.401298464324817e-45
@@ -46,15 +49,17 @@ def _part(v, rdt):
         return rdt(float(v))
 
 
-def _check(name, device, dtype, pairs, ulps=4):
+def _check(name, device, dtype, pairs, ulps=4, oracle=None):
     """``name`` of each z on ``device``: the dtype kept, each part within ``ulps`` of the exact
-    value rounded to the dtype, zeros and infinities exactly (signs included)."""
+    value (mpmath's, or ``oracle``'s of z in complex128) rounded to the dtype, zeros and
+    infinities exactly (signs included)."""
     z = _array(pairs, dtype)
     got = getattr(xp, name)(xp.asarray(z, device=device))
     assert got.dtype == dtype
     rdt = np.float32 if dtype == xp.complex64 else np.float64
-    for g, c in zip(to_numpy(got).tolist(), z.tolist()):
-        w = _MP[name](mpmath.mpc(c.real, c.imag))
+    want = oracle(z.astype(np.complex128)).tolist() if oracle else \
+        [_MP[name](mpmath.mpc(c.real, c.imag)) for c in z.tolist()]
+    for g, c, w in zip(to_numpy(got).tolist(), z.tolist(), want):
         for gp, wp in ((g.real, w.real), (g.imag, w.imag)):
             wr = _part(wp, rdt)
             if wr == 0 or np.isinf(wr):
@@ -168,6 +173,30 @@ def test_sign_of_subnormal_and_huge_parts(device):
             [(xp.complex64, p) for p in ((-F32_SUB, F32_SUB), (3 * F32_SUB, -4 * F32_SUB), (0.0, -F32_SUB))] +
             [(xp.complex128, p) for p in ((-F64_SUB, F64_SUB), (3 * F64_SUB, -4 * F64_SUB), (0.0, -F64_SUB))]):
         _check("sign", device, dt, pairs, ulps=2)
+
+
+_INVERSE = {"asin": np.arcsin, "asinh": np.arcsinh, "acos": np.arccos, "acosh": np.arccosh,
+            "atan": np.arctan, "atanh": np.arctanh}
+
+
+@pytest.mark.parametrize("name", sorted(_INVERSE))
+def test_inverse_functions_of_signed_zeros_tiny_and_huge_parts(device, name):
+    """Each part +-0 or +-1e-30 .. 1e30 (complex64), +-1e-300 .. 1e300 (complex128), against
+    NumPy (catrig: a few ulp a part): asin(10 + 0j) was 1.5708 + 2.99321j on wgpu (asinh read the
+    zero of iz = -0 + 10j as +0, and sqrt(z^2 + 1) took the other branch), asin(5000 + 0j) inf j,
+    acos(1e10 - 0j) -23.7j, atanh(1e-30 + 0.5j) and asinh(0.5j) had their real parts 0 and -1.5e-8."""
+    mags = {xp.complex64: [0.0, 1e-30, 1e-10, 1e-4, 0.5, 1.0, 2.0, 10.0, 5000.0, 1e10, 1e30],
+            xp.complex128: [0.0, 1e-300, 1e-30, 1e-10, 1e-4, 0.5, 1.0, 2.0, 10.0, 5000.0, 1e10, 1e17,
+                            1e30, 1e300]}
+    for dt in supported(device, "complex floating"):
+        parts = mags[dt] + [-m for m in mags[dt]]
+        pairs = [(x, y) for x in parts for y in parts]
+        if flushes_subnormals(device):      # results with a subnormal part are the adapter's
+            tiny = np.finfo(np.float32 if dt == xp.complex64 else np.float64).tiny
+            w = _INVERSE[name](_array(pairs, dt).astype(np.complex128)).astype(dt)
+            pairs = [p for p, v in zip(pairs, w.tolist())
+                     if not (0 < abs(v.real) < tiny or 0 < abs(v.imag) < tiny)]
+        _check(name, device, dt, pairs, oracle=_INVERSE[name])
 
 
 # --- signed zeros of sums --------------------------------------------------------------------

@@ -426,8 +426,9 @@ class OpsMixin:
                 sb = self.need("sbit_" + r)
                 body = (f"let neg = {sb}(a.y); let c = select(a, {T}(a.x, -a.y), neg); let w = {h}(c); "
                         f"let v = {T}(abs(w.y), w.x); return select(v, {T}(v.x, -v.y), neg);")
-            else:                  # asin z = -i asinh(iz), atan z = -i atanh(iz)
-                body = f"let w = {h}({T}(-a.y, a.x)); return {T}(w.y, -w.x);"
+            else:                  # asin z = -i asinh(iz), atan z = -i atanh(iz), written as swaps of
+                # the parts (x + iy -> y + ix): negating a zero part flipped the branch (asin(10 + 0j))
+                body = f"let w = {h}({T}(a.y, a.x)); return {T}(w.y, w.x);"
             src = f"fn {fn}(a: {T}) -> {T} {{ {body} }}"
         elif name in ("asinh", "atanh", "acos"):
             core = self.complex_helper(name + "_core", dt)
@@ -440,7 +441,7 @@ class OpsMixin:
   else if ({isinf}(Y)) {{ if ({isnan}(X)) {{ w = {T}({inf}(), {nan}()); }} else {{ w = {T}({inf}(), {pi(0.5)}); }} }}
   else if ({isnan}(X)) {{ if (Y == {z}) {{ w = {T}({nan}(), {z}); }} else {{ w = {T}({nan}(), {nan}()); }} }}
   else if ({isnan}(Y)) {{ w = {T}({nan}(), {nan}()); }}
-  else {{ return {core}(a); }}
+  else {{ w = {core}({T}(X, Y)); }}
   return {T}({cs}(w.x, a.x), {cs}(w.y, a.y));"""
             elif name == "atanh":    # odd, conj-symmetric
                 body = f"""let X = abs(a.x); let Y = abs(a.y);
@@ -449,7 +450,7 @@ class OpsMixin:
   else if ({isnan}(X)) {{ if ({isinf}(Y)) {{ w = {T}({z}, {pi(0.5)}); }} else {{ w = {T}({nan}(), {nan}()); }} }}
   else if ({isnan}(Y)) {{ if (X == {z} || {isinf}(X)) {{ w = {T}({z}, {nan}()); }} else {{ w = {T}({nan}(), {nan}()); }} }}
   else if ({isinf}(X) || {isinf}(Y)) {{ w = {T}({z}, {pi(0.5)}); }}
-  else {{ return {core}(a); }}
+  else {{ w = {core}({T}(X, Y)); }}
   return {T}({cs}(w.x, a.x), {cs}(w.y, a.y));"""
             else:                    # acos: conj-symmetric, table on (x, |y|)
                 body = f"""let Y = abs(a.y); let x = a.x;
@@ -458,34 +459,96 @@ class OpsMixin:
   else if ({isnan}(Y)) {{ if (x == {z}) {{ w = {T}({pi(0.5)}, {nan}()); }} else if ({isinf}(x)) {{ w = {T}({nan}(), {inf}()); }} else {{ w = {T}({nan}(), {nan}()); }} }}
   else if ({isinf}(x)) {{ if (x < {z}) {{ w = {T}(select({pi(1)}, {pi(0.75)}, {isinf}(Y)), -{inf}()); }} else {{ w = {T}(select({z}, {pi(0.25)}, {isinf}(Y)), -{inf}()); }} }}
   else if ({isinf}(Y)) {{ w = {T}({pi(0.5)}, -{inf}()); }}
-  else {{ return {core}(a); }}
+  else {{ w = {core}({T}(x, Y)); }}
   if ({sb}(a.y)) {{ return {T}(w.x, -w.y); }}
   return w;"""
             src = f"fn {fn}(a: {T}) -> {T} {{\n  {body}\n}}"
-        elif name in ("asinh_core", "atanh_core", "acos_core"):
-            name = name[:-5]
-            lg, sq, mul = (self.complex_helper(n, dt) for n in ("log", "sqrt", "mul"))
-            big = literal(1e8 if r == "f32" else 1e16, r)    # beyond: z*z would overflow / lose 1
-            one = f"{T}({o}, {z})"
-            bodies = {
-                # asin z = -i log(iz + sqrt(1 - z^2)); acos z = -i log(z + i sqrt(1 - z^2))
-                "asin": f"let s = select({o}, -{o}, a.y > {z}); let b = a * s; let w = {lg}({T}(-b.y, b.x) + {sq}({one} - {mul}(b, b))); return {T}(w.y, -w.x) * s;",
-                "acos": f"if (max(abs(a.x), abs(a.y)) > {big}) {{ let neg = a.y < {z}; let c = {T}(a.x, abs(a.y)); "
-                        f"let w = {lg}(c) + {T}({literal(math.log(2), r)}, {z}); let v = {T}(w.y, -w.x); "
-                        f"return select(v, {T}(v.x, -v.y), neg); }} "
-                        # Kahan: no cancellation (z + i sqrt(1 - z^2) vanishes for large Re z, Im z < 0)
-                        f"let s1 = {sq}({one} - a); let s2 = {sq}({one} + a); "
-                        f"return {T}({literal(2, r)} * {self._atan2(r)}(s1.x, s2.x), "
-                        f"{self.real_fn('asinh', r)}(s2.x * s1.y - s2.y * s1.x));",
-                # atan z = i/2 (log(1 - iz) - log(1 + iz))
-                "atan": f"let iz = {T}(-a.y, a.x); let w = {lg}({one} - iz) - {lg}({one} + iz); return {T}(-w.y * {literal(0.5, r)}, w.x * {literal(0.5, r)});",
-                "asinh": f"let s = select({o}, -{o}, a.x < {z}); let b = a * s; "
-                         f"if (max(abs(b.x), abs(b.y)) > {big}) {{ return ({lg}(b) + {T}({literal(math.log(2), r)}, {z})) * s; }} "
-                         f"return {lg}(b + {sq}({mul}(b, b) + {one})) * s;",
-                "acosh": f"return {lg}(a + {mul}({sq}(a + {one}), {sq}(a - {one})));",
-                "atanh": f"return ({lg}({one} + a) - {lg}({one} - a)) * {literal(0.5, r)};",
-            }
-            src = f"fn {fn}(a: {T}) -> {T} {{ {bodies[name]} }}"
+        elif name in ("asinh_core", "atanh_core", "acos_core", "asinh_hard", "hgap", "recip_re"):
+            # Finite z: asinh, atanh of (|x|, |y|) and acos of (x, |y|), their tables set the signs.
+            # FreeBSD's catrig (Hull, Fairgrieve and Tang; NumPy's npymath): each part within a few
+            # ulp at any magnitude, where log(z + sqrt(z^2 + 1)) and kin cancel or overflow
+            R = VALUE[r]
+            eps = 2.0 ** (-23 if r == "f32" else -52)
+            e = lambda v: literal(v, r)  # noqa: E731
+            big, ln2, h, th = e(1 / eps), e(math.log(2)), e(0.5), self._atan2(r)
+            sqmin = 2.0 ** (-63 if r == "f32" else -511)          # sqrt of the smallest normal
+            if name == "hgap":       # (hypot(a, b) - b) / 2 without cancellation, c = hypot(a, b)
+                src = f"""fn {fn}(a: {R}, b: {R}, c: {R}) -> {R} {{
+  if (b < {z}) {{ return (c - b) * {h}; }}
+  if (b == {z}) {{ return a * {h}; }}
+  return a * a / (c + b) * {h};
+}}"""
+            elif name == "asinh_hard":
+                g, hy = self.complex_helper("hgap", dt), self.need("hypot_" + r)
+                src = f"""fn {fn}(x: {R}, y: {R}) -> vec3<{R}> {{
+  // x, y >= 0 below 1 / eps.  A = (|z + i| + |z - i|) / 2, B = y / A: Re asinh z =
+  // log(A + sqrt(A^2 - 1)), Im = asin B = atan2(y, sqrt(A^2 - y^2)), with A - 1 and A - y
+  // summed from (hypot(a, b) - b) / 2 terms.  Returns (Re, p, q), Im = atan2(p, q) (p, q
+  // scaled alike where y / A would underflow)
+  let rp = {hy}(x, y + {o}); let rm = {hy}(x, y - {o});
+  let A = max((rp + rm) * {h}, {o});
+  var re: {R};
+  if (A >= {e(10)}) {{ re = {f('log')}(A + sqrt(A * A - {o})); }}
+  else if (y == {o} && x < {e(eps * eps / 128)}) {{ re = sqrt(x); }}
+  else if (x >= {e(eps)} * abs(y - {o})) {{ let am1 = {g}(x, {o} + y, rp) + {g}(x, {o} - y, rm); re = {f('log1p')}(am1 + sqrt(am1 * (A + {o}))); }}
+  else if (y < {o}) {{ re = x / sqrt(({o} - y) * ({o} + y)); }}
+  else {{ re = {f('log1p')}((y - {o}) + sqrt((y - {o}) * (y + {o}))); }}
+  if (y < {e(4 * sqmin)}) {{ return vec3<{R}>(re, y * {e(2 / eps)}, A * {e(2 / eps)}); }}
+  let B = y / A;
+  if (B <= {e(0.6417)}) {{ return vec3<{R}>(re, B, sqrt(({o} - B) * ({o} + B))); }}
+  if (y == {o} && x < {e(eps / 128)}) {{ return vec3<{R}>(re, y, sqrt(x) * sqrt((A + y) * {h})); }}
+  if (x >= {e(eps)} * abs(y - {o})) {{ return vec3<{R}>(re, y, sqrt(({g}(x, y + {o}, rp) + {g}(x, y - {o}, rm)) * (A + y))); }}
+  if (y > {o}) {{ return vec3<{R}>(re, y * {e(4 / eps / eps)}, x * {e(4 / eps / eps)} * y / sqrt((y + {o}) * (y - {o}))); }}
+  return vec3<{R}>(re, y, sqrt(({o} - y) * ({o} + y)));
+}}"""
+            elif name == "recip_re":     # x / (x^2 + y^2) for x, y >= 0, one past 1 / eps: no
+                cut, top = (13, 178) if r == "f32" else (27, 1508)  # spurious over/underflow
+                ex = (lambda v: f"i32(bitcast<u32>({v}) >> 23u)") if r == "f32" else \
+                     (lambda v: f"i32(u32(bitcast<u64>({v}) >> 52u))")
+                scale = "bitcast<f32>(u32(255 - ex) << 23u)" if r == "f32" else \
+                        "bitcast<f64>(u64(u32(2047 - ex)) << 52u)"     # 2^(1 - exponent of x)
+                src = f"""fn {fn}(x: {R}, y: {R}) -> {R} {{
+  let ex = {ex('x')}; let ey = {ex('y')};
+  if (ex - ey >= {cut}) {{ return {o} / x; }}
+  if (ey - ex >= {cut}) {{ return x / y / y; }}
+  if (ex <= {top}) {{ return x / (x * x + y * y); }}
+  let s = {scale}; let xs = x * s; let ys = y * s;
+  return xs / (xs * xs + ys * ys) * s;
+}}"""
+            elif name == "atanh_core":   # Re = log1p(4x / ((x - 1)^2 + y^2)) / 4, Im = arg(1 - z^2) / 2
+                rr = self.complex_helper("recip_re", dt)
+                src = f"""fn {fn}(a: {T}) -> {T} {{
+  let x = a.x; let y = a.y;
+  if (y == {z} && x <= {o}) {{ return {T}({f('atanh')}(x), y); }}
+  if (x == {z}) {{ return {T}(x, {f('atan')}(y)); }}
+  if (max(x, y) > {big}) {{ return {T}({rr}(x, y), {e(math.pi / 2)}); }}
+  if (max(x, y) < {e(math.sqrt(3 * eps) / 2)}) {{ return a; }}
+  var re: {R};
+  if (x == {o} && y < {e(eps)}) {{ re = ({ln2} - {f('log')}(y)) * {h}; }}
+  else {{ let d = x - {o}; re = {f('log1p')}({e(4)} * x / select(d * d + y * y, d * d, y < {e(sqmin)})) * {e(0.25)}; }}
+  let q = ({o} - x) * ({o} + x);
+  var im = {th}({e(2)} * y, q - y * y);
+  if (x == {o}) {{ im = {th}({e(2)}, -y); }} else if (y < {e(eps)}) {{ im = {th}({e(2)} * y, q); }}
+  return {T}(re, im * {h});
+}}"""
+            else:
+                hard, lg = self.complex_helper("asinh_hard", dt), self.complex_helper("log", dt)
+                tiny = e(math.sqrt(6 * eps) / 4)
+                if name == "asinh_core":     # log 2z past 1 / eps, z itself below sqrt(6 eps) / 4
+                    body = f"""if (max(a.x, a.y) > {big}) {{ return {lg}(a) + {T}({ln2}, {z}); }}
+  if (max(a.x, a.y) < {tiny}) {{ return a; }}
+  let w = {hard}(a.x, a.y);
+  return {T}(w.x, {th}(w.y, w.z));"""
+                else:    # acos (Im z >= 0): -i log 2z past 1 / eps, pi/2 - z below sqrt(6 eps) / 4, else
+                    # Re acos z = acos(+-B) (x's sign), Im = -Re asinh(y + i|x|), B = |x| / A of that asinh
+                    sb = self.need("sbit_" + r)
+                    lo = e(-4.371139006309477e-08 if r == "f32" else 6.123233995736766e-17)  # pi/2 - its rounding
+                    body = f"""let X = abs(a.x);
+  if (max(X, a.y) > {big}) {{ let w = {lg}(a); return {T}(w.y, -(w.x + {ln2})); }}
+  if (max(X, a.y) < {tiny}) {{ return {T}({e(math.pi / 2)} - (a.x - {lo}), -a.y); }}
+  let w = {hard}(a.y, X);
+  return {T}({th}(w.z, select(w.y, -w.y, {sb}(a.x))), -w.x);"""
+                src = f"fn {fn}(a: {T}) -> {T} {{\n  {body}\n}}"
         if src is None:
             raise RenderError(f"wgsl: op {name!r} is not defined for {dt}")
         self.helpers[fn] = src
