@@ -165,6 +165,10 @@ class Array(_Base):
         dest = _device(device)
         if dest is self._device:
             return self
+        if not dest.backend.supports(self._dtype):
+            raise TypeError(f"ruda: to_device: {_dtypes.name(self._dtype)} is not supported on "
+                            f"'{dest}'{dest.backend.unsupported_reason(self._dtype)}; cast it "
+                            f"first (astype(x, dtype, device=...) does both)")
         host = self._device.backend.to_host(self._data)
         return Array._new(dest.backend.from_host(host), dest)
 

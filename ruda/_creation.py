@@ -166,19 +166,17 @@ def _has_big_int(obj):
 def _asarray_array(x, dtype, dev, copy):
     if dev is None:
         dev = x._device
-    if dev is not x._device:
-        if copy is False:
-            raise ValueError(f"ruda.asarray: copy=False, but the array is on '{x._device}' "
-                             f"and device='{dev}' was asked for")
-        x = x.to_device(dev)
-        copy = None
+    if dev is not x._device and copy is False:
+        raise ValueError(f"ruda.asarray: copy=False, but the array is on '{x._device}' "
+                         f"and device='{dev}' was asked for")
     dt = x._dtype if dtype is None else v.dtype("asarray", dtype, dev)
-    if dt == x._dtype and not copy:
-        return x
     if dt != x._dtype and copy is False:
         raise ValueError(f"ruda.asarray: copy=False, but casting {_dtypes.name(x._dtype)} to "
                          f"{_dtypes.name(dt)} needs a copy")
-    return Array._new(dev.backend.astype(x._data, dt, True), dev)
+    if dev is x._device and dt == x._dtype and not copy:
+        return x
+    from ruda._data_type import astype     # (its checks: no complex to real)
+    return astype(x, dt, device=dev, copy=dev is x._device or dt != x._dtype, fn="asarray")
 
 
 def arange(start: int | float, /, stop: int | float | None = None, step: int | float = 1, *,

@@ -10,18 +10,20 @@ from ruda._typing import Device, DType, Scalar
 
 
 def astype(x: Array, dtype: DType, /, *, copy: bool = True,
-           device: Device | None = None) -> Array:
-    v.array("astype", "x", x)
+           device: Device | None = None, fn: str = "astype") -> Array:
+    v.array(fn, "x", x)
     dev = x._device if device is None else _devices.device(device)
+    dt = v.dtype(fn, dtype, dev)
+    if x._dtype.kind == "c" and dt.kind not in "cb":     # to bool: nonzero, as the standard says
+        raise TypeError(f"ruda.{fn}: casting complex {_dtypes.name(x._dtype)} to "
+                        f"{_dtypes.name(dt)} would drop the imaginary part; take real() first")
     if dev is not x._device:
+        if dt != x._dtype and not dev.backend.supports(x._dtype):   # cast where x's dtype is
+            x = Array._new(x._device.backend.astype(x._data, dt, True), x._device)
         x = x.to_device(dev)
         copy = False
-    dt = v.dtype("astype", dtype, dev)
     if dt == x._dtype and not copy:
         return x
-    if x._dtype.kind == "c" and dt.kind not in "cb":     # to bool: nonzero, as the standard says
-        raise TypeError(f"ruda.astype: casting complex {_dtypes.name(x._dtype)} to "
-                        f"{_dtypes.name(dt)} would drop the imaginary part; take real() first")
     return Array._new(dev.backend.astype(x._data, dt, bool(copy)), dev)
 
 
@@ -86,7 +88,9 @@ def result_type(*arrays_and_dtypes: Array | DType | Scalar) -> DType:
     out = dts[0]
     for d in dts[1:]:
         out = _dtypes.promote(out, d)
-    dev = _devices.default()
+    # a Python float beside integers takes the default float of the arrays' device, as operators do
+    dev = next((a._device for a in arrays_and_dtypes if a.__class__ is Array), None) or \
+        _devices.default()
     for s in scalars:
         out = v.scalar_dtype("result_type", s, out, dev)
     return _dtypes.public(out)

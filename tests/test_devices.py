@@ -180,6 +180,29 @@ def test_mixing_devices_raises(device):
                                np.asarray(x.to_device("cpu")) + np.asarray(y.to_device("cpu")), rtol=1e-6)
 
 
+def test_a_dtype_the_target_lacks_is_cast_on_the_way(device):
+    """asarray/astype with a dtype and another device cast where the source's dtype is, so a
+    float64 or int64 cpu array reaches a device without them; to_device alone says what to do;
+    result_type takes the arrays' device (its default float beside a Python float)."""
+    cpu = xp.device("cpu")
+    f64 = xp.asarray(np.asarray([1.5, -2.25, 3e38]), device=cpu)
+    i64 = xp.asarray(np.asarray([1, -7, 2**40]), device=cpu)
+    f, i = supported(device, "real floating")[0], supported(device, "signed integer")[-1]
+    for y in (xp.asarray(f64, dtype=f, device=device), xp.astype(f64, f, device=device)):
+        assert y.device == device and y.dtype == f
+        np.testing.assert_array_equal(np.asarray(y.to_device(cpu)), np.asarray([1.5, -2.25, 3e38], f))
+    y = xp.astype(i64, f, device=device)
+    np.testing.assert_array_equal(np.asarray(y.to_device(cpu)), np.asarray([1, -7, 2**40], f))
+    with pytest.raises(TypeError, match=r"ruda\.asarray: casting complex complex128 to"):
+        xp.asarray(xp.asarray(np.asarray([1j])), dtype=f, device=device)
+    if not device.backend.supports(np.dtype(np.float64)):
+        with pytest.raises(TypeError, match=r"ruda: to_device: float64 is not supported on"):
+            f64.to_device(device)
+    ints = xp.asarray(np.asarray([1, 2]), dtype=i, device=device)
+    assert xp.result_type(ints, 1.0) == (ints + 1.0).dtype == \
+        xp.__array_namespace_info__().default_dtypes(device=device)["real floating"]
+
+
 def test_to_host_later_reads_the_values_of_its_call(device):
     """The backend's queued copy to the host gives the values the array had when it was asked
     for, even when later work on the device overwrites the array before the read."""
