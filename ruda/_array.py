@@ -250,14 +250,31 @@ class Array(_Base):
         return int(self._scalar("index"))
 
     # display -----------------------------------------------------------
+    def _shown(self):
+        """(host array, print options) for NumPy's array2string under the current print options.
+        Past the threshold only each long axis's edge items come to the host, with one middle
+        item between them that NumPy's summary (forced by threshold 0) drops for the "..."."""
+        data, backend = self._data, self._device.backend
+        opts = np.get_printoptions()
+        e = opts["edgeitems"]
+        if data.size <= opts["threshold"]:
+            return backend.to_host(data), {}
+        for axis, n in enumerate(data.shape):
+            if n > 2 * e + 1:
+                head = (slice(None),) * axis
+                data = backend.concat([backend.getitem(data, head + (part,)) for part in (
+                    slice(0, e), slice(n // 2, n // 2 + 1), slice(n - e, n))], axis=axis)
+        return backend.to_host(data), {"threshold": 0}
+
     def __repr__(self) -> str:
-        host = self._device.backend.to_host(self._data)
-        body = np.array2string(host, separator=", ", prefix="Array(", threshold=1000)
+        host, opts = self._shown()
+        body = np.array2string(host, separator=", ", prefix="Array(", **opts)
         extra = f", shape={self.shape}" if 0 in self.shape else ""
         return f"Array({body}{extra}, dtype={_dtypes.name(self._dtype)}, device='{self._device}')"
 
     def __str__(self) -> str:
-        return np.array2string(self._device.backend.to_host(self._data), threshold=1000)
+        host, opts = self._shown()
+        return np.array2string(host, **opts)
 
     if TYPE_CHECKING:
         # Installed by ruda._operators (each is the namespace function of its name; with the C

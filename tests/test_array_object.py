@@ -243,6 +243,22 @@ def test_repr_and_str(device):
     assert "shape=(0, 3)" in repr(e)
 
 
+@pytest.mark.parametrize("shape", [(2000,), (3, 400), (400, 3), (7, 7, 30), (1001,), (0, 2000),
+                                   (1000,), (2, 1000, 1)])
+def test_large_arrays_print_as_numpy_under_its_options(device, shape):
+    """Past NumPy's threshold, NumPy's summary of the same values (only the edges are read);
+    the threshold and edge items are the current print options'."""
+    rng = np.random.default_rng(3)
+    for dt in supported(device, "real floating")[:1] + supported(device, "integral")[:1]:
+        a = (rng.standard_normal(shape) * 100).astype(dt)
+        x = xp.asarray(a, device=device)
+        assert str(x) == str(a)
+        assert repr(x).startswith("Array(" + np.array2string(a, separator=", ", prefix="Array("))
+        for opts in (dict(threshold=10**9), dict(threshold=10, edgeitems=1), dict(edgeitems=5)):
+            with np.printoptions(**opts):
+                assert str(x) == str(a)
+
+
 @given(data=st.data(), seed=seeds, shape=shapes(0, 3, 0, 5))
 def test_to_device_round_trip(device, data, seed, shape):
     dt = data.draw(st.sampled_from(supported(device)), label="dtype")
