@@ -306,6 +306,44 @@ def test_linspace_complex_and_errors(device):
         xp.linspace(0, 1, -1, device=device)
 
 
+@pytest.mark.parametrize("start, stop, num, endpoint", [
+    (-3.4e38, 3.4e38, 5, True), (-3.4e38, 3.4e38, 2, True), (-3.4e38, 3.4e38, 4, False),
+    (3.4028235e38, -3.4028235e38, 7, True), (0.0, 3.4e38, 6, False), (-3.4e38, 1.0, 9, True),
+    (-3.4028235e38, 3.4028235e38, 1001, False)])
+def test_linspace_span_past_the_largest_float(device, start, stop, num, endpoint):
+    """Bounds whose difference overflows float32: finite values within two ulps of NumPy's in
+    float64 (wgpu without shader-f64 overflowed start + i * step to inf); float64 bounds near
+    1.7e308, whose difference overflows float64 too, against NumPy's at a quarter scale."""
+    cases = [(xp.float32, start, stop)]
+    if xp.float64 in supported(device):
+        cases.append((xp.float64, start * 5e269, stop * 5e269))      # spans to 3.4e308
+    if xp.complex64 in supported(device):
+        cases.append((xp.complex64, complex(start, stop / 2), complex(stop, -start)))
+    for dt, a, b in cases:
+        if dt == xp.float64 and abs(b - a) == math.inf:
+            if device.kind != "wgpu":      # NumPy's and CuPy's own linspace: nan and inf
+                continue
+            exp = 4 * np.linspace(a / 4, b / 4, num, endpoint=endpoint)    # power-of-2 scaled
+        else:
+            exp = np.linspace(a, b, num, endpoint=endpoint).astype(dt)
+        res = xp.linspace(a, b, num, endpoint=endpoint, dtype=dt, device=device)
+        part = np.finfo(dt)
+        big = max(abs(v) for c in (a, b) for v in (c.real, c.imag))
+        assert_result(res, exp, dtype=dt, rtol=2 * part.eps, atol=2 * float(part.eps) * big)
+
+
+@given(start=st.floats(-100, 100), stop=st.floats(-100, 100), num=st.integers(0, 300),
+       endpoint=st.booleans())
+def test_linspace_float32_to_two_ulps(device, start, stop, num, endpoint):
+    """float32 values within two ulps of NumPy's (float64 rounded), also where start + i * step
+    cancels (a float32 sum, without shader-f64, was an ulp of the bounds off: 30 ulps near 0)."""
+    res = xp.linspace(start, stop, num, endpoint=endpoint, dtype=xp.float32, device=device)
+    exp = np.linspace(start, stop, num, endpoint=endpoint).astype(np.float32)
+    tiny = np.finfo(np.float32).smallest_normal         # (subnormals may flush to 0)
+    assert_result(res, exp, dtype=xp.float32, rtol=2 * 2.0 ** -23,
+                  atol=2.0 ** -36 * (abs(start) + abs(stop)) + tiny)
+
+
 @given(data=st.data(), seed=seeds, sizes=st.lists(st.integers(0, 5), min_size=0, max_size=3),
        indexing=st.sampled_from(["xy", "ij"]))
 def test_meshgrid(device, data, seed, sizes, indexing):
@@ -346,6 +384,16 @@ def test_tril_needs_2d(device):
     x = xp.asarray(rand(np.random.default_rng(1), (3,), supported(device, "real floating")[0]), device=device)
     with pytest.raises(ValueError, match=r"ruda\.tril: x must have at least 2 dimensions; got shape \(3,\)"):
         xp.tril(x)
+
+
+@pytest.mark.parametrize("k", [2**31, -2**31 - 1, 2**32 - 1, 2**32, -2**32, 2**32 + 1, 2**62, -2**62])
+def test_tril_triu_far_diagonals(device, k):
+    """Diagonals past int32 keep all or nothing, as NumPy (wgpu wrapped k to int32: 2**32 was 0)."""
+    dt = supported(device, "real floating")[0]
+    a = rand(np.random.default_rng(2), (2, 3, 4), dt)
+    x = xp.asarray(a, device=device)
+    assert_result(xp.tril(x, k=k), np.tril(a, k), dtype=dt, rtol=0, atol=0)
+    assert_result(xp.triu(x, k=k), np.triu(a, k), dtype=dt, rtol=0, atol=0)
 
 
 def test_asarray_of_nested_device_arrays_stays_on_their_device(device, rng):

@@ -13,6 +13,40 @@ from ruda.backends.wgpu._base import _K, I
 from ruda.runtime import ir
 
 
+def _linspace_line(start, stop, div, num, cdt):
+    """The parameters (s, sl, d, dl, sc, lo, hi, stop) of one real linspace in ``cdt``: value i
+    is ((s + i d) + (sl + i dl)) * sc within [lo, hi], the endpoint stop.
+
+    float64: NumPy's start + i * step (sl = dl = -0.0 add nothing, not even to -0.0).  float32
+    (no shader-f64): start and step each split in two, d with few enough bits that i * d is
+    exact: start + i * step to about an ulp of the result, also where the sum cancels.
+    sc, a power of two, is 1 unless the bounds or their difference pass half the largest float
+    (a span of 1.7e308 overflows float64; -3.4e38 to 3.4e38 float32): the line is then computed
+    at 1/sc of its size, where start + i * step stays finite; in float32 also where all are
+    below 2**-60: computed near 1, rounded to float32's subnormals once, at the end.
+    """
+    top = 1022 if cdt == "f64" else 126              # bounds and span / sc at most 2 ** top
+    half = max(abs(start) / 2, abs(stop) / 2, abs(stop / 2 - start / 2))
+    ex = math.frexp(half)[1]                         # 0 for inf or nan bounds: sc = 1
+    if cdt == "f32" and half and ex < -60:
+        sc = 2.0 ** max(ex, -149)
+    else:
+        sc = 2.0 ** min(127, max(0, ex + 1 - top))
+    s, t = start / sc, stop / sc
+    d = (t - s) / div if div > 0 else 0.0
+    sl = dl = -0.0
+    if cdt == "f32":
+        hi_bits = 24 - (num - 1).bit_length()    # i * d in float32's 24 bits
+        with np.errstate(over="ignore"):         # (bounds past 2**253: inf, as a cast)
+            sh = float(np.float32(s))
+        sl, s = (s - sh) or -0.0, sh
+        if hi_bits > 0 and math.isfinite(d):
+            f, e = math.frexp(d)
+            dh = math.ldexp(math.trunc(math.ldexp(f, hi_bits)), e - hi_bits)
+            dl, d = (d - dh) or -0.0, dh
+    return s, sl, d, dl, sc, min(start, stop), max(start, stop), stop
+
+
 class CreationOps:
     """Creation and manipulation (mixin of the backend)."""
 
@@ -73,23 +107,31 @@ class CreationOps:
     def linspace(self, start, stop, num, dtype, endpoint):
         dtype = np.dtype(dtype)
         out = self._new((num,), dtype)
-        if not num:
-            return out
-        p = IR[dtype]
-        cplx = p in ir.COMPLEX
-        cdt = ("c128" if cplx else "f64") if self.has_f64 else ("c64" if cplx else "f32")
+        if num and dtype.kind == "c":
+            # the real and imaginary parts spaced apart: NumPy's real ramp times a complex step
+            part = np.dtype(dtype.char.lower())
+            for j, (a, b) in enumerate(((start.real, stop.real), (start.imag, stop.imag))):
+                self._linspace_into(WArray(out.st, (num,), (2,), j, part), a, b, num, endpoint)
+        elif num:
+            self._linspace_into(out, start, stop, num, endpoint)
+        return out
+
+    def _linspace_into(self, out, start, stop, num, endpoint):
+        cdt = "f64" if self.has_f64 else "f32"
         div = (num - 1) if endpoint else num
-        step = (stop - start) / div if div > 0 else 0.0
         last = num - 1 if endpoint and num > 1 else -1
 
-        def fn(c, s, st, e, lastp):
-            i = c[0]
-            v = ir.op("add", s, ir.op("mul", ir.cast(i, cdt), st))
-            v = ir.select(ir.op("eq", i, lastp), e, v)
-            return ir.cast(v, p)
-        self._write_coords(out, fn, ("linspace",), params=(start, step, stop, last),
-                           param_dtypes=(cdt, cdt, cdt, I))
-        return out
+        def fn(c, s, sl, d, dl, sc, lo, hi, e, lastp):
+            i = ir.cast(c[0], cdt)
+            v = ir.op("mul", ir.op("add", ir.op("add", s, ir.op("mul", i, d)),
+                                   ir.op("add", sl, ir.op("mul", i, dl))), sc)
+            # within [lo, hi], as the exact values (a rounding past the largest float would
+            # be inf); NaN passes
+            v = ir.select(ir.op("gt", v, hi), hi, ir.select(ir.op("lt", v, lo), lo, v))
+            return ir.cast(ir.select(ir.op("eq", c[0], lastp), e, v), out.ir)
+        self._write_coords(out, fn, ("linspace",),
+                           params=(*_linspace_line(float(start), float(stop), div, num, cdt), last),
+                           param_dtypes=(cdt,) * 8 + (I,))
 
     def eye(self, n_rows, n_cols, k, dtype):
         dtype = np.dtype(dtype)
@@ -120,6 +162,7 @@ class CreationOps:
             self._launch(k, list(inputs) + [out], sts, out.shape, params)
 
     def tril(self, x, k):
+        k = max(-x.shape[-2] - 1, min(x.shape[-1] + 1, k))      # keep the int32 parameter in range
         out = self._new(x.shape, x.dtype)
         z = ir.Const(0, x.ir)
         self._write_coords(out, lambda c, kk, a: ir.select(ir.op("le", ir.op("sub", c[-1], c[-2]), kk), a, z),
@@ -127,6 +170,7 @@ class CreationOps:
         return out
 
     def triu(self, x, k):
+        k = max(-x.shape[-2] - 1, min(x.shape[-1] + 1, k))
         out = self._new(x.shape, x.dtype)
         z = ir.Const(0, x.ir)
         self._write_coords(out, lambda c, kk, a: ir.select(ir.op("ge", ir.op("sub", c[-1], c[-2]), kk), a, z),
