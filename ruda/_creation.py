@@ -141,7 +141,8 @@ def _first_array(obj):
 def _stack_nested(obj, dtype, dev):
     """asarray of nested sequences holding ruda arrays of ``dev``: stacked on the device, no host copy."""
     from ruda._manipulation import stack
-    items = [_stack_nested(o, None, dev) if isinstance(o, list | tuple) else o for o in obj]
+    items = [_stack_nested(o, None, dev) if isinstance(o, list | tuple) and _holds_arrays(o)
+             else o for o in obj]
     arrays = [i for i in items if i.__class__ is Array]
     for a in arrays:
         if a._device is not dev:
@@ -150,11 +151,18 @@ def _stack_nested(obj, dtype, dev):
     dt = arrays[0]._dtype
     for a in arrays[1:]:
         dt = v.promote_on("asarray", dev, dt, a._dtype)
-    for i in items:
-        if i.__class__ is not Array:
-            dt = v.scalar_dtype("asarray", i, dt, dev)
+    for i in _scalars(i for i in items if i.__class__ is not Array):   # sublists of scalars too
+        dt = v.scalar_dtype("asarray", i, dt, dev)
     out = stack([i if i.__class__ is Array else asarray(i, dtype=dt, device=dev) for i in items])
     return out if dtype is None or out._dtype == dtype else asarray(out, dtype=dtype)
+
+
+def _scalars(items):
+    for i in items:
+        if isinstance(i, list | tuple):
+            yield from _scalars(i)
+        else:
+            yield i
 
 
 def _has_big_int(obj):
@@ -355,20 +363,21 @@ def meshgrid(*arrays: Array, indexing: str = "xy") -> tuple[Array, ...]:
     return tuple(Array._new(o, dev) for o in out)
 
 
-def _tri(fn, x):
+def _tri(fn, x, k):
+    """k checked, and clamped to the diagonals x has (k past them keeps all or nothing), so
+    that any Python int reaches a backend as a small one."""
     v.array(fn, "x", x)
     if x.ndim < 2:
         raise ValueError(f"ruda.{fn}: x must have at least 2 dimensions; got shape {x.shape}")
+    return max(-x.shape[-2] - 1, min(x.shape[-1] + 1, v.integer(fn, "k", k)))
 
 
 def tril(x: Array, /, *, k: int = 0) -> Array:
-    _tri("tril", x)
-    return Array._new(x._device.backend.tril(x._data, v.integer("tril", "k", k)), x._device)
+    return Array._new(x._device.backend.tril(x._data, _tri("tril", x, k)), x._device)
 
 
 def triu(x: Array, /, *, k: int = 0) -> Array:
-    _tri("triu", x)
-    return Array._new(x._device.backend.triu(x._data, v.integer("triu", "k", k)), x._device)
+    return Array._new(x._device.backend.triu(x._data, _tri("triu", x, k)), x._device)
 
 
 def from_dlpack(x: Any, /, *, device: Device | None = None,

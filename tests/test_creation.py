@@ -386,14 +386,17 @@ def test_tril_needs_2d(device):
         xp.tril(x)
 
 
-@pytest.mark.parametrize("k", [2**31, -2**31 - 1, 2**32 - 1, 2**32, -2**32, 2**32 + 1, 2**62, -2**62])
+@pytest.mark.parametrize("k", [2**31, -2**31 - 1, 2**32 - 1, 2**32, -2**32, 2**32 + 1, 2**62, -2**62,
+                               2**70, -2**70])
 def test_tril_triu_far_diagonals(device, k):
-    """Diagonals past int32 keep all or nothing, as NumPy (wgpu wrapped k to int32: 2**32 was 0)."""
+    """Diagonals past int32 keep all or nothing, as NumPy (wgpu wrapped k to int32: 2**32 was 0),
+    also past int64 (where NumPy cannot take k: its oracle gets the same diagonal within int64)."""
     dt = supported(device, "real floating")[0]
     a = rand(np.random.default_rng(2), (2, 3, 4), dt)
     x = xp.asarray(a, device=device)
-    assert_result(xp.tril(x, k=k), np.tril(a, k), dtype=dt, rtol=0, atol=0)
-    assert_result(xp.triu(x, k=k), np.triu(a, k), dtype=dt, rtol=0, atol=0)
+    nk = max(-2**62, min(2**62, k))
+    assert_result(xp.tril(x, k=k), np.tril(a, nk), dtype=dt, rtol=0, atol=0)
+    assert_result(xp.triu(x, k=k), np.triu(a, nk), dtype=dt, rtol=0, atol=0)
 
 
 def test_asarray_of_nested_device_arrays_stays_on_their_device(device, rng):
@@ -402,6 +405,15 @@ def test_asarray_of_nested_device_arrays_stays_on_their_device(device, rng):
     out = xp.asarray([[a[0], a[1]], [a[2], a[0]]])
     assert out.device == device and out.dtype == xp.float32
     np.testing.assert_array_equal(to_numpy(out), np.asarray([[vals[0], vals[1]], [vals[2], vals[0]]]))
+    # rows of Python scalars beside rows holding arrays (NumPy's: promoted together)
+    out = xp.asarray([[a[0], -a[1]], [0.5, 1]])
+    assert out.device == device and out.dtype == xp.float32
+    np.testing.assert_array_equal(to_numpy(out), np.asarray([[vals[0], -vals[1]], [0.5, 1]], np.float32))
+    i8 = xp.asarray(3, dtype=xp.int8, device=device)
+    out = xp.asarray([[[i8, 1]], [[2, -4]]])
+    assert out.dtype == xp.int8 and to_numpy(out).tolist() == [[[3, 1]], [[2, -4]]]
+    with pytest.raises(OverflowError, match=r"ruda\.asarray: .*1000 out of bounds for int8"):
+        xp.asarray([[i8, i8], [1, 1000]])
 
 
 def test_arange_length_of_an_underflowing_quotient(device):
