@@ -56,6 +56,26 @@ def test_a_forked_child_starts_its_own_workers():
     assert out == b"1"
 
 
+def _use(kind):
+    return float(xp.sum(xp.arange(4.0, device=kind)))
+
+
+def test_a_forked_child_refuses_its_parents_wgpu_device():
+    """The driver's state does not survive fork (a read in the child waited forever): after the
+    parent opened wgpu, the child's wgpu raises naming the way out; its cpu work goes on."""
+    try:
+        xp.device("wgpu")
+    except ValueError:
+        pytest.skip("no wgpu adapter")
+    assert _use("wgpu") == 6.0
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        with pytest.raises(RuntimeError, match=r"forked .*'spawn' or 'forkserver'"):
+            pool.map_async(_use, ("wgpu",)).get(timeout=60)    # a hang fails, not waits
+        assert pool.map_async(_use, ("cpu",)).get(timeout=60) == [6.0]
+    assert _use("wgpu") == 6.0                                # the parent's device still works
+
+
 def test_run_spreads_tasks_and_raises_the_first_error():
     seen = set()
     lock = threading.Lock()

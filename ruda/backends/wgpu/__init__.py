@@ -6,6 +6,7 @@ native API preferred over OpenGL).  Kernels are :mod:`ruda.runtime.ir` programs 
 the fallback table.
 """
 import os
+import weakref
 
 import numpy as np
 
@@ -25,6 +26,31 @@ from ruda.backends.wgpu._reductions import ReductionOps
 from ruda.backends.wgpu._sorting import SortingOps
 
 _contexts = {}
+_backends = []          # weak references to the backends, whose queues a forked child must drop
+
+
+class _Forked:
+    """A forked child's stand-in for its parent's queues: the driver's device and threads do not
+    survive fork (a read waited forever), so any use raises instead."""
+
+    def __getattr__(self, name):
+        raise RuntimeError("ruda: wgpu cannot be used in a child forked from a process that had "
+                           "opened a wgpu device (the driver's state does not survive fork); "
+                           "start the workers with multiprocessing's 'spawn' or 'forkserver' "
+                           "method")
+
+
+def _drop_queues_in_child():
+    if _contexts:
+        dead = _Forked()
+        for index in _contexts:
+            _contexts[index] = dead
+        for ref in _backends:
+            if (b := ref()) is not None:
+                b.ctx = dead
+
+
+os.register_at_fork(after_in_child=_drop_queues_in_child)
 # the dtypes each optional feature carries (withheld or absent on browser-class adapters)
 _FEATURE_DTYPES = {"shader-f64": ("float64", "complex128"), "shader-int64": ("int64", "uint64")}
 
@@ -76,6 +102,7 @@ class WgpuBackend(FftOps, MatmulOps, LinalgOps, ElementwiseOps, ReductionOps, In
                 raise ValueError(f"ruda: wgpu device {index} does not exist ({len(ads)} adapters)")
             ctx = _contexts[index] = _queue.Queue(_device.Device(ads[index]))
         self.ctx = ctx
+        _backends.append(weakref.ref(self))
         # single-pass reductions count their finished workgroups here (zero between launches)
         self.counter = WArray(ctx.upload(np.zeros(1, np.uint32)), (1,), (1,), 0, np.dtype(np.uint32))
         f = ctx.features
