@@ -84,6 +84,22 @@ def test_results_are_new_arrays():
         assert not np.shares_memory(np.asarray(y), a)
 
 
+@pytest.mark.parametrize("shape", [(2,) + (1,) * 12, (1,) * 12 + (2,), (1,) * 30 + (2, 3)])
+def test_arrays_of_many_dimensions_keep_their_shape(shape):
+    """A rank rebuilds the root's or sender's shape from its record: every dimension (the
+    thirteenth and later were dropped)."""
+    a = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    x = xp.asarray(a)
+    for y in (dist.broadcast(x), dist.scatter(x), dist.all_reduce(x), dist.all_gather(x)):
+        assert y.shape == shape
+        np.testing.assert_array_equal(np.asarray(y), a)
+    s = dist.send(x, 0, async_op=True)
+    y = dist.recv(0)
+    s.wait()
+    assert y.shape == shape
+    np.testing.assert_array_equal(np.asarray(y), a)
+
+
 def test_async_handles_and_p2p_to_self():
     x = xp.asarray(np.arange(8, dtype=np.int16).reshape(2, 4))
     work = dist.all_gather(x, axis=1, async_op=True)

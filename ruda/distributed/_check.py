@@ -22,7 +22,7 @@ FUNCTIONS = ("all_reduce", "reduce", "broadcast", "all_gather", "gather", "scatt
              "reduce_scatter", "all_to_all", "barrier", "send", "finalize")
 DTYPES = _dtypes.all_dtypes + _dtypes.extension_dtypes
 KINDS = ("cpu", "cuda", "wgpu")
-_NDIMS = 12
+_NDIMS = 64            # NumPy's and CuPy's most dimensions: a record holds every array's shape
 F_FN, F_OP, F_ROOT, F_AXIS, F_DTYPE, F_KIND, F_HAS, F_NDIM, F_DIMS = range(9)
 F_TAIL = F_DIMS + _NDIMS
 WIDTH = F_TAIL + 1
@@ -119,7 +119,10 @@ def _record(fn, op, root, ax, x, kind):
 
 
 def shape_of(rec):
-    return tuple(int(d) for d in rec[F_DIMS:F_DIMS + min(int(rec[F_NDIM]), _NDIMS)])
+    nd = int(rec[F_NDIM])
+    if nd > _NDIMS:      # (read on every rank from the one record, so all raise alike)
+        raise ValueError(f"ruda.distributed: arrays of at most {_NDIMS} dimensions; got {nd}")
+    return tuple(int(d) for d in rec[F_DIMS:F_DIMS + nd])
 
 
 def dtype_of(rec):
