@@ -88,6 +88,9 @@ def asarray(obj: Any, /, *, dtype: DType | None = None, device: Device | None = 
         raise OverflowError(f"ruda.asarray: {e}") from None
     except ValueError as e:  # ragged nested sequences; copy=False that needs a copy
         raise ValueError(f"ruda.asarray: {str(e).splitlines()[0]}") from None
+    except TypeError as e:   # another library's array NumPy cannot take (torch's bfloat16)
+        raise TypeError(f"ruda.asarray: NumPy cannot convert this {type(obj).__name__} ({e}); "
+                        f"convert it to a dtype NumPy has (float32, ...) first") from None
     if not host.dtype.isnative:     # big-endian data (FITS, network formats): the same values
         if copy is False:
             raise ValueError("ruda.asarray: copy=False, but the data is in non-native byte order")

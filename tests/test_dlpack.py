@@ -168,6 +168,9 @@ def test_bfloat16_over_dlpack_is_refused_with_a_way_out(device):
     with pytest.raises(BufferError, match=r"ruda\.from_dlpack: x's dtype \(torch\.bfloat16\) "
                                           r"does not travel over DLPack here"):
         xp.from_dlpack(t, device=device)
+    with pytest.raises(TypeError, match=r"ruda\.asarray: NumPy cannot convert this Tensor .*"
+                                        r"BFloat16.*float32"):
+        xp.asarray(t, device=device)
     back = torch.from_dlpack(xp.astype(x, xp.float32).to_device("cpu"))
     assert back.dtype == torch.float32 and back.tolist() == [1.5, -2.0]
 
