@@ -94,6 +94,20 @@ def test_large_lengths(cdt, rng):
         _close(xp.fft.fft(x), np.fft.fft(a.astype(np.complex128)), cdt)
 
 
+@pytest.mark.parametrize("n", [7, 11, 13, 169, 143])
+def test_prime_radix_constants_to_a_few_ulp(n, rng):
+    """A prime radix's DFT constants exp(2 pi i q p / r) from the angle of q p mod r: complex128
+    within a few ulp of NumPy, as the smooth lengths are (cos/sin of q p up to (r - 1)^2 lost
+    up to 50 ulp)."""
+    if not _backend().has_f64:
+        pytest.skip("complex128 needs shader-f64")
+    a = _crandn(rng, (16, n), np.complex128)
+    want = np.fft.fft(a)
+    got = np.asarray(xp.fft.fft(xp.asarray(a, device="wgpu")).to_device("cpu"))
+    err = np.linalg.norm(got - want) / np.linalg.norm(want) / np.finfo(np.float64).eps
+    assert err < 4.0, err        # (about 1-3; NumPy itself is within about 1 of the exact DFT)
+
+
 def test_strided_views(cdt, rng):
     a = _crandn(rng, (6, 10, 8), cdt)
     x = xp.asarray(a, device="wgpu")

@@ -156,14 +156,16 @@ def _dft_exprs(vals, sign, cdt):
         for p in range(r):
             acc = vals[0]
             for q in range(1, r):
-                acc = ir.op("add", acc, _cmul_const(vals[q], _cis_const(sign * 2 * math.pi * q * p / r), cdt))
+                # the angle of q p mod r: q p itself reaches (r - 1)^2, whose cos/sin lose ulps
+                acc = ir.op("add", acc, _cmul_const(vals[q], _cis_const(sign * 2 * math.pi * (q * p % r) / r),
+                                                    cdt))
             out.append(acc)
         return out
     g = r // f
     subs = [_dft_exprs(vals[j::f], sign, cdt) for j in range(f)]
     out = [None] * r
     for p in range(g):
-        col = [_cmul_const(subs[j][p], _cis_const(sign * 2 * math.pi * j * p / r), cdt) for j in range(f)]
+        col = [_cmul_const(subs[j][p], _cis_const(sign * 2 * math.pi * (j * p % r) / r), cdt) for j in range(f)]
         res = _dft_exprs(col, sign, cdt)
         for u in range(f):
             out[p + g * u] = res[u]
