@@ -8,6 +8,10 @@ operators beside a ruda array give ruda's answer (``np.float32(2) * x``) or erro
 which a device array allows only under ``ruda.allow_host_conversion()``; its result comes back as
 ruda arrays on the inputs' device.  ``out=`` and ``ufunc.at`` would write into NumPy's copies,
 not the ruda array, so they raise.
+
+Other NumPy functions (NEP 18's ``__array_function__``) run as NumPy's, on host copies; those
+that turn any conversion error into an answer (``np.array_equal`` is False when its operands do
+not convert) convert first, so a device array's refusal surfaces instead of a silent False.
 """
 import numpy as np
 
@@ -45,3 +49,16 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if isinstance(result, tuple):
         return tuple(asarray(r, device=dev) for r in result)
     return asarray(result, device=dev)
+
+
+# NumPy functions that catch their operands' conversion errors and answer False
+_SWALLOWING = frozenset({np.array_equal, np.array_equiv})
+
+
+def array_function(self, func, types, args, kwargs):
+    if not all(issubclass(t, Array | np.ndarray) for t in types):
+        return NotImplemented       # another library's arrays: theirs to decide
+    if func in _SWALLOWING:
+        args = tuple(np.asarray(a) if a.__class__ is Array else a for a in args)
+        kwargs = {k: np.asarray(a) if a.__class__ is Array else a for k, a in kwargs.items()}
+    return func._implementation(*args, **kwargs)

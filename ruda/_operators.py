@@ -145,4 +145,5 @@ if _speedups is None:   # with the C accelerator: its mapping slots (ruda/_accel
     Array.__getitem__ = _indexing.getitem
     Array.__setitem__ = _indexing.setitem
 Array.__array_ufunc__ = _numpy_ufuncs.array_ufunc   # np.exp(x) is ruda.exp(x)
+Array.__array_function__ = _numpy_ufuncs.array_function
 Array.__hash__ = None

@@ -210,6 +210,22 @@ def test_numpy_ufuncs_run_as_ruda_functions(device, rng):
         np.add.at(x, [0], 1.0)
 
 
+def test_numpy_functions_that_would_answer_false_see_the_refusal(device, rng):
+    """np.array_equal / np.array_equiv turn a conversion error into False: a device array's
+    refusal surfaces instead; a host array (or host copies when allowed) compares its values."""
+    a = rng.standard_normal(4)
+    x, y = xp.asarray(a, device=device), xp.asarray(a + 1, device=device)
+    for fn in (np.array_equal, np.array_equiv):
+        if device.kind != "cpu":
+            with pytest.raises(TypeError, match="needs a host array"):
+                fn(x, x)
+        with xp.allow_host_conversion(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", xp.HostConversionWarning)
+            assert fn(x, x) is True or fn(x, x) == np.True_
+            assert not fn(x, y)
+            assert fn(x, to_numpy(x))
+
+
 def test_other_numpy_ufuncs_run_on_host_copies(device, rng):
     """A ufunc ruda lacks (np.deg2rad, np.modf) runs in NumPy on a host copy: for a host array
     at once, for a device array only under allow_host_conversion (with its warning); the result
