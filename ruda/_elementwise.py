@@ -1239,9 +1239,9 @@ def subtract(x1: Array | Scalar, x2: Array | Scalar, /) -> Array:
     return _new(dev._backend.subtract(a, b), dev)
 
 
-# keyword errors name the standard's spelling of a NumPy keyword (ruda/_hints.py); the unary
-# functions take no keywords
-_hints.install(globals(), ("add", "atan2", "bitwise_and", "bitwise_left_shift", "bitwise_or",
+# keyword errors name the standard's spelling of a NumPy keyword (ruda/_hints.py); of the unary
+# functions, which take no keywords, round has NumPy's decimals= to answer
+_hints.install(globals(), ("round", "add", "atan2", "bitwise_and", "bitwise_left_shift", "bitwise_or",
                            "bitwise_right_shift", "bitwise_xor", "copysign", "divide", "equal",
                            "floor_divide", "greater", "greater_equal", "hypot", "less",
                            "less_equal", "logaddexp", "logical_and", "logical_or", "logical_xor",

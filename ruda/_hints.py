@@ -34,7 +34,8 @@ KEYWORDS = {
     "shifts": (("shift",), None),
     "reps": (("repetitions",), None),
     "rcond": (("rtol",), None),
-    "tol": (("rtol",), None),
+    "tol": ((), "NumPy's tol is an absolute cut-off; the array API's rtol is relative to the "
+                "largest singular value: rtol = tol / max(ruda.linalg.svdvals(x))"),
     "a_min": (("min",), None),
     "a_max": (("max",), None),
     "retstep": ((), "the step is (stop - start) / (num - 1) with endpoint=True"),

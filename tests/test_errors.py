@@ -203,6 +203,9 @@ def _keyword_cases(x, m, c):
         (xp.clip, (x,), {"a_min": 0}, r"ruda\.clip: .*'a_min'"),
         (xp.roll, (x,), {"shift": 1, "shifts": 1}, r"ruda\.roll: .*'shifts'; the array API spells it shift="),
         (xp.linalg.pinv, (m,), {"rcond": 1e-3}, r"ruda\.linalg\.pinv: .*'rcond'; the array API spells it rtol="),
+        (xp.linalg.matrix_rank, (m,), {"tol": 1e-3}, r"ruda\.linalg\.matrix_rank: .*'tol'; NumPy's tol is "
+                                                    r"an absolute cut-off; .*rtol = tol / max\("),
+        (xp.round, (x,), {"decimals": 1}, r"ruda\.round: .*'decimals'; ruda\.round rounds to integers"),
         (xp.fft.fftn, (c,), {"axis": 0}, r"ruda\.fft\.fftn: .*'axis'; the array API spells it axes="),
         (xp.sum, (x,), {"out": x}, r"ruda\.sum: .*'out'; ruda functions return a new array"),
         (xp.add, (x, x), {"out": x}, r"ruda\.add: .*'out'; ruda functions return a new array"),
