@@ -202,6 +202,27 @@ def test_cholesky(device, data, seed, b, n, upper):
     if upper:
         exp = np.conj(np.swapaxes(exp, -1, -2))
     check(xp.linalg.cholesky(xp.asarray(a, device=device), upper=upper), exp, dt, scale=4)
+    # only the named triangle is read (NumPy's and torch's upper=True reads the upper one)
+    other = np.tril_indices(n, -1) if upper else np.triu_indices(n, 1)
+    a[..., other[0], other[1]] = 7
+    check(xp.linalg.cholesky(xp.asarray(a, device=device), upper=upper), exp, dt, scale=4)
+
+
+def test_lapack_failures_name_the_function(device):
+    """A singular matrix, one not positive definite, an SVD of NaN: numpy.linalg.LinAlgError (a
+    ValueError) naming the ruda function (cuda: CuPy does not check, by default)."""
+    if device.kind == "cuda":
+        pytest.skip("CuPy's linalg leaves inf or NaN in the result instead of raising")
+    f = supported(device, "real floating")[0]
+    z = xp.zeros((2, 2), dtype=f, device=device)
+    nan = xp.asarray(np.asarray([[np.nan, 1.0], [1.0, 1.0]]), dtype=f, device=device)
+    for name, call in [("inv", lambda: xp.linalg.inv(z)), ("solve", lambda: xp.linalg.solve(z, z)),
+                       ("matrix_power", lambda: xp.linalg.matrix_power(z, -2)),
+                       ("cholesky", lambda: xp.linalg.cholesky(z)),
+                       ("cholesky", lambda: xp.linalg.cholesky(z, upper=True)),
+                       ("svd", lambda: xp.linalg.svd(nan))]:
+        with pytest.raises(np.linalg.LinAlgError, match=rf"^ruda\.linalg\.{name}: [A-Z]"):
+            call()
 
 
 @given(data=st.data(), seed=seeds, b=batch)

@@ -5,9 +5,12 @@ Each function checks its arguments and calls the backend method ``linalg_<name>`
 import builtins as _builtins
 from collections import namedtuple as _namedtuple
 
+import numpy as _np
+
 from ruda import _dtypes, _hints
 from ruda import _validation as _v
 from ruda._array import Array as _Array
+from ruda._elementwise import conj as _conj
 from ruda._linear_algebra import (matmul, matrix_transpose, promoted as _promoted, tensordot, vecdot,
                                   vector_axis as _vector_axis)
 from ruda._statistical import accumulation_dtype as _accumulation_dtype
@@ -35,14 +38,30 @@ def _matrix(fn, x, square=False, cat="floating-point"):
     return x._device
 
 
+def _lapack(fn, method, *args, **kwargs):
+    """A backend's LAPACK-backed ``method``, whose failures (NumPy's and CuPy's ``LinAlgError``:
+    a singular matrix, one not positive definite, an SVD that does not converge) name ``fn``."""
+    try:
+        return method(*args, **kwargs)
+    except _np.linalg.LinAlgError as e:
+        raise type(e)(f"ruda.linalg.{fn}: {e}") from None
+
+
 def _wrap(dev, out, result):
     """A backend's tuple of native arrays as the named tuple ``result`` of Arrays on ``dev``."""
     return result(*[_Array._new(o, dev) for o in out])
 
 
+def _adjoint(x):
+    t = matrix_transpose(x)
+    return _conj(t) if x._dtype.kind == "c" else t
+
+
 def cholesky(x: _Array, /, *, upper: bool = False) -> _Array:
     dev = _matrix("cholesky", x, square=True)
-    return _Array._new(dev.backend.linalg_cholesky(x._data, upper=_builtins.bool(upper)), dev)
+    if upper:       # the factor of x's upper triangle (NumPy's, torch's): U = L^H, L of x^H's lower
+        return _adjoint(cholesky(_adjoint(x)))
+    return _Array._new(_lapack("cholesky", dev.backend.linalg_cholesky, x._data, upper=False), dev)
 
 
 def det(x: _Array, /) -> _Array:
@@ -52,27 +71,27 @@ def det(x: _Array, /) -> _Array:
 
 def eig(x: _Array, /) -> EigResult:
     dev = _matrix("eig", x, square=True)
-    return _wrap(dev, dev.backend.linalg_eig(x._data), EigResult)
+    return _wrap(dev, _lapack("eig", dev.backend.linalg_eig, x._data), EigResult)
 
 
 def eigh(x: _Array, /) -> EighResult:
     dev = _matrix("eigh", x, square=True)
-    return _wrap(dev, dev.backend.linalg_eigh(x._data), EighResult)
+    return _wrap(dev, _lapack("eigh", dev.backend.linalg_eigh, x._data), EighResult)
 
 
 def eigvals(x: _Array, /) -> _Array:
     dev = _matrix("eigvals", x, square=True)
-    return _Array._new(dev.backend.linalg_eigvals(x._data), dev)
+    return _Array._new(_lapack("eigvals", dev.backend.linalg_eigvals, x._data), dev)
 
 
 def eigvalsh(x: _Array, /) -> _Array:
     dev = _matrix("eigvalsh", x, square=True)
-    return _Array._new(dev.backend.linalg_eigvalsh(x._data), dev)
+    return _Array._new(_lapack("eigvalsh", dev.backend.linalg_eigvalsh, x._data), dev)
 
 
 def inv(x: _Array, /) -> _Array:
     dev = _matrix("inv", x, square=True)
-    return _Array._new(dev.backend.linalg_inv(x._data), dev)
+    return _Array._new(_lapack("inv", dev.backend.linalg_inv, x._data), dev)
 
 
 def slogdet(x: _Array, /) -> SlogdetResult:
@@ -82,20 +101,21 @@ def slogdet(x: _Array, /) -> SlogdetResult:
 
 def svd(x: _Array, /, *, full_matrices: bool = True) -> SVDResult:
     dev = _matrix("svd", x)
-    out = dev.backend.linalg_svd(x._data, full_matrices=_builtins.bool(full_matrices))
+    out = _lapack("svd", dev.backend.linalg_svd, x._data,
+                  full_matrices=_builtins.bool(full_matrices))
     return _wrap(dev, out, SVDResult)
 
 
 def svdvals(x: _Array, /) -> _Array:
     dev = _matrix("svdvals", x)
-    return _Array._new(dev.backend.linalg_svdvals(x._data), dev)
+    return _Array._new(_lapack("svdvals", dev.backend.linalg_svdvals, x._data), dev)
 
 
 def qr(x: _Array, /, *, mode: str = "reduced") -> QRResult:
     if mode not in ("reduced", "complete"):
         raise ValueError(f"ruda.linalg.qr: mode must be 'reduced' or 'complete'; got {mode!r}")
     dev = _matrix("qr", x)
-    return _wrap(dev, dev.backend.linalg_qr(x._data, mode=mode), QRResult)
+    return _wrap(dev, _lapack("qr", dev.backend.linalg_qr, x._data, mode=mode), QRResult)
 
 
 def _rtol(fn, rtol, x):
@@ -120,12 +140,14 @@ def matrix_rank(x: _Array, /, *, rtol: float | _Array | None = None) -> _Array:
         # no singular values, so rank 0 (NumPy's); the backends' cut-off takes their maximum
         shape = _v.broadcast_shapes("linalg.matrix_rank", x.shape[:-2], getattr(rtol, "shape", ()))
         return _Array._new(dev.backend.full(shape, 0, _v.default_dtype(dev, "integral")), dev)
-    return _Array._new(dev.backend.linalg_matrix_rank(x._data, rtol=rtol), dev)
+    return _Array._new(_lapack("matrix_rank", dev.backend.linalg_matrix_rank, x._data, rtol=rtol),
+                       dev)
 
 
 def pinv(x: _Array, /, *, rtol: float | _Array | None = None) -> _Array:
     dev = _matrix("pinv", x)
-    return _Array._new(dev.backend.linalg_pinv(x._data, rtol=_rtol("pinv", rtol, x)), dev)
+    return _Array._new(_lapack("pinv", dev.backend.linalg_pinv, x._data,
+                               rtol=_rtol("pinv", rtol, x)), dev)
 
 
 def matrix_norm(x: _Array, /, *, keepdims: bool = False, ord: int | float | str = "fro") -> _Array:
@@ -153,7 +175,7 @@ def matrix_power(x: _Array, n: int, /) -> _Array:
     n = _v.integer("linalg.matrix_power", "n", n)
     if n == 1:      # a copy, as every other power is a new array (NumPy hands back x itself)
         return x.__copy__()
-    return _Array._new(dev.backend.linalg_matrix_power(x._data, n), dev)
+    return _Array._new(_lapack("matrix_power", dev.backend.linalg_matrix_power, x._data, n), dev)
 
 
 def diagonal(x: _Array, /, *, offset: int = 0) -> _Array:
@@ -176,7 +198,7 @@ def solve(x1: _Array, x2: _Array, /) -> _Array:
             (b.ndim > 1 and b.shape[-2] != a.shape[-1]):
         raise ValueError(f"ruda.linalg.solve: shapes {a.shape} and {b.shape} do not match")
     _v.broadcast_shapes("linalg.solve", a.shape[:-2], b.shape[:-2])     # the stacks (x2 1-D: none)
-    return _Array._new(dev.backend.linalg_solve(a, b), dev)
+    return _Array._new(_lapack("solve", dev.backend.linalg_solve, a, b), dev)
 
 
 def cross(x1: _Array, x2: _Array, /, *, axis: int = -1) -> _Array:
