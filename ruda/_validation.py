@@ -105,7 +105,9 @@ def integer(fn, arg, value):
 
 
 def axis(fn, ax, ndim, arg="axis"):
-    """Normalize one axis to a non-negative int."""
+    """Normalize one axis to a non-negative int (a bool is no axis, as in NumPy)."""
+    if ax.__class__ is bool or isinstance(ax, np.bool_):
+        raise TypeError(f"ruda.{fn}: {arg} must be an integer; got bool")
     ax = integer(fn, arg, ax)
     if not -ndim <= ax < ndim:
         raise IndexError(f"ruda.{fn}: {arg}={ax} is out of bounds for an array of {ndim} dimensions")

@@ -107,6 +107,11 @@ def test_axis_errors(device):
         xp.flip(x, axis=-3)
     with pytest.raises(TypeError, match=r"ruda\.sum: axis must be an integer; got float"):
         xp.sum(x, axis=1.0)
+    for fn, call in [("sum", lambda: xp.sum(x, axis=True)), ("mean", lambda: xp.mean(x, axis=(np.True_,))),
+                     ("permute_dims", lambda: xp.permute_dims(x, (True, 0))),
+                     ("concat", lambda: xp.concat([x, x], axis=False))]:     # a bool is no axis
+        with pytest.raises(TypeError, match=rf"ruda\.{fn}: (axis|axes) must be an integer; got bool"):
+            call()
     with pytest.raises(ValueError, match=r"ruda\.unstack: x must have at least one dimension"):
         xp.unstack(xp.sum(x))
 
