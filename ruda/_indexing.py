@@ -196,7 +196,10 @@ def take(x: Array, indices: Array, /, *, axis: int | None = None) -> Array:
         axis = 0
     axis = v.axis("take", axis, max(x.ndim, 1))
     data = x._data if x.ndim else dev.backend.reshape(x._data, (1,))   # NumPy's: 0-d as 1-d
-    return Array._new(dev.backend.take(data, indices._data, axis=axis), dev)
+    try:
+        return Array._new(dev.backend.take(data, indices._data, axis=axis), dev)
+    except IndexError as e:     # cpu: an index out of bounds (a GPU reads 0 there)
+        raise IndexError(f"ruda.take: {e}") from None
 
 
 def take_along_axis(x: Array, indices: Array, /, *, axis: int = -1) -> Array:
@@ -212,7 +215,10 @@ def take_along_axis(x: Array, indices: Array, /, *, axis: int = -1) -> Array:
            if i != axis):       # the other axes broadcast, as NumPy's
         raise ValueError(f"ruda.take_along_axis: x's shape {x.shape} and indices' shape "
                          f"{indices.shape} must broadcast on the axes other than {axis}")
-    return Array._new(dev.backend.take_along_axis(x._data, indices._data, axis=axis), dev)
+    try:
+        return Array._new(dev.backend.take_along_axis(x._data, indices._data, axis=axis), dev)
+    except IndexError as e:     # cpu: an index out of bounds (a GPU reads 0 there)
+        raise IndexError(f"ruda.take_along_axis: {e}") from None
 
 # keyword errors name the standard's spelling of a NumPy keyword (ruda/_hints.py)
 from ruda import _hints  # noqa: E402

@@ -65,7 +65,10 @@ def searchsorted(x1: Array, x2: Array | Scalar, /, *, side: str = "left",
         if sorter.shape != x1.shape:
             raise ValueError(f"ruda.searchsorted: sorter shape {sorter.shape} differs from x1 shape {x1.shape}")
         s = sorter._data
-    return Array._new(dev.backend.searchsorted(a, b, side=side, sorter=s), dev)
+    try:
+        return Array._new(dev.backend.searchsorted(a, b, side=side, sorter=s), dev)
+    except ValueError as e:     # cpu: a sorter index out of range (a GPU reads 0 there)
+        raise ValueError(f"ruda.searchsorted: {e}") from None
 
 
 def where(condition: Array, x1: Array | Scalar, x2: Array | Scalar, /) -> Array:

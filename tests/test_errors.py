@@ -101,6 +101,22 @@ def test_missing_bfloat16_is_named(monkeypatch):
         xp.astype(xp.ones(3), None)
 
 
+def test_host_index_and_power_errors_name_the_function():
+    """NumPy's own errors on the host come through prefixed with the ruda function."""
+    x = xp.asarray([10.0, 20.0, 30.0, 40.0, 50.0], device="cpu")
+    i = xp.asarray([7], device="cpu")
+    cases = [(IndexError, r"ruda\.take: index 7 is out of bounds", lambda: xp.take(x, i)),
+             (IndexError, r"ruda\.take_along_axis: index 7 is out", lambda: xp.take_along_axis(x, i)),
+             (ValueError, r"ruda\.searchsorted: Sorter index out of range",
+              lambda: xp.searchsorted(x, xp.asarray([25.0, 45.0]), sorter=xp.asarray([0, 1, 2, 3, 9]))),
+             (ValueError, r"ruda\.pow: Integers to negative integer powers",
+              lambda: xp.asarray([2, 3]) ** -1),
+             (ValueError, r"ruda\.pow: Integers to negative", lambda: xp.pow(2, xp.asarray([1, -1])))]
+    for exc, pattern, call in cases:
+        with pytest.raises(exc, match=pattern):
+            call()
+
+
 def test_axis_errors(device):
     x = _arr(device, supported(device, "real floating")[0], (2, 3))
     with pytest.raises(IndexError, match=r"ruda\.flip: axis=-3 is out of bounds for an array of 2 dimensions"):

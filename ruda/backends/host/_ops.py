@@ -58,7 +58,10 @@ def pow(x1, x2):
         with np.errstate(invalid="ignore"):        # sqrt(-inf): replaced below
             r = np.power(x1, x2)
         return np.where(np.isneginf(x1), r.dtype.type(np.inf), r) + r.dtype.type(0)  # -0 -> +0
-    return np.power(x1, x2)
+    try:
+        return np.power(x1, x2)
+    except ValueError as e:     # integers to negative integer powers
+        raise ValueError(f"ruda.pow: {e}") from None
 
 
 # |x| where x / |x| keeps |x| and 1 / |x| normal
