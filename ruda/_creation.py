@@ -174,20 +174,20 @@ def _has_big_int(obj):
     return isinstance(obj, list | tuple) and any(_has_big_int(o) for o in obj)
 
 
-def _asarray_array(x, dtype, dev, copy):
+def _asarray_array(x, dtype, dev, copy, fn="asarray"):
     if dev is None:
         dev = x._device
     if dev is not x._device and copy is False:
-        raise ValueError(f"ruda.asarray: copy=False, but the array is on '{x._device}' "
-                         f"and device='{dev}' was asked for")
-    dt = x._dtype if dtype is None else v.dtype("asarray", dtype, dev)
+        raise ValueError(f"ruda.{fn}: copy=False, but the array is on '{x._device}' "
+                         f"and device='{dev}' was asked for: that needs a copy")
+    dt = x._dtype if dtype is None else v.dtype(fn, dtype, dev)
     if dt != x._dtype and copy is False:
-        raise ValueError(f"ruda.asarray: copy=False, but casting {_dtypes.name(x._dtype)} to "
+        raise ValueError(f"ruda.{fn}: copy=False, but casting {_dtypes.name(x._dtype)} to "
                          f"{_dtypes.name(dt)} needs a copy")
     if dev is x._device and dt == x._dtype and not copy:
         return x
     from ruda._data_type import astype     # (its checks: no complex to real)
-    return astype(x, dt, device=dev, copy=dev is x._device or dt != x._dtype, fn="asarray")
+    return astype(x, dt, device=dev, copy=dev is x._device or dt != x._dtype, fn=fn)
 
 
 def arange(start: int | float, /, stop: int | float | None = None, step: int | float = 1, *,
@@ -393,7 +393,8 @@ def from_dlpack(x: Any, /, *, device: Device | None = None,
     which also reaches devices ruda cannot hold), else through the host.
     """
     if x.__class__ is Array:
-        return asarray(x, device=device, copy=copy)
+        return _asarray_array(x, None, None if device is None else _devices.device(device), copy,
+                              "from_dlpack")
     try:
         return _from_dlpack(x, device, copy)
     except RuntimeError as e:       # NumPy's (and CuPy's) DLPack import knows no bfloat16

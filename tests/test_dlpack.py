@@ -188,6 +188,9 @@ def test_from_dlpack_of_host_producers(device):
         with pytest.raises(ValueError, match=rf"copy=False, but x is on DLPack device \(1, 0\) \(kDLCPU\) "
                                              rf"and device='{device}'"):
             xp.from_dlpack(np.zeros(3), device=device, copy=False)
+        with pytest.raises(ValueError, match=rf"ruda\.from_dlpack: copy=False, but the array is on "
+                                             rf"'cpu' and device='{device}'"):   # a ruda producer
+            xp.from_dlpack(xp.zeros(3, device="cpu"), device=device, copy=False)
 
 
 class _Foreign:
