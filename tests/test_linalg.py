@@ -464,6 +464,15 @@ def test_rtol_is_real_and_broadcasts(device, fn):
         check(got, exp, f, scale=100)
     else:
         np.testing.assert_array_equal(to_numpy(got), exp)
+    # an rtol of more stacks than x's: x's stack broadcast to it, for both functions
+    rtol = np.array([[0.5, 1e-6], [1e-6, 0.5], [0.9, 0.9]])
+    got = getattr(xp.linalg, fn)(xp.asarray(a, device=device), rtol=xp.asarray(rtol.astype(f), device=device))
+    exp = getattr(np.linalg, fn)(host64(np.broadcast_to(a, (3, 2, 3, 3))), rtol=rtol)
+    assert got.shape == exp.shape
+    if fn == "pinv":
+        check(got, exp, f, scale=100)
+    else:
+        np.testing.assert_array_equal(to_numpy(got), exp)
 
 
 @given(data=st.data(), seed=seeds, m=size, n=size)

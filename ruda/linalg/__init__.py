@@ -146,8 +146,12 @@ def matrix_rank(x: _Array, /, *, rtol: float | _Array | None = None) -> _Array:
 
 def pinv(x: _Array, /, *, rtol: float | _Array | None = None) -> _Array:
     dev = _matrix("pinv", x)
-    return _Array._new(_lapack("pinv", dev.backend.linalg_pinv, x._data,
-                               rtol=_rtol("pinv", rtol, x)), dev)
+    rtol = _rtol("pinv", rtol, x)
+    data = x._data
+    stack = _v.broadcast_shapes("linalg.pinv", x.shape[:-2], getattr(rtol, "shape", ()))
+    if stack != x.shape[:-2]:    # an rtol of more matrices: x's stack broadcast to it (matrix_rank's)
+        data = dev.backend.broadcast_to(data, stack + x.shape[-2:])
+    return _Array._new(_lapack("pinv", dev.backend.linalg_pinv, data, rtol=rtol), dev)
 
 
 def matrix_norm(x: _Array, /, *, keepdims: bool = False, ord: int | float | str = "fro") -> _Array:
