@@ -442,6 +442,22 @@ def test_solve_stacks_must_broadcast(device):
         xp.linalg.solve(xp.ones((2, 3, 3), dtype=f, device=device), xp.ones((4, 3, 1), dtype=f, device=device))
 
 
+def test_default_rtol_of_half_dtypes_is_their_eps(device):
+    """max(M, N) eps of x's own dtype (the standard's), though halves are computed in float32:
+    [[1, 1], [1, 1 + 2**-10]] (exact in float16) has rank 1 in float16, 2 in float32."""
+    a = np.array([[1, 1], [1, 1 + 2**-10]])
+    for name, rank in (("float16", 1), ("bfloat16", 1), ("float32", 2)):
+        dt = getattr(xp, name)
+        if dt is None or not device.backend.supports(dt):
+            continue
+        x = xp.asarray(a, dtype=dt, device=device)
+        assert int(xp.linalg.matrix_rank(x)) == rank, name
+        p = xp.linalg.pinv(x)
+        assert p.dtype == dt and bool(xp.all(xp.isfinite(p)))
+        if rank == 1:      # the rank-1 pseudo-inverse, not the inverse's entries of about 1e3
+            assert float(xp.max(xp.abs(xp.astype(p, xp.float32)))) < 1
+
+
 @pytest.mark.parametrize("fn", ["matrix_rank", "pinv"])
 def test_rtol_is_real_and_broadcasts(device, fn):
     """rtol is a real number, or an array of a real dtype that broadcasts against the stacks."""

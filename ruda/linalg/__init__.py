@@ -10,6 +10,7 @@ import numpy as _np
 from ruda import _dtypes, _hints
 from ruda import _validation as _v
 from ruda._array import Array as _Array
+from ruda._data_type import finfo as _finfo
 from ruda._elementwise import conj as _conj
 from ruda._linear_algebra import (matmul, matrix_transpose, promoted as _promoted, tensordot, vecdot,
                                   vector_axis as _vector_axis)
@@ -124,6 +125,8 @@ def _rtol(fn, rtol, x):
     rtol = _v.python_scalar(rtol)
     if isinstance(rtol, complex | _builtins.bool):
         raise ValueError(f"ruda.linalg.{fn}: rtol must be a real number; got {rtol!r}")
+    if rtol is None and x._dtype in _dtypes.extension_dtypes:   # computed in float32: the
+        return max(x.shape[-2:]) * float(_finfo(x._dtype).eps)  # default is still x's eps
     if rtol is None or _v.is_scalar(rtol):
         return rtol
     _v.array(f"linalg.{fn}", "rtol", rtol)
