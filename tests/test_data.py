@@ -146,6 +146,23 @@ def test_bad_indices(tmp_path):
         ds[1, 2]                           # NumPy reads a tuple as one index per axis
 
 
+def test_zero_d_integer_arrays_index_as_ints(tmp_path):
+    """A 0-d integer array (an argmax) indexes one record, as NumPy's a[np.array(3)] does."""
+    ds, data = filled(tmp_path, 10)
+    scores = xp.asarray([0.5, 2.0, 9.0, 1.0])
+    for key, j in ((xp.argmax(scores), 2), (np.array(3), 3), (xp.asarray(-1), 9),
+                   (np.array(7, np.uint8), 7), (xp.asarray(np.int32(4)), 4)):
+        rec = ds[key]
+        assert rec["label"].shape == () and int(to_numpy(rec["label"])) == j
+        np.testing.assert_array_equal(to_numpy(rec["image"]), data["image"][j])
+        np.testing.assert_array_equal(to_numpy(rec["tokens"]), data["tokens"][j])
+    with pytest.raises(IndexError, match="out of range"):
+        ds[xp.asarray(10)]
+    for key in (np.array(True), xp.asarray(1.0)):      # no index of one record
+        with pytest.raises(IndexError, match="1-D"):
+            ds[key]
+
+
 def test_many_appends_merge_into_few_chunks(tmp_path):
     data = make(200)
     ds = rd.Dataset.create(tmp_path / "d.ruda", SCHEMA)
@@ -238,6 +255,60 @@ def test_python_floats_that_overflow_the_field_raise(tmp_path):
     np.testing.assert_array_equal(to_numpy(got["c"]), np.array([np.inf, 3.4e38], np.complex64))
 
 
+def test_python_ints_fill_floating_fields(tmp_path):
+    """Python data converts as NumPy's same_kind casting allows (ints and bools into float
+    and complex fields, floats into complex ones); arrays still need the field's dtype."""
+    schema = {"f": ("float32", (2,)), "b": ("bfloat16", ()), "c": ("complex64", (None,)),
+              "d": ("float64", ())}
+    ds = rd.Dataset.create(tmp_path / "d.ruda", schema)
+    ds.append({"f": [1, 2], "b": 3, "c": [1, 2.5], "d": 2 ** 53 + 1})
+    ds.extend({"f": [[True, False]], "b": [-7], "c": [[4]], "d": [False]})
+    got = ds[:]
+    want = {"f": np.array([[1, 2], [True, False]], np.float32),
+            "b": np.array([3, -7], np.float64).astype(xp.bfloat16),
+            "c": [np.array([1, 2.5], np.complex64), np.array([4], np.complex64)],
+            "d": np.array([2 ** 53 + 1, False], np.float64)}   # 2**53 + 1 rounds, as in NumPy
+    for k in ("f", "b", "d"):
+        assert got[k].dtype == DTYPES[schema[k][0]]
+        np.testing.assert_array_equal(to_numpy(got[k]), want[k])
+    for g, w in zip(got["c"], want["c"]):
+        assert g.dtype == xp.complex64 and np.array_equal(to_numpy(g), w)
+    for value in (np.array([1, 2]), xp.asarray([1, 2]), np.array([1, 2], np.float64)):
+        with pytest.raises(ValueError, match="field 'f': expected dtype float32; got"):
+            ds.append({"f": value, "b": 1, "c": [1], "d": 1})
+    assert len(ds) == 2
+
+
+def test_big_endian_arrays_fill_fields_of_their_type(tmp_path):
+    """NumPy's >f4 is float32 in the other byte order: it fills a float32 field, stored
+    little-endian, by every way of writing; a different type stays refused."""
+    x = np.arange(6, dtype=">f4").reshape(3, 2) / 3
+    y = np.array([-1, 2 ** 40, 3], ">i8")
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    files = {"x": tmp_path / "x.npy", "y": tmp_path / "y.npy"}
+    schema = {"x": ("float32", (2,)), "y": ("int64", ())}
+    for kwargs in ({}, {"schema": schema}):
+        ds = rd.from_npy(tmp_path / "a.ruda", files, overwrite=True, **kwargs)
+        rd.from_numpy(tmp_path / "a.ruda", {"x": x, "y": y}, append=True)
+        assert ds.schema == {"x": (xp.float32, (2,)), "y": (xp.int64, ())}
+        got = ds[:]
+        assert got["x"].dtype == xp.float32 and got["y"].dtype == xp.int64
+        np.testing.assert_array_equal(to_numpy(got["x"]), np.concatenate([x, x]))
+        np.testing.assert_array_equal(to_numpy(got["y"]), np.concatenate([y, y]))
+    ds = rd.Dataset.create(tmp_path / "b.ruda", {"v": ("complex64", (None,)), "s": ("uint16", ())})
+    v = [np.array([1 + 2j, -3j], ">c8"), np.array([], ">c8")]
+    ds.extend({"v": v, "s": np.array([1, 65535], ">u2")})
+    ds.append({"v": v[0], "s": np.array(258, ">u2")})
+    got = ds[:]
+    for g, w in zip(got["v"], v + v[:1]):
+        assert g.dtype == xp.complex64 and np.array_equal(to_numpy(g), w)
+    assert got["s"].dtype == xp.uint16 and to_numpy(got["s"]).tolist() == [1, 65535, 258]
+    with pytest.raises(ValueError, match="field 's': expected dtype uint16; got >i2"):
+        ds.append({"v": v[0], "s": np.array(1, ">i2")})
+    assert len(ds) == 3
+
+
 BAD_BATCHES = [  # (change to a good batch, words the message must hold)
     (lambda b: b.pop("label"), ["'label'", "missing", "image, label, tokens"]),
     (lambda b: b.update(extra=np.zeros(3)), ["'extra'", "not in the schema"]),
@@ -299,6 +370,7 @@ def test_bad_records_raise_and_write_nothing(tmp_path, record, words):
     ({"x": "int8"}, ["'x'", "(dtype, shape)"]),
     ({"": ("int8", ())}, ["non-empty strings"]),
     ([("x", ("int8", ()))], ["dict"]),
+    ({"x": ("uint8", (10 ** 9 + 1,))}, ["'x'", "1,000,000,001 bytes", "one SQLite row"]),
 ])
 def test_bad_schemas(tmp_path, schema, words):
     with pytest.raises(ValueError) as e:
@@ -306,6 +378,37 @@ def test_bad_schemas(tmp_path, schema, words):
     for w in ["ruda.data.Dataset.create"] + words:
         assert w in str(e.value)
     assert not (tmp_path / "d.ruda").exists()
+
+
+def test_a_record_over_sqlites_length_limit_is_refused_and_nothing_written(tmp_path,
+                                                                           monkeypatch):
+    """SQLite holds at most SQLITE_LIMIT_LENGTH bytes (1e9) in a value and in a row: a record
+    over it is refused naming it, the file stays whole.  The limit is lowered on the
+    dataset's connection so that the test writes kilobytes, not a gigabyte."""
+    ds, data = filled(tmp_path, 6)
+    ds._stores[0].conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 4000)
+    batch = make(3, seed=5, start=6)
+    batch["tokens"][1] = np.zeros(2000, np.int32)                 # 8,000 bytes
+    with pytest.raises(ValueError) as e:
+        ds.extend(batch)
+    assert not isinstance(e.value, rd.DatasetError)
+    for w in ["record 1 of the 3", "field 'tokens': 8,000", "one SQLite row", "nothing was written"]:
+        assert w in str(e.value)
+    assert len(ds) == 6
+    monkeypatch.setattr(store_module, "_row_room", lambda conn, columns: 10 ** 9)
+    with pytest.raises(ValueError, match="too big for SQLite .*nothing was written") as e:
+        ds.extend(batch)                                            # SQLite's own refusal
+    assert not isinstance(e.value, rd.DatasetError) and "corrupt" not in str(e.value)
+    assert len(ds) == 6 and ds.verify() == {"train": 6}
+    monkeypatch.undo()
+    more = make(60, seed=6, start=6)                               # rows cut within the limit
+    ds.extend(more)
+    ds.close()
+    with sqlite3.connect(tmp_path / "d.ruda") as conn:
+        assert conn.execute("SELECT max(bytes) FROM c1").fetchone()[0] < 4000
+    whole = {k: list(v) + list(more[k]) if k == "tokens" else np.concatenate([v, more[k]])
+             for k, v in data.items()}
+    assert_batch(rd.Dataset.open(tmp_path / "d.ruda")[:], whole, range(66))
 
 
 def test_open_and_create_errors(tmp_path):
@@ -402,6 +505,27 @@ def test_repr_of_a_closed_dataset(tmp_path):
     assert repr(ds).startswith("Dataset(") and "3 records" in repr(ds)
     ds.close()
     assert "closed" in repr(ds) and "closed" in repr(view)
+
+
+def test_every_access_after_close_raises(tmp_path):
+    """Records cached before close() are not served after it: every access raises."""
+    ds, data = filled(tmp_path, 10)
+    view = ds.split("train")
+    assert_batch(ds[1:3], data, [1, 2])
+    assert int(to_numpy(ds[0]["label"])) == 0 and int(to_numpy(view[1]["label"])) == 1
+    it = ds.batches(2, prefetch=0)
+    next(it)
+    ds.close()
+    for access in (lambda: ds[0], lambda: ds[np.int64(1)], lambda: view[1], lambda: ds[1:3],
+                   lambda: ds[[0, 1]], lambda: len(ds), ds.counts, lambda: ds.splits,
+                   ds.verify, lambda: ds.batches(2), lambda: ds.split("test"),
+                   lambda: ds.append({k: v[0] for k, v in make(1).items()})):
+        with pytest.raises(ValueError, match="the dataset is closed"):
+            access()
+    with pytest.raises(ValueError, match="closed"):
+        next(it)
+    ds.close()                                      # closing again is harmless, as for files
+    assert ds.schema == rd.Dataset.open(tmp_path / "d.ruda").schema
 
 
 def test_a_reader_in_the_same_process_sees_new_records(tmp_path):

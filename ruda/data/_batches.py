@@ -136,6 +136,9 @@ def iterate(ds, batch_size, shuffle, seed, drop_last, device, shard, prefetch, w
 def _convert(ds, host_batches, device):
     try:
         for host in host_batches:
+            if ds.closed:             # batches read ahead (or cached) are not served either
+                raise ValueError(f"ruda.data: {ds.path}: the dataset was closed while its "
+                                 f"batches were read")
             yield ds._arrays(host, device)
     finally:
         host_batches.close()          # stops the prefetch thread now, not at garbage collection

@@ -10,7 +10,7 @@ import ruda as xp
 from ruda.data import _schema
 from ruda.data._reader import Part, Reader
 from ruda.data._schema import DatasetError
-from ruda.data._store import Store, wrong_thread
+from ruda.data._store import Store, closed_error, wrong_thread
 
 SHARD_SUFFIX = ".ruda"
 RESYNC_SECONDS = 1.0    # single-record reads look for new commits at least this often
@@ -56,7 +56,10 @@ class Dataset:
         self._sync()
 
     def _here(self, method):
-        """Raise a clear error where SQLite would refuse a connection of another thread."""
+        """Raise a clear error where SQLite would refuse a closed connection or one of another
+        thread (checked here too, as reads served from the cache never reach SQLite)."""
+        if self.closed and method != "close":
+            raise closed_error(self.path)
         if threading.get_ident() != self._thread:
             raise wrong_thread(f"ruda.data.Dataset.{method}", self.path)
 
@@ -198,6 +201,10 @@ class Dataset:
         return self._arrays(self._reader.take(np.asarray(idx, np.int64)), None)
 
     def _index(self, key):
+        if isinstance(key, xp.Array):
+            key = np.asarray(key.to_device("cpu"))
+        if isinstance(key, np.ndarray) and key.ndim == 0 and key.dtype.kind in "iu":
+            key = key[()]              # a 0-d integer array (an argmax) indexes as its int
         if isinstance(key, int | np.integer) and not isinstance(key, bool | np.bool_):
             i = int(key)
             n = len(self._reader)
@@ -209,8 +216,6 @@ class Dataset:
         n = len(self)
         if isinstance(key, slice):
             return range(*key.indices(n))
-        if isinstance(key, xp.Array):
-            key = np.asarray(key.to_device("cpu"))
         if isinstance(key, list | np.ndarray):
             return _index_array(np.asarray(key), n)
         hint = " (records have one index: a list takes several)" if isinstance(key, tuple) else ""
@@ -264,7 +269,7 @@ class Dataset:
 
     # writing -------------------------------------------------------------------------------
     def append(self, record):
-        """Write one record ``{field: array}`` in one transaction."""
+        """Write one record ``{field: array}`` in one transaction (values as for ``extend``)."""
         store = self._writer("append")
         arrays = _schema.check_record("ruda.data.Dataset.append", self.fields, record)
         self._write(store, 1, arrays)
@@ -272,7 +277,10 @@ class Dataset:
     def extend(self, batch):
         """Write ``{field: array with a leading batch axis}`` in one transaction.
 
-        A variable-shape field may be given as a list of per-record arrays.
+        A variable-shape field may be given as a list of per-record arrays.  NumPy and ruda
+        arrays must have the field's dtype (NumPy's in either byte order); Python lists and
+        scalars are converted as NumPy's same_kind casting allows (ints into a float field,
+        never floats into an int one), and must fit the dtype.
         """
         store = self._writer("extend")
         n, arrays = _schema.check_batch("ruda.data.Dataset.extend", self.fields, batch)

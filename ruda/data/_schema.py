@@ -13,8 +13,11 @@ _NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"
           "float32", "float64", "complex64", "complex128", "bfloat16")
 DTYPES = {n: getattr(xp, n) for n in _NAMES if getattr(xp, n, None) is not None}
 _BY_DTYPE = {dt: n for n, dt in DTYPES.items()}
-# Python data (no dtype of its own) may fill a field of these dtype kinds.
-_PY_KINDS = {"b": "b", "i": "iu", "u": "iu", "f": "fV", "c": "c"}
+# Python data (lists, scalars: no dtype of its own) may fill a field of these dtype kinds:
+# those NumPy's same_kind casting allows (bool into any, int into int, float or complex, float
+# into float or complex), never one that drops a fraction or an imaginary part; ints fill
+# signed or unsigned fields alike, if they fit.  Arrays must have the field's dtype.
+_PY_KINDS = {"b": "biufVc", "i": "iufVc", "u": "iufVc", "f": "fVc", "c": "c"}
 
 
 class DatasetError(ValueError):
@@ -46,6 +49,8 @@ class Field:
 def _dtype(fn, name, dt):
     if isinstance(dt, str) and dt in DTYPES:
         return DTYPES[dt]
+    if isinstance(dt, np.dtype) and dt.byteorder == ">":     # a big-endian .npy file's >f4
+        dt = dt.newbyteorder("=")                           # is float32 (stored little-endian)
     try:
         if dt in _BY_DTYPE:
             return dt
@@ -122,12 +127,14 @@ def _value(fn, f, value, batched):
             raise ValueError(f"{fn}: field {f.name!r}: value does not fit {f.type_name} ({e})") \
                 from None
         if host.dtype.kind in "fc":      # finite values that became inf (inf/nan given stay)
-            grew = np.isinf(cast.astype(host.dtype)) & np.isfinite(host)
+            grew = np.isinf(cast) & np.isfinite(host)
             if grew.any():
                 big = host[grew].flat[0].item()
                 raise ValueError(f"{fn}: field {f.name!r}: value {big!r} does not fit "
                                  f"{f.type_name} (it overflows to inf)")
         host = cast
+    if host.dtype.byteorder == ">" and host.dtype.newbyteorder("<") == f.storage:
+        host = host.astype(f.storage)    # the field's type in the other byte order: swap bytes
     if host.dtype != f.dtype:
         raise ValueError(f"{fn}: field {f.name!r}: expected dtype {f.type_name}; got {host.dtype}")
     shape = host.shape[1:] if batched else host.shape

@@ -47,10 +47,13 @@ def guard(path):
         yield
     except sqlite3.ProgrammingError as e:   # misuse: a closed dataset (as a closed file's
         if "closed" in str(e):              # ValueError), or another thread
-            raise ValueError(f"ruda.data: {path}: the dataset is closed") from None
+            raise closed_error(path) from None
         if "thread" in str(e):
             raise wrong_thread("ruda.data.Dataset", path) from None
         raise
+    except sqlite3.DataError as e:          # a value over SQLite's length limit (write checks
+        raise ValueError(f"ruda.data: {path}: a value is too big for SQLite ({e}; see "
+                         f"SQLITE_LIMIT_LENGTH); nothing was written") from None   # it first)
     except sqlite3.OperationalError as e:
         if "locked" in str(e) or "busy" in str(e):
             raise DatasetError(f"ruda.data: {path}: the file is locked by another writer ({e})") \
@@ -60,6 +63,10 @@ def guard(path):
     except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
         raise DatasetError(f"ruda.data: {path}: the file is not a ruda dataset, or it is "
                            f"corrupted or truncated ({e})") from None
+
+
+def closed_error(path):
+    return ValueError(f"ruda.data: {path}: the dataset is closed")
 
 
 def wrong_thread(fn, path):
@@ -146,6 +153,13 @@ class Store:
         try:
             conn = sqlite3.connect(tmp, isolation_level=None)
             try:
+                room = _row_room(conn, _columns(fields))
+                if fixed > room:            # no record could ever be written
+                    big = max((f for f in fields if f.fixed), key=lambda f: f.item_bytes)
+                    raise ValueError(f"{fn}: one record of this schema holds {fixed:,} bytes "
+                                     f"(field {big.name!r}: {big.item_bytes:,}), more than the "
+                                     f"{room:,} that one SQLite row can hold; split the field "
+                                     f"across records")
                 _initialize(conn, fields, records)
             finally:
                 conn.close()
@@ -359,10 +373,20 @@ class Store:
     def write(self, sid, n, arrays):
         """Append ``n`` records (fixed fields: arrays; variable: lists) in one transaction."""
         self.drop_blobs()
+        nbytes = _record_bytes(self.fields, n, arrays)
+        with guard(self.path):
+            room = _row_room(self.conn, self.columns)
+        if nbytes.max() > room:             # checked first: SQLite would refuse the row
+            i = int(np.argmax(nbytes > room))
+            sizes = [a[i].nbytes for a in arrays]
+            k = int(np.argmax(sizes))
+            raise ValueError(f"ruda.data: {self.path}: record {i} of the {n} written holds "
+                             f"{nbytes[i]:,} bytes (field {self.fields[k].name!r}: "
+                             f"{sizes[k]:,}), more than the {room:,} that one SQLite row can "
+                             f"hold; split it across records (nothing was written)")
         with guard(self.path), self._transaction():
             last = self.conn.execute(f"SELECT chunk, n, bytes FROM c{sid} ORDER BY chunk DESC "
                                      f"LIMIT 1").fetchone()
-            nbytes = _record_bytes(self.fields, n, arrays)
             first = 0 if last is None else last[0] + 1
             if last is not None and last[2] < MERGE_BYTES and nbytes.sum() < MERGE_BYTES and \
                     last[1] + n <= self.chunk_records:
@@ -371,7 +395,7 @@ class Store:
                           for f, o, a in zip(self.fields, old, arrays)]
                 nbytes = _record_bytes(self.fields, old_n + n, arrays)
                 first = last[0]
-            ends = _cuts(nbytes, self.chunk_records)
+            ends = _cuts(nbytes, self.chunk_records, min(CHUNK_BYTES, room))
             start = 0
             for c, end in enumerate(ends, first):
                 self._insert(sid, c, end - start, [a[start:end] for a in arrays])
@@ -406,13 +430,22 @@ def _record_bytes(fields, n, arrays):
     return out
 
 
-def _cuts(nbytes, max_records):
-    """End index of each chunk: at most max_records records and about CHUNK_BYTES bytes."""
+def _row_room(conn, columns):
+    """The most record bytes that one chunk row can hold: SQLite's SQLITE_LIMIT_LENGTH (1e9
+    bytes unless built or set otherwise) bounds every value and also every row (encoded as
+    one value when written), less a bound on the rest of the row (its header of a varint
+    per column, n, bytes and 4 crc bytes per blob column)."""
+    return conn.getlimit(sqlite3.SQLITE_LIMIT_LENGTH) - 16 * (len(columns) + 5)
+
+
+def _cuts(nbytes, max_records, target):
+    """End index of each chunk: at most max_records records, and at most ``target`` bytes
+    unless it holds one record."""
     cum = np.cumsum(nbytes)
     ends, start, n = [], 0, len(nbytes)
     while start < n:
         base = cum[start - 1] if start else 0
-        end = int(np.searchsorted(cum, base + CHUNK_BYTES, "right"))
+        end = int(np.searchsorted(cum, base + target, "right"))
         end = min(max(end, start + 1), start + max_records, n)
         ends.append(end)
         start = end
