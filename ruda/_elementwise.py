@@ -1241,9 +1241,9 @@ def subtract(x1: Array | Scalar, x2: Array | Scalar, /) -> Array:
 
 # keyword errors name the standard's spelling of a NumPy keyword (ruda/_hints.py); of the unary
 # functions, which take no keywords, round has NumPy's decimals= to answer
-_hints.install(globals(), ("round", "add", "atan2", "bitwise_and", "bitwise_left_shift", "bitwise_or",
-                           "bitwise_right_shift", "bitwise_xor", "copysign", "divide", "equal",
-                           "floor_divide", "greater", "greater_equal", "hypot", "less",
-                           "less_equal", "logaddexp", "logical_and", "logical_or", "logical_xor",
-                           "maximum", "minimum", "multiply", "nextafter", "not_equal", "pow",
-                           "remainder", "subtract"))
+_hints.install(globals(), ("round", "add", "atan2", "bitwise_and", "bitwise_left_shift",
+                           "bitwise_or", "bitwise_right_shift", "bitwise_xor", "copysign",
+                           "divide", "equal", "floor_divide", "greater", "greater_equal", "hypot",
+                           "less", "less_equal", "logaddexp", "logical_and", "logical_or",
+                           "logical_xor", "maximum", "minimum", "multiply", "nextafter",
+                           "not_equal", "pow", "remainder", "subtract"))

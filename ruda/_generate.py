@@ -97,8 +97,8 @@ MIXED_SIGN_LINES = '''\
 
 FOOTER = '''
 
-# keyword errors name the standard's spelling of a NumPy keyword (ruda/_hints.py); the unary
-# functions take no keywords
+# keyword errors name the standard's spelling of a NumPy keyword (ruda/_hints.py); of the unary
+# functions, which take no keywords, round has NumPy's decimals= to answer
 _hints.install(globals(), ({binary_names}))
 '''
 
@@ -127,7 +127,7 @@ def render():
                                  float_result=FLOAT_RESULT_LINES if name in FLOAT_RESULT else "",
                                  mixed_sign=MIXED_SIGN_LINES.format(name=name)
                                  if name in COMPARISONS else ""))
-    names = ", ".join(f'"{n}"' for n in ELEMENTWISE_BINARY_CATEGORIES)
+    names = ", ".join(f'"{n}"' for n in ("round", *ELEMENTWISE_BINARY_CATEGORIES))
     out.append(FOOTER.format(binary_names=_wrap(names)))
     return "".join(out)
 
