@@ -191,6 +191,159 @@ def test_batch_of_prompts_of_different_lengths(checkpoints, device):
     assert m.generate_ids(PROMPTS, max_new_tokens=6) == single
 
 
+# rope scaling entries as config files have them (the keys transformers fills in absent), on a
+# model of 16 positions (max_position_embeddings); "top": config.json's top-level keys
+ROPES = {
+    "dynamic": dict(rope_scaling={"type": "dynamic", "factor": 2.0}),
+    "dynamic_orig": dict(rope_scaling={"rope_type": "dynamic", "factor": 2.0,
+                                       "original_max_position_embeddings": 8}),
+    "dynamic_over_parameters": dict(rope_scaling={"type": "dynamic", "factor": 2.0},
+                                    rope_parameters={"rope_type": "linear", "factor": 3.0,
+                                                     "rope_theta": 7.0}),
+    "linear": dict(rope_scaling={"type": "linear", "factor": 4.0}),
+    "yarn": dict(rope_scaling={"rope_type": "yarn", "factor": 4.0}),
+    "yarn_top_orig": dict(rope_scaling={"rope_type": "yarn", "factor": 4.0,
+                                        "original_max_position_embeddings": 16},
+                          original_max_position_embeddings=4),
+    "yarn_no_factor": dict(rope_scaling={"rope_type": "yarn", "factor": None,
+                                         "original_max_position_embeddings": 8}),
+    "llama3": dict(rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                 "high_freq_factor": 4.0}, rope_theta=500000.0),
+}
+
+
+@pytest.fixture(scope="module")
+def scaled(tmp_path_factory):
+    """{name: directory} of tiny Llamas whose config.json holds ROPES[name] as written."""
+    out = {}
+    for i, (name, entries) in enumerate(ROPES.items()):
+        torch.manual_seed(10 + i)
+        cfg = transformers.LlamaConfig(**SMALL, head_dim=32, max_position_embeddings=16)
+        d = tmp_path_factory.mktemp(name)
+        transformers.LlamaForCausalLM(cfg).save_pretrained(d, safe_serialization=True)
+        c = json.loads((d / "config.json").read_text())
+        for k in ("rope_parameters", "rope_scaling", "rope_theta"):
+            c.pop(k, None)
+        (d / "config.json").write_text(json.dumps({**c, **entries}))
+        out[name] = d
+    return out
+
+
+def _fresh(d):
+    """transformers' model of ``d``, new: its dynamic NTK table keeps the longest length it
+    has seen."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return transformers.LlamaForCausalLM.from_pretrained(d).eval()
+
+
+LONG = [1, 40, 7, 99, 13, 5, 88, 23, 61, 17, 101, 3, 70, 44, 9, 30, 64, 12, 95, 6, 7, 51, 77, 19]
+
+
+@pytest.mark.parametrize("name", list(ROPES))
+def test_rope_scaling_as_transformers(scaled, device, name):
+    """Each rope scaling read from config.json as transformers reads it (dynamic NTK from
+    max_position_embeddings; llama3 and yarn without original_max_position_embeddings or with
+    it at the top level; yarn without a factor; rope_scaling over rope_parameters): logits
+    past the original length, and greedy decoding (dynamic NTK: each step's table)."""
+    m = load(scaled[name], device=device)
+    with torch.no_grad():
+        want = _fresh(scaled[name])(torch.tensor([LONG])).logits.numpy()
+    got = m.forward(xp.asarray([LONG], dtype=xp.int32, device=device))
+    np.testing.assert_allclose(to_numpy(got), want, rtol=1e-4, atol=1e-4)
+    assert m.generate_ids([LONG], max_new_tokens=6, max_len=30)[0] == \
+        _ref_greedy(_fresh(scaled[name]), LONG, 6)
+
+
+def test_rope_scaling_unsupported_at_load(scaled, tmp_path):
+    src = scaled["linear"]
+    cfg = json.loads((src / "config.json").read_text())
+    for rope, msg in (({"rope_type": "longrope", "short_factor": [1.0] * 16,
+                        "long_factor": [2.0] * 16}, r"'longrope'"),
+                      ({"rope_type": "linear"}, r"'factor'")):
+        d = _copy_dir(src, tmp_path / rope["rope_type"] / str(len(rope)),
+                      config=json.dumps(dict(cfg, rope_scaling=rope)))
+        with pytest.raises(ValueError, match=rf"load: config.json rope scaling: .*{msg}"):
+            load(d, device="cpu")
+
+
+def test_forward_start_is_the_cache_length(checkpoints, device):
+    """``start`` with caches is their length (the default); another is an error, not logits
+    of tokens rotated as if elsewhere."""
+    m = load(checkpoints["qwen2"][0], device=device)
+    tok = xp.asarray([PROMPTS[0]], dtype=xp.int32, device=device)
+    full = to_numpy(m.forward(tok))
+    c = m.new_cache(1, 32)
+    m.forward(tok[:, :4], c)
+    with pytest.raises(ValueError, match=r"Llama.forward: start: expected the caches' length 4 "
+                                         r".*got 0"):
+        m.forward(tok[:, 4:], c, 0)
+    assert c[0].length == 4
+    np.testing.assert_allclose(to_numpy(m.forward(tok[:, 4:9], c, 4)), full[:, 4:9],
+                               rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(to_numpy(m.forward(tok[:, 9:], c)), full[:, 9:],
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_dynamic_ntk_batches(scaled, device):
+    """Dynamic NTK past max_position_embeddings changes the rotary table with the length, so
+    a left-padded row would not be the prompt alone: prompts of different lengths are an
+    error there; of one length, or all within max_position_embeddings, each row is the
+    prompt alone."""
+    m = load(scaled["dynamic"], device=device)
+    a, b = LONG[:5], LONG[:20]
+    with pytest.raises(ValueError, match=r"prompts: expected prompts of one length .*dynamic "
+                                         r"NTK.*max_position_embeddings=16.*lengths \[5, 20\]"):
+        m.generate_ids([a, b], max_new_tokens=4)
+    short = LONG[:10]
+    with pytest.raises(ValueError, match=r"lengths \[5, 10\]"):   # the last step at 17
+        m.generate_ids([a, short], max_new_tokens=8)
+    assert m.generate_ids([a, short], max_new_tokens=7) == \
+        [m.generate_ids([p], max_new_tokens=7)[0] for p in (a, short)]     # at 16 at most
+    c = LONG[4:24]
+    assert m.generate_ids([b, c], max_new_tokens=4) == \
+        [m.generate_ids([p], max_new_tokens=4)[0] for p in (b, c)]
+
+
+def test_generation_stops_at_the_context(scaled, device, monkeypatch):
+    """The cache is at most the model's context (max_position_embeddings, or the length the
+    rope scaling stretches it to), whatever max_new_tokens asks: generation stops there, as
+    transformers' greedy tokens up to there; a longer prompt is an error; an explicit max_len
+    runs past it."""
+    m = load(scaled["linear"], device=device)     # 16 positions stretched 4 times: 64
+    assert (m.cfg.max_positions, m.cfg.context) == (16, 64)
+    lens = []
+    new_cache = m.new_cache
+    monkeypatch.setattr(m, "new_cache", lambda B, n: lens.append(n) or new_cache(B, n))
+    got = m.generate_ids([LONG], max_new_tokens=10**9, stop_tokens=())[0]
+    assert lens == [64] and len(got) == 64 - len(LONG) + 1
+    ref = _fresh(scaled["linear"])
+    ref.generation_config.eos_token_id = None                               # no end token
+    with torch.no_grad():
+        want = ref.generate(torch.tensor([LONG]), max_new_tokens=len(got), do_sample=False,
+                            pad_token_id=0)[0, len(LONG):]
+    assert got == want.tolist()
+    with pytest.raises(ValueError, match=r"prompt: expected at most 64 tokens \(the model's "
+                                         r"context.*max_len.*got 65 tokens"):
+        m.generate_ids([(LONG * 3)[:65]], max_new_tokens=1)
+    assert len(m.generate_ids([LONG], max_new_tokens=50, max_len=80, stop_tokens=())[0]) == 50
+    assert lens[-1] == 80
+    assert load(scaled["dynamic"], device="cpu").cfg.context == 32
+    assert load(scaled["llama3"], device="cpu").cfg.context == 128
+
+
+def test_cli_stops_at_the_context(scaled, tmp_path, capsys):
+    from ruda.nn import generate as cli
+    src = scaled["linear"]
+    cfg = dict(json.loads((src / "config.json").read_text()), eos_token_id=None)
+    d = _copy_dir(src, tmp_path / "m", config=json.dumps(cfg))
+    _tokenizer().save(str(d / "tokenizer.json"))
+    cli.main([str(d), "--prompt", "Hi", "--device", "cpu", "--max-new-tokens", "1000"])
+    err = capsys.readouterr().err
+    assert "decode: 61 tokens" in err and "stopped at the end of the model's context (64 " \
+        "positions)" in err
+
+
 def test_sampling_seeded_and_processors(checkpoints):
     m = load(checkpoints["qwen3"][0], device="cpu")
     kw = dict(max_new_tokens=6, temperature=0.8, top_k=40, top_p=0.9, min_p=0.02,

@@ -5,7 +5,8 @@
 MODEL is a Hugging Face model directory or a .gguf file. A model with a chat template (an
 instruct model) gets the prompt as a user message in it, as llama.cpp's CLI does; ``--raw``
 continues the prompt as plain text instead. The text streams to stdout; prefill and decode
-speeds (tokens/s) go to stderr."""
+speeds (tokens/s) go to stderr, and a note where the text stopped at the end of the model's
+context (its max_position_embeddings, or as far as its rope scaling stretches that)."""
 import argparse
 import itertools
 import sys
@@ -89,6 +90,7 @@ def main(argv=None):
         sys.stdout.flush()
         if text.done:
             break
+    at_context = not ended and not text.done and n == model.cfg.context - len(ids) + 1
     sys.stdout.write(text.flush() + "\n")
     total = time.perf_counter() - t0
     if prefill is not None:
@@ -101,6 +103,9 @@ def main(argv=None):
     elif n == 1 and ended and not chat:
         print("decode: none (the model ended the text at once; an instruct model answers "
               "through its chat template: --chat)", file=sys.stderr)
+    if at_context and n < args.max_new_tokens:
+        print(f"stopped at the end of the model's context ({model.cfg.context} positions)",
+              file=sys.stderr)
     return 0
 
 

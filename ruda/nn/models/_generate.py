@@ -167,8 +167,9 @@ class _Text:
 
 
 class Generator:
-    """Generation on top of a model's ``forward(tokens, caches, start, mask, last_only)`` and
-    ``new_cache(batch, max_len)``."""
+    """Generation on top of a model's ``forward(tokens, caches, start, mask, last_only)``,
+    ``new_cache(batch, max_len)``, ``shift_invariant(length)`` and ``cfg`` (``vocab``,
+    ``context``)."""
 
     def __init__(self, tokenizer, tokenizer_config, generation_config, config):
         self.tokenizer = tokenizer
@@ -218,14 +219,20 @@ class Generator:
               min_p=None, repetition_penalty=None, seed=None, max_len=None):
         """An iterator of, per step, the list of next token ids (one per prompt). ``prompts``:
         token id lists of any lengths, left-padded to one length with a key mask; every row
-        uses positions 0.. of the padded batch (rotary attention depends only on the distance
-        between positions, so the shift by the padding leaves the scores unchanged).
+        uses positions 0.. of the padded batch. Where the model's rotary table is one for all
+        positions, attention scores depend only on the distance between positions and the
+        shift by the padding leaves them unchanged; with dynamic NTK scaling past
+        max_position_embeddings (the table then changes with the length) prompts of different
+        lengths are an error: generate them one at a time.
 
         The cache holds ``max_len`` positions (default: the longest prompt plus
-        ``max_new_tokens``); a prompt longer than that is an error; generation ends when the
-        cache is full. Each step's work is queued on the device before the previous step's
-        tokens are read back, so the host's share of a step overlaps the device's. Arguments
-        are checked at the call, before the first step."""
+        ``max_new_tokens``, at most the model's context, ``cfg.context``: its
+        max_position_embeddings, or the length its rope scaling stretches to where longer);
+        a prompt longer than that is an error; generation ends when the cache is full (so at
+        the context's end by default; an explicit ``max_len`` runs past it). Each step's work
+        is queued on the device before the previous step's tokens are read back, so the host's
+        share of a step overlaps the device's. Arguments are checked at the call, before the
+        first step."""
         prompts = _prompt_ids(prompts)
         max_new_tokens = _count("max_new_tokens", max_new_tokens, 0, "an int >= 0")
         temperature = number(_FN_NN, "temperature", temperature, 0.0, math.inf, hi_open=True)
@@ -246,10 +253,23 @@ class Generator:
             max_len = _count("max_len", max_len, 1, "an int >= 1 or None")
         B, T = len(prompts), max(len(p) for p in prompts)
         if max_len is None:
-            max_len = T + max_new_tokens
+            # positions past the context give the model inputs it was not made for: stop there
+            # (a cache of that size at most, not of an arbitrarily large max_new_tokens)
+            ctx = self.cfg.context
+            if T > ctx:
+                raise _err(ValueError, "prompt", f"at most {ctx} tokens (the model's context; "
+                           "an explicit max_len runs past it)", f"{T} tokens")
+            max_len = min(T + max_new_tokens, ctx)
         if T > max_len:
             raise _err(ValueError, "prompt", f"at most max_len={max_len} tokens (the KV "
                        "cache length)", f"{T} tokens")
+        lengths = sorted({len(p) for p in prompts})
+        if len(lengths) > 1 and not self.shift_invariant(min(max_len, T + max_new_tokens - 1)):
+            raise _err(ValueError, "prompts", "prompts of one length where the rotary table "
+                       "depends on the sequence length (dynamic NTK scaling past "
+                       f"max_position_embeddings={self.cfg.max_positions}: the left padding of "
+                       "a shorter prompt would change its scores); generate them one at a time",
+                       f"lengths {lengths}")
         vocab = self.cfg.vocab
         for p in prompts:
             bad = [t for t in p if not 0 <= t < vocab]

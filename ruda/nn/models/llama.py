@@ -3,24 +3,41 @@ ruda.nn, configured by transformers' config.json keys."""
 import ruda as xp
 import ruda.nn as nn
 from ruda.nn._layers import embedding_rows
+from ruda.nn._rope import _scaled
 from ruda.nn.models._generate import Generator
 
 ARCHITECTURES = ("llama", "mistral", "qwen2", "qwen3")          # config.json model_type
 SUPPORTED = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM")
+MAX_POSITIONS = {"llama": 2048, "mistral": 131072, "qwen2": 32768, "qwen3": 32768}   # defaults
 
 
 def _err(cls, arg, expected, got):
     return cls(f"ruda.nn.models.load: {arg}: expected {expected}, got {got}")
 
 
-def _rope(config):
-    """(theta, scaling dict or None) from rope_parameters (transformers 5) or rope_theta and
-    rope_scaling (older config files)."""
-    params = config.get("rope_parameters") or {}
+def _rope(config, max_positions):
+    """(theta, scaling dict or None) as transformers reads them (configuration and
+    modeling_rope_utils): rope_scaling (older config files) over rope_parameters, with the
+    lengths its rope functions use filled in. Dynamic NTK scales from max_position_embeddings
+    (an original_max_position_embeddings entry is ignored); llama3, yarn and longrope take
+    original_max_position_embeddings from config.json's top level, else the entry, else
+    max_position_embeddings; yarn without a factor takes max_position_embeddings / original."""
+    params = config.get("rope_scaling") or config.get("rope_parameters") or {}
     theta = params.get("rope_theta", config.get("rope_theta", 10000.0))
-    scaling = dict(params) if params else config.get("rope_scaling")
-    if scaling is not None and scaling.get("rope_type", scaling.get("type", "default")) == "default":
-        scaling = None
+    scaling = dict(params)
+    kind = scaling.get("rope_type", scaling.get("type", "default"))
+    if kind == "default":
+        return float(theta), None
+    if kind == "dynamic":
+        scaling["original_max_position_embeddings"] = max_positions
+    elif kind in ("llama3", "yarn", "longrope"):
+        orig = config.get("original_max_position_embeddings") \
+            or scaling.get("original_max_position_embeddings") or max_positions
+        scaling["original_max_position_embeddings"] = orig
+        if kind == "yarn":
+            scaling.pop("max_position_embeddings", None)     # read by older transformers only
+            if scaling.get("factor") is None:
+                scaling["factor"] = max_positions / orig
     return float(theta), scaling
 
 
@@ -52,9 +69,20 @@ class Config:
         if act != "silu":
             raise _err(ValueError, "config.json hidden_act", "'silu'", repr(act))
         self.eps = float(config.get("rms_norm_eps", 1e-6))
-        self.theta, self.scaling = _rope(config)
         self.tied = bool(config.get("tie_word_embeddings", False))
-        self.max_positions = int(config.get("max_position_embeddings") or 4096)
+        self.max_positions = int(config.get("max_position_embeddings") or MAX_POSITIONS[arch])
+        self.theta, self.scaling = _rope(config, self.max_positions)
+        try:                        # an unsupported rope type or a missing entry: now, not later
+            _scaled(self.head_dim, self.theta, self.scaling or {}, 1)
+        except (TypeError, ValueError) as e:
+            raise _err(ValueError, "config.json rope scaling", "a scaling ruda.nn.rope_frequencies "
+                       "supports", f"{self.scaling!r} ({e})") from None
+        # the positions the model was made for: max_position_embeddings, or where the rope
+        # scaling stretches the original length by its factor, that stretched length if longer
+        s = self.scaling or {}
+        stretched = s.get("factor", 1.0) * s.get("original_max_position_embeddings",
+                                                 self.max_positions)
+        self.context = max(self.max_positions, int(stretched))
         bias = bool(config.get("attention_bias", False))
         self.qkv_bias = True if arch == "qwen2" else bias
         self.o_bias = bias and arch != "qwen2"
@@ -249,17 +277,25 @@ class Llama(Generator):
                           nn.linear(h, L["up"], L.get("up_b")))
         return nn.add_linear(x, a, L["down"], L["down_b"])
 
-    def forward(self, tokens, caches=None, start=0, mask=None, last_only=False):
+    def forward(self, tokens, caches=None, start=None, mask=None, last_only=False):
         """Logits (B, T, vocab) for int tokens (B, T) at positions ``start ..``.
 
         ``caches``: None (attention over ``tokens`` only) or :meth:`new_cache`'s list, whose
-        length must be ``start``. ``mask``: None or bool (B, 1, 1, S) over all the keys
-        (cached and new), False at padding. ``last_only``: logits of the last position only
-        (B, 1, vocab), which is all decoding needs."""
+        length must be ``start`` (default: that length; 0 without caches). ``mask``: None or
+        bool (B, 1, 1, S) over all the keys (cached and new), False at padding. ``last_only``:
+        logits of the last position only (B, 1, vocab), which is all decoding needs."""
         if tokens.ndim != 2:
             raise ValueError(f"ruda.nn.models.Llama.forward: tokens: expected shape (B, T), "
                              f"got {tokens.shape}")
         T = tokens.shape[1]
+        held = 0 if caches is None else caches[0].length
+        if start is None:
+            start = held
+        elif caches is not None and start != held:
+            # the new keys go after the cached ones: another start would rotate them (and the
+            # queries) as if they sat elsewhere
+            raise ValueError(f"ruda.nn.models.Llama.forward: start: expected the caches' "
+                             f"length {held} (the position after the cached tokens), got {start}")
         if caches is not None and caches[0].length + T > caches[0].max_len:
             raise ValueError(f"ruda.nn.models.Llama.forward: tokens: expected at most "
                              f"{caches[0].max_len - caches[0].length} more positions (the "
@@ -334,6 +370,14 @@ class Llama(Generator):
                                                    enable_gqa=gqa)
         return self._layers(embedding_rows(tokens, self.embed), cos, sin, attend, True,
                             attend_qkv)
+
+    def shift_invariant(self, length):
+        """Whether sequences of up to ``length`` positions, moved to later positions (the rows
+        of a left-padded batch), keep their attention scores: rotary scores depend only on the
+        distance between positions while one table serves every position; dynamic NTK scaling
+        changes the table with the sequence length past max_position_embeddings, so keys
+        cached under one table meet queries rotated by another."""
+        return self.recordable() or length <= self.cfg.max_positions
 
     def recordable(self):
         """Whether :meth:`decode_step` applies (a fixed rope table: no dynamic NTK scaling)."""
