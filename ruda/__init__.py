@@ -16,7 +16,8 @@ from ruda import _dtypes  # noqa: E402
 bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64, complex64, \
     complex128 = map(_dtypes.public, _dtypes.all_dtypes)
 float16 = _dtypes.public(_dtypes.float16)        # extension dtypes: ruda.float16, ruda.bfloat16
-bfloat16 = _dtypes.public(_dtypes.bfloat16) if _dtypes.bfloat16 is not None else None
+if _dtypes.bfloat16 is not None:       # else no ruda.bfloat16: a None would read as dtype=None
+    bfloat16 = _dtypes.public(_dtypes.bfloat16)
 from ruda import _devices  # noqa: E402
 from ruda._devices import Device, default_device, set_default_device  # noqa: E402,F401
 from ruda._devices import device, available as devices  # noqa: E402,F401
@@ -104,5 +105,15 @@ __all__ = [
     "HostConversionWarning", "allow_host_conversion",
 ]
 
+if _dtypes.bfloat16 is None:
+    __all__.remove("bfloat16")
+
 # a NumPy/CuPy/PyTorch name (ruda.concatenate) gets the standard's spelling in its AttributeError
-__getattr__ = _hints.module_getattr(__name__)
+_hinted_getattr = _hints.module_getattr(__name__)
+
+
+def __getattr__(name):
+    if name == "bfloat16":      # (defined above where ml_dtypes is installed)
+        raise AttributeError("module 'ruda' has no attribute 'bfloat16': it needs ml_dtypes, "
+                             "which is not installed (pip install ruda[bf16])")
+    return _hinted_getattr(name)

@@ -68,10 +68,8 @@ def dtype(fn, dt, dev, arg="dtype"):
     if not _dtypes.is_dtype(dt):
         dt = _dtypes.named(dt) or dt       # np.float32, "float32"
         if not _dtypes.is_dtype(dt):
-            hint = (" (ruda.bfloat16 is None where ml_dtypes is not installed: "
-                    "pip install ruda[bf16])" if dt is None and _dtypes.bfloat16 is None else "")
             raise TypeError(f"ruda.{fn}: {arg} must be a ruda dtype such as ruda.float32; "
-                            f"got {dt!r}{hint}")
+                            f"got {dt!r}")
     dt = np.dtype(dt)
     if not dev.backend.supports(dt):
         raise TypeError(f"ruda.{fn}: {arg}={_dtypes.name(dt)} is not supported on device "
