@@ -258,3 +258,19 @@ def test_sdpa_declines_mask_and_window(wgpu_device):
         assert kern(big, big, big, None, False, 0.5, None) is NotImplemented
     got = nn.scaled_dot_product_attention(qx, kx, vx, attn_mask=mx, scale=0.5)
     np.testing.assert_allclose(host(got), _attn_ref(q, k, v, False, 0.5, m), **TOL)
+
+
+def test_rows_and_attention_past_the_cpu_adapters_loop_limit(wgpu_device):
+    """lavapipe ends an invocation after 65,535 loop iterations, silently: a softmax row of
+    2**23 + 1 and attention over 32,768 keys (one lane walking them) lost their tails. On a CPU
+    adapter these go to the composed path; every adapter gives the right values."""
+    dev = wgpu_device
+    n = 2**23 + 1
+    y = nn.softmax(xp.ones((1, n), dtype=xp.float32, device=dev), axis=-1)
+    assert float(xp.min(y)) * n == pytest.approx(1.0, rel=1e-5)
+    assert float(xp.max(y)) * n == pytest.approx(1.0, rel=1e-5)
+    S = 32768
+    q = xp.ones((1, 1, 1, 1), dtype=xp.float32, device=dev)
+    v = xp.reshape(xp.arange(S, dtype=xp.float32, device=dev), (1, 1, S, 1))
+    o = nn.scaled_dot_product_attention(q, xp.zeros_like(v), v)     # the mean of 0 .. S - 1
+    assert float(o[0, 0, 0, 0]) == pytest.approx((S - 1) / 2, rel=1e-5)

@@ -32,6 +32,12 @@ class Kernels:
     # matmul) was as fast at L = S = 64, D = 64 and faster beyond (3.6x slower at L = S = 40,
     # D = 16); the kernel takes only work up to this many L * S * (D + Dv) on such an adapter.
     SDPA_CPU_MAX = 1 << 16
+    # lavapipe ends an invocation after 65,535 loop iterations in all (see
+    # _reductions.SCAN_ROW), silently: on a CPU adapter the row kernels (two or three passes
+    # of n / (wg * vec) steps) and attention (a few steps per key) decline past these, 4x short
+    # of that limit, and ruda.nn composes
+    ROW_CPU_MAX_STEPS = 1 << 13
+    SDPA_CPU_MAX_S = 1 << 13
 
     def __init__(self, backend):
         self.be = backend
@@ -58,6 +64,8 @@ class Kernels:
         hw, hb = w is not None, b is not None
         ins = [a for a in (x, w, b) if a is not None]
         vec = 4 if n % 4 == 0 and all(a.offset % 4 == 0 for a in ins + [y]) else 1
+        if self.cpu and -(-n // (wg * vec)) > self.ROW_CPU_MAX_STEPS:
+            return NotImplemented
         pipe, bgl = self._pipeline(("rows", op, wg, hw, hb, vec), lambda: gen.rows(op, wg, hw, hb, vec),
                                    (False,) * len(ins) + (True,), f"nn {op}")
         gx, gy = gen.grid(rows, self.max_groups)
@@ -127,7 +135,7 @@ class Kernels:
         if D > 256 or Dv > 256 or bk == 0 or B * Hq > self.max_groups or \
                 max(q.size, k.size, v.size, B * Hq * L * Dv) >= _U32:
             return NotImplemented
-        if self.cpu and L * S * (D + Dv) > self.SDPA_CPU_MAX:
+        if self.cpu and (L * S * (D + Dv) > self.SDPA_CPU_MAX or S > self.SDPA_CPU_MAX_S):
             return NotImplemented
         o = be._new((B, Hq, L, Dv), _F32)
         if o.size == 0:
