@@ -404,6 +404,32 @@ def test_withheld_f64_and_int64_on_a_real_adapter(dev):
     assert lines[2].startswith("refused:") and "shader-f64" in lines[2]
 
 
+def test_f64_without_int64_is_no_float64(dev):
+    """An adapter with shader-f64 but not shader-int64 (the f64 kernels move bits through u64):
+    no float64 there, and float32 math (whose f64 helpers would not compile) runs; an unknown
+    feature in RUDA_WGPU_WITHOUT is an error naming it."""
+    lines = _run_without("shader-int64", (
+        "import ruda as xp\n"
+        "info = xp.__array_namespace_info__()\n"
+        "print('float64' in info.dtypes(device='wgpu'), info.default_dtypes(device='wgpu')['real floating'])\n"
+        "x = xp.asarray([1.0, 2.0], dtype=xp.float32, device='wgpu')\n"
+        "print(float(xp.sum(xp.exp(x) + xp.sin(x) + xp.tanh(x) + xp.log1p(x) + x ** 0.5)))\n"
+        "print(xp.linspace(0, 1, 3, device='wgpu').dtype, xp.fft.rfft(x).dtype)\n"))
+    import math
+    assert lines[0] == "False float32"
+    want = sum(math.exp(v) + math.sin(v) + math.tanh(v) + math.log1p(v) + v ** 0.5 for v in (1.0, 2.0))
+    assert abs(float(lines[1]) - want) < 1e-5 * want
+    assert lines[2] == "float32 complex64"
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, RUDA_WGPU_WITHOUT="shader_f64")
+    p = subprocess.run([sys.executable, "-c", "import ruda as xp; xp.ones(2, device='wgpu')"],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 1 and "RUDA_WGPU_WITHOUT='shader_f64' names shader_f64; expected " \
+        "features among shader-f16, shader-f64" in p.stderr, p.stderr[-2000:]
+
+
 def test_float32_math_without_f64_keeps_special_values_and_digits(dev):
     """Without shader-f64 (withheld here), float32 math cannot go through the f64 library: the
     inverse trig and hyperbolic functions are the f64 code's f32 twins and the logs use a series

@@ -67,7 +67,13 @@ def adapters():
 def _withheld():
     """Features not to request (``RUDA_WGPU_WITHOUT=shader-f64,shader-int64``): a capable
     adapter then stands in for a browser's or OpenGL's, so those paths can be tested."""
-    return {f.strip() for f in os.environ.get("RUDA_WGPU_WITHOUT", "").split(",") if f.strip()}
+    out = {f.strip() for f in os.environ.get("RUDA_WGPU_WITHOUT", "").split(",") if f.strip()}
+    unknown = sorted(out - set(WANTED_FEATURES))
+    if unknown:
+        raise ValueError(f"ruda: RUDA_WGPU_WITHOUT={os.environ['RUDA_WGPU_WITHOUT']!r} names "
+                         f"{', '.join(unknown)}; expected features among "
+                         f"{', '.join(WANTED_FEATURES)}")
+    return out
 
 
 class Device:
@@ -79,6 +85,8 @@ class Device:
         self.wgpu = wgpu
         self.adapter = adapter
         have = set(adapter.features) - _withheld()
+        if "shader-int64" not in have:   # float64 kernels move bits through u64 (parameters,
+            have.discard("shader-f64")   # the f64 math library): no float64 without int64
         self.features = frozenset(f for f in WANTED_FEATURES if f in have)
         lim = adapter.limits
         want_limits = {k: lim[k] for k in ("max-storage-buffer-binding-size", "max-buffer-size",
