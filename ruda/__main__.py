@@ -14,7 +14,11 @@ def info():
     import numpy as np
     print(f"ruda {ruda.__version__} (array API standard {ruda.__array_api_version__}; "
           f"Python {platform.python_version()}, NumPy {np.__version__})")
-    print(f"default device: {ruda.__array_namespace_info__().default_device()} "
+    try:
+        default = ruda.__array_namespace_info__().default_device()
+    except ValueError as e:     # RUDA_DEVICE names a device that is not here: say so, go on
+        default = f"none ({e})"
+    print(f"default device: {default} "
           "(set it with RUDA_DEVICE=..., ruda.set_default_device(...) or `with ruda.default_device(...)`)")
     print()
     width = 8
@@ -88,7 +92,8 @@ def demo():
     x = xp.linspace(0, 2 * xp.pi, 8)
     print("x            =", x)
     print("sin^2+cos^2  =", xp.sin(x) ** 2 + xp.cos(x) ** 2)
-    a = xp.reshape(xp.arange(1, 10, dtype=xp.float64), (3, 3)) + xp.eye(3) * 10
+    f = ruda.__array_namespace_info__().default_dtypes(device=dev)["real floating"]
+    a = xp.reshape(xp.arange(1, 10, dtype=f), (3, 3)) + xp.eye(3) * 10   # (no float64 on Metal)
     b = xp.asarray([1.0, 2.0, 3.0])
     sol = xp.linalg.solve(a, b)
     print("solve(a, b)  =", sol, " residual", float(xp.linalg.vector_norm(a @ sol - b)))

@@ -149,7 +149,11 @@ def default():
 
 def _resolve_env():
     global _env_default
-    _env_default = device(_env_default)   # ValueError naming RUDA_DEVICE's device if absent
+    try:
+        _env_default = device(_env_default)
+    except ValueError as e:      # the device named there is absent or malformed: say where
+        raise ValueError(f"ruda: RUDA_DEVICE={_env_default!r} (the default device): "
+                         f"{str(e).removeprefix('ruda: ')}") from None
     _tell_watchers()
     return _env_default
 

@@ -92,3 +92,53 @@ def test_python_m_ruda_info():
     for kind in ("cuda", "wgpu"):
         if not any(d.kind == kind for d in xp.devices()):   # listed as unavailable, with a reason
             assert any(ln.startswith(f"{kind}:") and "unavailable (" in ln for ln in lines), text
+
+
+def _run(env, *args, code=None):
+    cmd = [sys.executable, "-c", code] if code else [sys.executable, "-m", "ruda", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, **env),
+                          timeout=300)
+
+
+@pytest.mark.parametrize("value", ["gpu", "wgpu:7", "cpu:1"])
+def test_a_bad_ruda_device_is_named_and_info_still_reports(value):
+    """The default device's error names RUDA_DEVICE; `python -m ruda info`, the command to run
+    then, reports it and goes on."""
+    r = _run({"RUDA_DEVICE": value}, code="import ruda as xp; xp.ones(3)")
+    assert r.returncode == 1 and f"ValueError: ruda: RUDA_DEVICE='{value}' (the default device): " \
+        in r.stderr, r.stderr[-2000:]
+    r = _run({"RUDA_DEVICE": value}, "info")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert f"default device: none (ruda: RUDA_DEVICE='{value}'" in r.stdout
+    assert "cpu:" in r.stdout
+
+
+def test_wgpu_backend_that_matches_no_adapter_says_which_exist():
+    if "wgpu" not in [d.kind for d in xp.devices()]:
+        pytest.skip("no wgpu adapter")
+    r = _run({"RUDA_WGPU_BACKEND": "nosuchapi"},
+             code="import ruda as xp; xp.ones(3, device='wgpu')")
+    assert r.returncode == 1 and "RUDA_WGPU_BACKEND='nosuchapi' matches no adapter; present: " \
+        in r.stderr, r.stderr[-2000:]
+
+
+def test_demo_runs_on_an_adapter_without_float64():
+    if "wgpu" not in [d.kind for d in xp.devices()]:
+        pytest.skip("no wgpu adapter")
+    r = _run({"RUDA_DEVICE": "wgpu", "RUDA_WGPU_WITHOUT": "shader-f64,shader-int64"}, "demo")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "device 'wgpu'" in r.stdout and "residual" in r.stdout and "mean" in r.stdout
+
+
+def test_a_backend_that_fails_to_import_otherwise_is_reported(monkeypatch):
+    """A backend module raising something else than ImportError (a native library's OSError)
+    is reported by unavailable(), which `info` prints, as discovery already does."""
+    from ruda import backends
+    monkeypatch.setitem(backends._REGISTRY, "broken", "ruda._no_such_module_for_tests:B")
+    monkeypatch.setattr(backends.importlib, "import_module",
+                        lambda name: (_ for _ in ()).throw(OSError("libfoo.so: cannot open")))
+    monkeypatch.delitem(backends._broken, "broken", raising=False)
+    try:
+        assert backends.unavailable("broken") == "its backend failed (OSError: libfoo.so: cannot open)"
+    finally:
+        backends._broken.pop("broken", None)

@@ -407,12 +407,15 @@ def discover(kind):
 
 def unavailable(kind):
     """Why devices of ``kind`` are missing here, or None."""
+    if kind in _broken:
+        return f"its backend failed ({_broken[kind]})"
     try:
         cls = backend_class(kind)
     except ImportError as e:
         extra = _EXTRAS.get(kind)
         return f"cannot import its backend ({e})" + (f"; install {extra}" if extra else "")
-    if kind in _broken:
+    except Exception as e:  # noqa: BLE001 - as in discover: a broken backend is reported
+        _broken[kind] = f"{type(e).__name__}: {e}"
         return f"its backend failed ({_broken[kind]})"
     if cls.discover():
         return None

@@ -43,7 +43,11 @@ def adapters():
         found = list(wgpu.gpu.enumerate_adapters_sync())
         want = os.environ.get("RUDA_WGPU_BACKEND")
         if want:
+            kinds = sorted({a.info.get("backend_type", "") for a in found})
             found = [a for a in found if a.info.get("backend_type", "").lower() == want.lower()]
+            if not found:
+                raise ValueError(f"RUDA_WGPU_BACKEND={want!r} matches no adapter; present: "
+                                 f"{', '.join(kinds) or 'none'}")
         # OpenGL adapters only where no native one exists: beside Vulkan/Metal/D3D12 they
         # duplicate a native adapter (under another name) and may lack compute shaders
         # (NVIDIA's GL adapter failed every compute pipeline)
