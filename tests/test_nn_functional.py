@@ -452,6 +452,12 @@ def test_host_float32_elementwise_kernels(monkeypatch, numba):
         want = getattr(F, name)(t, **kw).numpy()
         np.testing.assert_allclose(np.asarray(got), want, rtol=2e-6, atol=1e-6,
                                    equal_nan=True, err_msg=f"{name} {kw}")
+    # softplus's tail below float32's normals: exp(x) itself, to the subnormals, then 0
+    tail = np.array([-np.inf, -200, -104.5, -103.9, -100, -95, -90, -88, -87.3], np.float32)
+    for beta in (1.0, 2.0):
+        want = F.softplus(torch.from_numpy(tail.astype(np.float64)), beta=beta).numpy()
+        np.testing.assert_allclose(np.asarray(nn.softplus(xp.asarray(tail), beta=beta)), want,
+                                   rtol=1e-5, atol=3e-45, err_msg=f"softplus tail {beta}")
     b = a[:4070].reshape(55, 74)
     np.testing.assert_allclose(np.asarray(nn.glu(xp.asarray(b), axis=-1)),
                                F.glu(torch.from_numpy(b.astype(np.float64)), -1).numpy(),

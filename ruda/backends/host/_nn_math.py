@@ -133,8 +133,13 @@ if _nb is not None:
             for i in _nb.prange(x.size):
                 v = x[i]
                 bx = v * a
-                s, q = _exp32_parts(-abs(bx))
+                w = -abs(bx)
+                s, q = _exp32_parts(w)
                 r = (_log1p32_unit(s * q + s) + max(bx, zero)) / a
+                if w < f(-87.3):    # exp(w) below the normals (bx < 0): log1p of it is itself,
+                    s, q = _exp32_parts(w * f(0.5))         # exp(w / 2) squared, 0 past -104
+                    h = s * q + s
+                    r = h * h / a if w > f(-104.0) else zero
                 r = v if bx > t else r
                 out[i] = r if v == v else v
 
@@ -325,10 +330,10 @@ def _act(name, p1, p2):
         np.negative(o, out=o)
         np.exp(o, out=o)                  # e in (0, 1]; log1p(e) = log(u) - (u - 1 - e) / u
         u = o + 1                         # with u = 1 + e (NumPy's log1p is not SIMD)
-        o -= u - 1
+        o -= u - 1                        # e - (u - 1): the rounding of u, exactly
         o /= u
         np.log(u, out=u)
-        np.subtract(u, o, out=o)
+        np.add(u, o, out=o)
         o += np.maximum(bx, 0)
         o /= x.dtype.type(p1)
         big = bx > p2
