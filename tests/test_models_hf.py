@@ -69,6 +69,20 @@ def test_bfloat16_and_cast(tmp_path, device):
     assert cast["ids"].dtype == xp.int32             # integer buffers keep their dtype
 
 
+def test_cast_reaches_a_device_without_the_files_dtype(tmp_path, device):
+    """dtype= casts floating tensors on the host: float64 (and float16) files load as float32
+    on a device without float64 (a browser-class wgpu adapter), integer tensors as they are."""
+    rng = np.random.default_rng(4)
+    w = rng.standard_normal((3, 5))
+    save_file({"w": w, "h": w.astype(np.float16), "ids": np.arange(3, dtype=np.int32)},
+              str(tmp_path / "model.safetensors"))
+    got = _hf.load_safetensors(tmp_path, device, dtype=xp.float32)
+    for k, want in (("w", w.astype(np.float32)), ("h", w.astype(np.float16).astype(np.float32))):
+        assert got[k].dtype == xp.float32 and got[k].device == device
+        np.testing.assert_array_equal(_host(got[k]), want)
+    assert got["ids"].dtype == xp.int32
+
+
 def test_skip(tmp_path, device):
     rng = np.random.default_rng(4)
     w = rng.standard_normal((2, 3)).astype(np.float32)

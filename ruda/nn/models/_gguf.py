@@ -158,11 +158,11 @@ def _host_array(t):
 
 
 def _to_device(a, device, dtype):
-    """Host array a on device, cast to dtype (float32 for a float16 file tensor)."""
+    """Host array a on device, cast to dtype (float32 for a float16 file tensor) on the host,
+    where the device may lack a's dtype."""
     if dtype is None and a.dtype == np.float16:
         dtype = xp.float32
-    x = xp.asarray(a, device=device)
-    return x if dtype is None or x.dtype == dtype else xp.astype(x, dtype)
+    return xp.asarray(a, dtype=dtype, device=device)
 
 
 def load_weights(reader, config, device, dtype=None, quantized=True):

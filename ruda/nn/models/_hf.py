@@ -12,6 +12,11 @@ _SINGLE = "model.safetensors"
 _INDEX = "model.safetensors.index.json"
 
 
+
+def _floating(dt):
+    """A NumPy dtype that is a real floating one (bfloat16's NumPy kind is "V")."""
+    return dt.kind == "f" or dt.name == "bfloat16"
+
 def _err(cls, fn, arg, expected, got):
     return cls(f"ruda.nn.models.{fn}: {arg}: expected {expected}, got {got}")
 
@@ -136,15 +141,13 @@ def load_safetensors(path, device, dtype=None, *, skip=()):
                     if skip and k.endswith(skip):
                         continue
                     t = st.get_tensor(k)
+                    # a floating tensor is cast on the host, where the device may lack its dtype
+                    cast = dtype if dtype is not None and _floating(t.dtype) else None
                     try:
-                        a = xp.asarray(t, device=device)
+                        out[k] = xp.asarray(t, dtype=cast, device=device)
                     except TypeError as e:
                         raise _err(TypeError, "load_safetensors", f"tensor {k!r}",
                                    "a dtype the device holds", f"{t.dtype} ({e})") from None
-                    if dtype is not None and a.dtype != dtype \
-                            and xp.isdtype(a.dtype, "real floating"):
-                        a = xp.astype(a, dtype)
-                    out[k] = a
                     bar.update(t.nbytes)
     missing = sorted(n for n in names or () if n not in out and not (skip and n.endswith(skip)))
     if missing:
