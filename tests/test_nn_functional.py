@@ -50,6 +50,16 @@ def test_activations(device, name, kw):
     close(getattr(nn, name)(put(a, device, dt), **kw), want, dt, tol)
 
 
+def test_gelu_tanh_keeps_its_left_tail(device):
+    """x sigmoid(2u) rather than x (1 + tanh(u)) / 2, which cancels for x < 0 (torch's float64
+    gives gelu(-10) = 0): within float32's relative precision of the float64 sigmoid form."""
+    x = np.array([-12.0, -10.0, -6.0, -5.0, -4.0, -3.0, -1.0, 0.5, 4.0], np.float32)
+    t = torch.from_numpy(x.astype(np.float64))
+    want = (t * torch.sigmoid(2 * np.sqrt(2 / np.pi) * (t + 0.044715 * t ** 3))).numpy()
+    got = to_numpy(nn.gelu(xp.asarray(x, device=device), approximate="tanh")).astype(np.float64)
+    np.testing.assert_allclose(got, want.astype(np.float32).astype(np.float64), rtol=2e-6, atol=0)
+
+
 @pytest.mark.parametrize("name,kw", ACTS)
 def test_activations_0d(device, name, kw):
     """A 0-d input gives a 0-d result (the fused kernels included)."""

@@ -137,9 +137,9 @@ def gelu(x, approximate="none"):
         return r
     y = c.up(x)
     with _quietly():
-        if tanh:
+        if tanh:    # (1 + tanh(u)) / 2 = sigmoid(2 u): no cancellation for x < 0
             inner = (y + 0.044715 * (y * y * y)) * _SQRT_2_PI
-            return c.down(0.5 * y * (1.0 + xp.tanh(inner)), x.dtype)
+            return c.down(y * _sigmoid(2.0 * inner), x.dtype)
         return c.down(0.5 * y * (1.0 + xp.erf(y * _SQRT1_2)), x.dtype)
 
 
