@@ -134,8 +134,8 @@ def rope_frequencies(head_dim, base=10000.0, positions=None, scaling=None, *, de
       the attention factor multiplies cos and sin, as transformers does. A
       ``"max_position_embeddings"`` entry sets the factor to its ratio to the original length.
 
-    Angles are computed in float64 where the device has it (float32 otherwise), then cos/sin are
-    cast to ``dtype`` (default float32).
+    Angles are computed in float64 (for an array of positions on a device without float64, in
+    float32), then cos/sin are cast to ``dtype`` (default float32).
     """
     fn = "rope_frequencies"
     head_dim = _int(fn, "head_dim", head_dim, 2)
@@ -164,6 +164,10 @@ def rope_frequencies(head_dim, base=10000.0, positions=None, scaling=None, *, de
     if not xp.isdtype(out_dt, "real floating"):
         raise _err(fn, TypeError, "dtype", "a real floating dtype", out_dt)
     inv, attn = _scaled(head_dim, base, scaling or {}, seq_len)
+    if not wide and not isinstance(positions, xp.Array):   # angles of float32 positions lose
+        host = rope_frequencies(head_dim, base, seq_len, scaling, device="cpu",  # 1e-3 at 32k:
+                                dtype=out_dt)                     # the table is made in float64
+        return tuple(xp.asarray(t, device=dev) for t in host)
     if isinstance(positions, xp.Array):
         pos = xp.astype(positions, cdt)
     else:
