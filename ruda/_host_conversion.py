@@ -21,6 +21,7 @@ import warnings
 from collections.abc import Iterator
 
 from ruda import _dtypes
+from ruda.runtime import env
 
 _ENV = "RUDA_ALLOW_HOST_CONVERSION"
 _RUDA_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -30,16 +31,9 @@ class HostConversionWarning(UserWarning):
     """A device array was copied to the host for NumPy (allowed by ``ruda.allow_host_conversion``)."""
 
 
-def _env_flag():
-    value = os.environ.get(_ENV, "").strip().lower()
-    if value in ("", "0", "false", "no", "off"):
-        return False
-    if value in ("1", "true", "yes", "on"):
-        return True
-    raise ValueError(f"ruda: {_ENV} must be 1 or 0 (or true/false, yes/no, on/off); got {value!r}")
-
-
-_allowed = contextvars.ContextVar("ruda_host_conversion", default=_env_flag())
+# read at import: a value that is not a switch warns and leaves host copies forbidden
+_allowed = contextvars.ContextVar("ruda_host_conversion",
+                                  default=env.flag(_ENV, False, at_import=True))
 
 
 @contextlib.contextmanager

@@ -134,17 +134,76 @@ def test_stale_choice_is_retuned(cache_path):
     assert built2
 
 
-@pytest.mark.parametrize("content", [b"{not json", b"", b'{"format": "something-else"}',
-                                     b"[1, 2, 3]", b'{"format": "ruda-tune-cache", "version": 99}',
-                                     b"\x00\xff\xfe garbage"])
-def test_corrupt_or_foreign_cache_is_survived(cache_path, content):
+@pytest.mark.parametrize("content", [b'{"format": "ruda-tune-cache", "version": 99}',
+                                     b'{"format": "ruda-tune-cache", "version": 1, "entries": null}'])
+def test_unusable_ruda_cache_is_rebuilt(cache_path, content):
     cache_path.write_bytes(content)
     cands, build, _ = _family(X, GOOD)
     tuner = tune.Tuner(FP, FakeTimer({"ref": 3, "slow": 2, "fast": 1}))
-    with pytest.warns(RuntimeWarning, match="tuning cache"):
+    with pytest.warns(RuntimeWarning, match="tuning cache .* it will be rebuilt"):
         assert tuner.choose("rowsum", "float32", X.shape, cands, build).name == "fast"
     data = json.loads(cache_path.read_text())          # rebuilt as a valid cache
     assert data["format"] == "ruda-tune-cache" and len(data["entries"]) == 1
+
+
+@pytest.mark.parametrize("content", [b"", b"  \n"])
+def test_empty_cache_file_is_filled(cache_path, content):
+    cache_path.write_bytes(content)
+    cands, build, _ = _family(X, GOOD)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tune.Tuner(FP, FakeTimer({"ref": 3, "slow": 2, "fast": 1})).choose(
+            "rowsum", "float32", X.shape, cands, build)
+    assert len(json.loads(cache_path.read_text())["entries"]) == 1
+
+
+@pytest.mark.parametrize("content, why", [
+    (b"{not json", "it is not JSON"), (b'{"format": "something-else"}', "it is JSON without ruda's"),
+    (b"[1, 2, 3]", "it is JSON without ruda's"), (b"\x00\xff\xfe garbage", "it is not JSON"),
+    (b"my notes\n", "it is not JSON"),
+    pytest.param(b"[" * 100_000, "it is not JSON", id="nested"),   # past the parser's recursion
+])
+def test_file_that_is_not_a_ruda_cache_is_left_alone(cache_path, content, why):
+    """RUDA_TUNE_CACHE naming someone's file: it is never replaced; the choices are kept for
+    the process, said once (at the caller's line), and the notice does not claim a cache."""
+    cache_path.write_bytes(content)
+    cands, build, _ = _family(X, GOOD)
+    with pytest.warns(RuntimeWarning) as got:
+        tuner = tune.Tuner(FP, FakeTimer({"ref": 3, "slow": 2, "fast": 1}), notice_after=0.0)
+        assert tuner.choose("rowsum", "float32", X.shape, cands, build).name == "fast"
+        assert tuner.choose("rowsum", "float32", X.shape, cands, build).name == "fast"  # memo
+        # another tuner (another device or op family) on the same file: no second warning
+        other = tune.Tuner(FP, FakeTimer({"ref": 1, "slow": 2, "fast": 3}))
+        assert other.choose("rowsum", "float64", X.shape, cands, build).name == "ref"
+        tune.TuneCache().clear()
+    assert len(got) == 1, [str(w.message) for w in got]
+    msg = str(got[0].message)
+    assert msg.startswith(f"ruda: tuning cache {cache_path} is left as it is: {why}"), msg
+    assert "tuning choices are kept for this process only" in msg and got[0].filename == __file__
+    assert cache_path.read_bytes() == content
+    assert [p.name for p in cache_path.parent.iterdir()] == [cache_path.name]    # no temp files
+
+
+def test_notice_says_where_the_choice_is_kept(cache_path, capsys):
+    cache_path.write_text("my notes\n")
+    cands, build, _ = _family(X, GOOD)
+    with pytest.warns(RuntimeWarning, match="is left as it is"):
+        tune.Tuner(FP, FakeTimer({"ref": 3, "slow": 2, "fast": 1}), notice_after=0.0).choose(
+            "rowsum", "float32", X.shape, cands, build)
+    err = capsys.readouterr().err
+    assert "cached in" not in err and (f"then kept for this process only (tuning cache "
+                                       f"{cache_path}: it is not JSON") in err, err
+
+
+def test_unreadable_cache_path_is_left_alone(cache_path):
+    cache_path.mkdir()                      # a folder where the file should be
+    cands, build, _ = _family(X, GOOD)
+    with pytest.warns(RuntimeWarning) as got:
+        tune.Tuner(FP, FakeTimer({"ref": 3, "slow": 2, "fast": 1})).choose(
+            "rowsum", "float32", X.shape, cands, build)
+    assert len(got) == 1 and "is left as it is: it cannot be read" in str(got[0].message)
+    assert cache_path.is_dir() and list(cache_path.iterdir()) == []
+    assert [p.name for p in cache_path.parent.iterdir()] == [cache_path.name]
 
 
 def test_malformed_entries_dropped(cache_path):
@@ -183,9 +242,9 @@ def test_modes(cache_path, monkeypatch):
     assert len(t2.timer.calls) == n
     assert json.loads(cache_path.read_text())["entries"][t2.key("rowsum", "float32", X.shape)][
         "choice"] == "slow"
-    monkeypatch.setenv("RUDA_TUNE", "bogus")
-    with pytest.warns(RuntimeWarning):
-        assert tune.mode() == "on"
+    monkeypatch.setenv("RUDA_TUNE", "bogus")            # named, not taken for "on"
+    with pytest.raises(ValueError, match="RUDA_TUNE='bogus' is not valid"):
+        t.choose("rowsum", "float32", X.shape, cands, build)
 
 
 def test_budget_limits_rounds(cache_path):

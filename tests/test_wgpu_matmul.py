@@ -198,3 +198,50 @@ def test_tuning_is_cached_and_changes_nothing(dev, monkeypatch, tmp_path):
     runs = tune.stats()["tuning_runs"]
     _close(_host(x @ y), ref, 1e-5)
     assert tune.stats()["tuning_runs"] == runs and st.last_choice == (bucket, name, "cache")
+
+
+@pytest.mark.parametrize("spelling", ["0", "false", "No", "OFF"])
+def test_tune_switch_spellings_mean_off(dev, monkeypatch, tmp_path, spelling):
+    """RUDA_TUNE takes the switch spellings: each of these is off (the default kernel, nothing
+    measured, no cache file), where only "off" was before; a value that means nothing is named."""
+    rng = np.random.default_rng()
+    a = rng.standard_normal((60, 70)).astype(np.float32)
+    b = rng.standard_normal((70, 90)).astype(np.float32)
+    x, y = xp.asarray(a, device=dev), xp.asarray(b, device=dev)
+    monkeypatch.setenv("RUDA_TUNE_CACHE", str(tmp_path / "tune.json"))
+    monkeypatch.setenv("RUDA_TUNE", spelling)
+    runs = tune.stats()["tuning_runs"]
+    got = x @ y
+    assert got.dtype == xp.float32
+    _close(_host(got), a.astype(np.float64) @ b.astype(np.float64), 1e-5)
+    assert dev.backend._mm_state().last_choice[2] == "default (RUDA_TUNE=off)"
+    assert tune.stats()["tuning_runs"] == runs and not (tmp_path / "tune.json").exists()
+    monkeypatch.setenv("RUDA_TUNE", "sometimes")
+    with pytest.raises(ValueError, match="RUDA_TUNE='sometimes' is not valid"):
+        x @ y
+    monkeypatch.setenv("RUDA_TUNE", "on")
+    monkeypatch.setenv("RUDA_TUNE_BUDGET", "abc")
+    with pytest.raises(ValueError, match="RUDA_TUNE_BUDGET='abc' is not valid"):
+        x @ y
+
+
+def test_tuning_keeps_someone_elses_file(dev, monkeypatch, tmp_path):
+    """RUDA_TUNE_CACHE naming a file that is not ruda's: the tuned product matches NumPy, the
+    file is left as it was and the warning (once) names it at the caller's line."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    monkeypatch.setenv("RUDA_TUNE_CACHE", str(notes))
+    monkeypatch.setenv("RUDA_TUNE", "on")
+    monkeypatch.setenv("RUDA_TUNE_BUDGET", "0.05")
+    rng = np.random.default_rng()
+    a = rng.standard_normal((50, 36)).astype(np.float32)
+    b = rng.standard_normal((36, 70)).astype(np.float32)
+    with pytest.warns(RuntimeWarning) as got:
+        c = xp.asarray(a, device=dev) @ xp.asarray(b, device=dev)
+        c2 = xp.asarray(b.T, device=dev) @ xp.asarray(a.T, device=dev)
+    assert len(got) == 1 and got[0].filename == __file__, [str(w.message) for w in got]
+    assert f"tuning cache {notes} is left as it is" in str(got[0].message)
+    assert c.dtype == c2.dtype == xp.float32
+    _close(_host(c), a.astype(np.float64) @ b.astype(np.float64), 1e-5)
+    _close(_host(c2), b.T.astype(np.float64) @ a.T.astype(np.float64), 1e-5)
+    assert notes.read_text() == "my notes\n" and sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]

@@ -7,13 +7,13 @@ on every rank instead of hanging inside MPI or NCCL.  Disable with
 ``RUDA_DIST_CHECK=0`` (then mismatches hang until the watchdog aborts).
 """
 import operator
-import os
 import zlib
 
 import numpy as np
 
 import ruda
 from ruda import _dtypes
+from ruda.runtime import env
 
 Array = ruda.Array
 
@@ -26,7 +26,7 @@ _NDIMS = 64            # NumPy's and CuPy's most dimensions: a record holds ever
 F_FN, F_OP, F_ROOT, F_AXIS, F_DTYPE, F_KIND, F_HAS, F_NDIM, F_DIMS = range(9)
 F_TAIL = F_DIMS + _NDIMS
 WIDTH = F_TAIL + 1
-ENABLED = os.environ.get("RUDA_DIST_CHECK", "1") != "0"
+ENABLED = env.flag("RUDA_DIST_CHECK", True, at_import=True)   # read at import: a wrong value warns
 
 
 def _where(fn):

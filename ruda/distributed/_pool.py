@@ -11,13 +11,15 @@ out while ``idle`` says nothing else refers to it or its block: host all_reduce 
 one per cached plan, which skips the pool search and the view creation on each call.
 """
 import math
-import os
 import sys
 
 import numpy as np
 
-_MIN = int(os.environ.get("RUDA_DIST_POOL_MIN", 1 << 20))
-_CAP = int(float(os.environ.get("RUDA_DIST_POOL_MB", 1024)) * (1 << 20))
+from ruda.runtime import env
+
+# read at import: a value that is not such a number warns and the default applies
+_MIN = env.number("RUDA_DIST_POOL_MIN", 1 << 20, kind=int, low=0, unit="bytes", at_import=True)
+_CAP = int(env.number("RUDA_DIST_POOL_MB", 1024.0, low=0, unit="MiB", at_import=True) * (1 << 20))
 _blocks = {}            # nbytes -> [uint8 ndarray, ...]
 _held = 0
 _FREE_REFS = None       # refcount of a block that only the pool holds

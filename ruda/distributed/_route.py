@@ -8,12 +8,12 @@ through ``ruda.asarray`` (host) and ``ruda.from_dlpack`` (cuda).  wgpu arrays ha
 buffer MPI or NCCL can read: they are staged through the host (``x.to_device("cpu")`` and
 back), by design.  Nothing else moves between devices.
 """
-import os
 import socket
 
 import numpy as np
 
 import ruda
+from ruda.runtime import env
 
 Array = ruda.Array
 CPU = ruda.device("cpu")
@@ -53,10 +53,6 @@ def _nccl_everywhere(ctx):
         ctx.wd.disarm()
 
 
-def env_flag(name):
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
-
-
 def default_cuda_index(ctx):
     import cupy
     return ctx.local_rank % cupy.cuda.runtime.getDeviceCount()
@@ -64,7 +60,8 @@ def default_cuda_index(ctx):
 
 def cuda_aware(ctx):
     query = getattr(ctx.MPI, "Query_cuda_support", None)
-    return env_flag("RUDA_DIST_CUDA_AWARE_MPI") or bool(query and query())
+    # a switch (a value that is not one raises ValueError), else what MPI says
+    return env.flag("RUDA_DIST_CUDA_AWARE_MPI", False) or bool(query and query())
 
 
 def nccl_engine(ctx, fn, device_index):

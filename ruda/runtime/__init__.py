@@ -16,6 +16,7 @@
 * :mod:`ruda.runtime.kernels`     -- named source generators where the IR does not fit, one per
   language (tiled WGSL matmul and its tuning candidates; cuda's vectorized and nn kernels).
 * :mod:`ruda.runtime.accelerator` -- the optional C accelerator module, or None.
+* :mod:`ruda.runtime.env`         -- ruda's environment variables, read one way (every layer's).
 * :mod:`ruda.runtime.checksum`  -- CRC-32 for stored bytes (the accelerator's, else zlib's).
 * :mod:`ruda.runtime.tune`        -- the tuner: times candidates with the timer the backend gives
   it, validates them, remembers the fastest in a cache file.

@@ -25,7 +25,6 @@ float32/complex64 ``matmul`` and ``tensordot`` are strict (no TF32) unless TF32 
 ``RUDA_TF32=1``, :func:`allow_tf32` (process-wide) or ``backend.allow_tf32 = True`` (one
 device); see ``_tf32`` for the cuBLAS mechanism.
 """
-import os
 import threading
 
 import numpy as np
@@ -34,6 +33,7 @@ from ruda import _dtypes
 from ruda.backends import OPS, Backend, _hostcopy
 from ruda.backends.cuda import _tf32
 from ruda.backends.cuda._tf32 import allow_tf32  # noqa: F401 - public switch
+from ruda.runtime import env
 
 try:
     import cupy
@@ -75,7 +75,7 @@ class CudaBackend(Backend):
 
         ``RUDA_CUDA_NN_KERNELS=0`` turns them off (ruda.nn then composes CuPy-backed namespace
         ops), to compare or to rule them out."""
-        if os.environ.get("RUDA_CUDA_NN_KERNELS") == "0":
+        if not env.flag("RUDA_CUDA_NN_KERNELS", True):
             return None
         from ruda.backends.cuda import _nn
         return _nn

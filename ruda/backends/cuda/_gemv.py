@@ -1,17 +1,17 @@
 """bfloat16 and float16 GEMV on cuda: ``y = x @ W.T`` for up to ``MAX_ROWS`` rows of x against
 a weight stored row-major (N, K), as ``nn.linear`` reads it while decoding (kernel:
 ``ruda.runtime.kernels.gemv_cuda``).  ``gemv`` returns None where the layout does not fit."""
-import os
 
 import numpy as np
 
 from ruda.backends.cuda._nn_launch import _cp, function
+from ruda.runtime import env
 from ruda.runtime.kernels import gemv_cuda as gen
 
 MAX_ROWS = 8
 # rows the fused norm takes: one warp's in the rows kernel (same bits), one pass of the GEMV's k loop
 NORM_MAX_K = 256 * gen.UNROLL
-ENABLED = os.environ.get("RUDA_CUDA_GEMV") != "0"     # 0: cuBLAS for every shape (comparisons)
+ENABLED = env.flag("RUDA_CUDA_GEMV", True, at_import=True)   # off: cuBLAS for every shape
 
 
 def gemv(a3, b3, n, k, m, swiglu=False, dtype="bfloat16", norm=None, res=None):

@@ -17,6 +17,7 @@ import cupy
 from cupy.cuda import compiler as _compiler
 from cupy.cuda import function as _function
 
+from ruda.runtime import env
 from ruda.runtime.kernels.fast_cuda import (  # noqa: F401  (the kernels' tables, for _fast and the bench)
     BINARY, CONFIG, CTYPES, FLOATS, SUM_ACC, source, supports_binary,
 )
@@ -26,7 +27,7 @@ OPTIONS = ("--std=c++17", "-ftz=false", "-prec-div=true", "-prec-sqrt=true", "-f
 
 
 def cache_dir():
-    d = os.environ.get("RUDA_CUDA_CACHE")
+    d = env.text("RUDA_CUDA_CACHE")
     if not d:
         try:
             import platformdirs
@@ -57,26 +58,49 @@ def compile_source(src, options=OPTIONS):
         nvrtc = None
     digest = hashlib.sha256(repr((src, options, arch, nvrtc)).encode()).hexdigest()
     path = os.path.join(cache_dir(), digest + ".bin")
-    binary = None
+    m = None
     try:
         with open(path, "rb") as f:
             binary = f.read()
     except OSError:
-        pass
-    if not binary:
-        binary, _ = _compiler.compile_using_nvrtc(src, options=options, arch=arch, cache_in_memory=True)
+        binary = None
+    if binary:
         try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path))
-            with os.fdopen(fd, "wb") as f:
-                f.write(binary)
-            os.replace(tmp, path)
-        except OSError:
-            pass   # an unwritable cache only costs a recompile next time
-    m = _function.Module()
-    m.load(binary)
+            m = _function.Module()
+            m.load(binary)
+        except Exception:  # noqa: BLE001 - a damaged file (CUDA_ERROR_INVALID_IMAGE): compile
+            m = None       # afresh and replace it, rather than fail on it in every process
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+    if m is None:
+        binary, _ = _compiler.compile_using_nvrtc(src, options=options, arch=arch, cache_in_memory=True)
+        _store(path, binary)
+        m = _function.Module()
+        m.load(binary)
     _MODULES[key] = m
     return m
+
+
+def _store(path, binary):
+    """Write ``binary`` to ``path`` atomically (a temporary file, then ``os.replace``)."""
+    tmp = None
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".ruda-", suffix=".tmp", dir=os.path.dirname(path))
+        with os.fdopen(fd, "wb") as f:
+            f.write(binary)
+        os.replace(tmp, path)
+        tmp = None
+    except OSError:
+        pass   # an unwritable cache only costs a recompile next time
+    finally:
+        if tmp is not None:     # the write or the replace failed: leave no temporary behind
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
 
 
 def module(kind, name, dtype, config=None):

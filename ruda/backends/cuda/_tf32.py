@@ -21,10 +21,11 @@ of ``matmul`` / ``tensordot`` runs inside :func:`scope`, which sets, and afterwa
 Both are process/handle state, so a lock serializes the swap (the GEMM is only enqueued inside
 it, so the lock is held for microseconds).
 """
-import os
 import threading
 
 import numpy as np
+
+from ruda.runtime import env
 
 # CuPy's enum values (cupy/_core/_routines_linalg.pxd) and cuBLAS's cublasMath_t.
 COMPUTE_TYPE_DEFAULT = 1
@@ -37,11 +38,7 @@ _F32 = np.dtype(np.float32)
 TF32_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.complex64)})
 
 
-def _env_flag(name):
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
-
-
-_allow = _env_flag("RUDA_TF32")
+_allow = env.flag("RUDA_TF32", False, at_import=True)
 _lock = threading.Lock()
 
 

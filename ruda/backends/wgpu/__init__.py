@@ -24,6 +24,7 @@ from ruda.backends.wgpu._matmul import MatmulOps
 from ruda.backends.wgpu._plan import Plans
 from ruda.backends.wgpu._reductions import ReductionOps
 from ruda.backends.wgpu._sorting import SortingOps
+from ruda.runtime import env
 
 _contexts = {}
 _backends = []          # weak references to the backends, whose queues a forked child must drop
@@ -56,7 +57,16 @@ _FEATURE_DTYPES = {"shader-f64": ("float64", "complex128"), "shader-int64": ("in
 
 
 def _enabled():
-    return os.environ.get("RUDA_WGPU", "1") not in ("0", "", "no", "false")
+    """``RUDA_WGPU`` (a switch, default on); a value that is not one raises ValueError."""
+    return env.flag("RUDA_WGPU", True)
+
+
+def _disabled_reason():
+    """Why wgpu is off by the environment (its value, or why the value is wrong), else None."""
+    try:
+        return None if _enabled() else f"disabled by RUDA_WGPU={env.text('RUDA_WGPU')}"
+    except ValueError as e:     # named when a wgpu device is asked for, not at import
+        return str(e)
 
 
 class WgpuBackend(FftOps, MatmulOps, LinalgOps, ElementwiseOps, ReductionOps, IndexingOps, SortingOps,
@@ -69,8 +79,9 @@ class WgpuBackend(FftOps, MatmulOps, LinalgOps, ElementwiseOps, ReductionOps, In
     # ------------------------------------------------------------------ discovery
     @classmethod
     def discover(cls):
-        if not _enabled():
-            cls._unavailable = "disabled by RUDA_WGPU=0"
+        off = _disabled_reason()
+        if off:
+            cls._unavailable = off
             return []
         try:
             return list(range(len(_device.adapters())))
@@ -80,8 +91,9 @@ class WgpuBackend(FftOps, MatmulOps, LinalgOps, ElementwiseOps, ReductionOps, In
 
     @classmethod
     def unavailable_reason(cls):
-        if not _enabled():
-            return "disabled by RUDA_WGPU=0"
+        off = _disabled_reason()
+        if off:
+            return off
         try:
             import wgpu  # noqa: F401
         except ImportError as e:

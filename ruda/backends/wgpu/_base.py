@@ -6,12 +6,11 @@ Memory an op takes is declared with its role: ``_new`` for an array the op may r
 the roles from these calls.
 """
 import math
-import os
 
 import numpy as np
 
 from ruda.backends.wgpu._array import IR, WArray, contiguous_strides
-from ruda.runtime import ir
+from ruda.runtime import env, ir
 from ruda.runtime.wgsl import VEC_UNROLL, WG
 
 _K = {}   # op key -> ir.Kernel
@@ -19,8 +18,9 @@ VEC4_MIN = 1 << 16   # elements: from here on, unit-stride 4-byte maps and full 
 RED_PARTS = 1024     # vec4 full reductions: at most this many partials (workgroups) in the first pass
 #                      (a flat optimum: a few hundred to a few thousand do alike; far more is slower)
 RED_BLOCK = 4 * WG * VEC_UNROLL   # ... which take the elements in blocks of this many, round robin
-# ... and the last one folds them (RUDA_WGPU_TWO_PASS=1: a second pass does)
-SINGLE_PASS = os.environ.get("RUDA_WGPU_TWO_PASS", "") in ("", "0")
+# ... and the last one folds them (RUDA_WGPU_TWO_PASS=1: a second pass does; read at import, so
+# a value that is not a switch warns and keeps the single pass)
+SINGLE_PASS = not env.flag("RUDA_WGPU_TWO_PASS", False, at_import=True)
 I = ir.INDEX         # noqa: E741  (the IR index type, short as in the kernels)
 NP_OF = {v: k for k, v in IR.items()}
 OUT, TEMP = "out", "temp"   # roles of the memory an op takes (see _plan)

@@ -257,7 +257,7 @@ class MatmulOps:
         cands.sort(key=lambda p: (p != dflt, -p.tm * p.tn, -p.svec))
         by_name = {p.name: p for p in cands}
         tuner = st.tuner(self.ctx)
-        budget = tune.default_budget() if os.environ.get("RUDA_TUNE_BUDGET") else _DEFAULT_BUDGET
+        budget = tune.default_budget(_DEFAULT_BUDGET)
         bucket = "x".join(map(str, bd))
         tc = [tune.Candidate(p.name, p.as_dict()) for p in cands]
         hit = tuner.lookup("matmul", _np_name(ir), bucket, tc) if tune.mode() == "on" else None

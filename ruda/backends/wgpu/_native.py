@@ -13,8 +13,9 @@ uses the public API then.  Errors inside a pass are reported by wgpu-native when
 and the encoder finishes; both run under wgpu-py's error capture (its proxies' mechanism, one
 capture for the two) and the submit through its proxy, so a refused command still raises.
 """
-import os
 import time
+
+from ruda.runtime import env
 
 SPIN_S = 2e-3
 
@@ -130,7 +131,9 @@ def native(device, adapter_type):
     """A :class:`Native` for ``device``, or None where this wgpu-py's internals differ."""
     if not hasattr(device, "_internal"):
         return None
-    mode = os.environ.get("RUDA_WGPU_WAIT", "")
+    mode = env.text("RUDA_WGPU_WAIT")
+    if mode not in (None, "spin", "block"):
+        raise env.invalid("RUDA_WGPU_WAIT", mode, "spin or block")
     spin = mode == "spin" or (mode != "block" and adapter_type != "CPU")
     try:
         from wgpu.backends.wgpu_native import _api

@@ -10,8 +10,6 @@ other one the implicit GEMM, its tile chosen by the runtime tuner (``_tile``:
 (non-float32 operands, sizes past 31-bit indexing, grids past the adapter's limit), and ruda.nn
 then composes.
 """
-import os
-
 import numpy as np
 
 from ruda.backends.wgpu import _timer
@@ -155,7 +153,7 @@ def _tile(kern, m, cout_g, k, gemm, pack, ins, yshape):
             host = np.empty(yshape, _F32)
             ctx.read(y.st, y.offset * 4, host.nbytes, host.reshape(-1).view(np.uint8))
             return host
-    budget = tune.default_budget() if os.environ.get("RUDA_TUNE_BUDGET") else _BUDGET
+    budget = tune.default_budget(_BUDGET)
     choice = tuner.choose("conv", "float32", bucket, tc, build=build, fetch=fetch, budget=budget)
     choices[key] = tiles[choice.name]
     return choices[key]

@@ -11,10 +11,9 @@ by a recording too (the first time it runs as it is: recording costs two runs). 
 keeps the latest :class:`Recordings` (its caches and buffers) for the next generation of the
 same batch size, cache length and sampling kind.
 """
-import os
-
 import ruda as xp
 import ruda.nn as nn
+from ruda.runtime import env
 
 PREFILLS = 8            # prompt lengths kept recorded per Recordings
 
@@ -47,7 +46,7 @@ class Recordings:
         where the model or its device cannot record."""
         rec = getattr(model, "recordable", None)
         if rec is None or not rec() or not model.device.backend.records \
-                or os.environ.get("RUDA_RECORDING") == "0":
+                or not env.flag("RUDA_RECORDING", True):     # a wrong value raises ValueError
             return None
         r = getattr(model, "_recordings", None)
         if r is None or r.key != (B, max_len, greedy):

@@ -30,15 +30,18 @@ Use (a backend, once per kernel family and call site)::
   (rotating order, at least ``min_rounds`` unless one is clearly ahead, until the budget is
   spent) and the lowest median wins.
 * Notice: a tuning run that lasts over a second (``Tuner(notice_after=)``) says on stderr, once,
-  what it tunes on which device, that the choice is cached, and how to skip it.
+  what it tunes on which device, where the choice is kept, and how to skip it.
 * Key: device fingerprint (backend, name, driver) | ruda version | op | dtype | shape bucket
   (:func:`bucket`, of :func:`bucket_dims`: each dimension rounded up to a power of two; or pass
   a bucket string).
 * ``RUDA_TUNE=off|on|force`` (:func:`mode`): off = never measure, use the default (reference)
-  candidate; on = cached choice, tune on a miss; force = re-tune each key once per process.
+  candidate; on = cached choice, tune on a miss; force = re-tune each key once per process
+  (``0``/``1``, ``false``/``true``... mean off/on; another value raises ValueError).
 * Cache: ``$RUDA_TUNE_CACHE`` or ``platformdirs.user_cache_dir("ruda")/tune-v1.json``; atomic
-  writes (temp file + ``os.replace``, merged with concurrent writers); a corrupt or foreign file
-  is ignored with a ``RuntimeWarning`` and rebuilt.  :func:`stats` counts tuning runs and hits.
+  writes (temp file + ``os.replace``, merged with concurrent writers); a ruda cache of another
+  version is ignored with a ``RuntimeWarning`` and rebuilt; a file that is not ruda's is left
+  as it is (choices kept for the process, a ``RuntimeWarning`` once).  :func:`stats` counts
+  tuning runs and hits.
 """
 from ruda.runtime.tune._cache import TuneCache, default_path
 from ruda.runtime.tune._timers import CallableTimer, HostTimer, Timer, check_timer

@@ -1,15 +1,14 @@
 """The tuner: measure kernel candidates on the device, validate them, pick and remember one."""
 import dataclasses
 import math
-import os
 import sys
 import threading
 import time
-import warnings
 
 import numpy as np
 
 from ruda._version import __version__
+from ruda.runtime import env
 from ruda.runtime.tune._cache import TuneCache
 from ruda.runtime.tune._timers import check_timer
 
@@ -35,21 +34,24 @@ def stats():
 
 def mode():
     """``RUDA_TUNE``: ``off`` (never measure; default candidate), ``on`` (default: use the
-    cache, tune on a miss) or ``force`` (re-tune each key once per process, overwrite)."""
-    m = os.environ.get("RUDA_TUNE", "on").strip().lower() or "on"
-    if m not in MODES:
-        warnings.warn(f"ruda: RUDA_TUNE={m!r} is not one of {MODES}; using 'on'", RuntimeWarning,
-                      stacklevel=3)
+    cache, tune on a miss) or ``force`` (re-tune each key once per process, overwrite).
+    The switch spellings mean off and on too (``0``, ``false``, ``1``, ``yes``...); unset or
+    empty is ``on``; anything else raises ValueError."""
+    value = env.text("RUDA_TUNE")
+    if value is None:
         return "on"
-    return m
+    m = value.lower()
+    if m in MODES:
+        return m
+    if m in env.TRUE or m in env.FALSE:
+        return "on" if m in env.TRUE else "off"
+    raise env.invalid("RUDA_TUNE", value, f"off, on or force (or {env.FLAG_SPELLINGS})")
 
 
-def default_budget():
-    """``RUDA_TUNE_BUDGET`` (seconds of measuring per key), default 2.0."""
-    try:
-        return float(os.environ.get("RUDA_TUNE_BUDGET", "2.0"))
-    except ValueError:
-        return 2.0
+def default_budget(default=2.0):
+    """``RUDA_TUNE_BUDGET`` (seconds of measuring per key, >= 0), else ``default``; a value
+    that is not such a number raises ValueError."""
+    return env.number("RUDA_TUNE_BUDGET", default, low=0, unit="seconds")
 
 
 #: Seconds a first call may tune before a one-line notice goes to stderr (``Tuner(notice_after=)``).
@@ -389,10 +391,15 @@ class _Notice:
         self.done = True
         op, dt, bucket = self.what
         fp = self.tuner.fingerprint
+        cache = self.tuner.cache
+        unsaved = cache.unsaved()
+        # where the choice goes: the file, or (not ruda's, not writable) this process only
+        kept = (f"then cached in {cache.path}" if unsaved is None else
+                f"then kept for this process only (tuning cache {cache.path}: {unsaved})")
         try:
             sys.stderr.write(
                 f"ruda: tuning {op} for {dt} {bucket} on {fp.backend} {fp.name}: once per device and "
-                f"shape bucket, then cached in {self.tuner.cache.path} (RUDA_TUNE=off skips tuning, "
+                f"shape bucket, {kept} (RUDA_TUNE=off skips tuning, "
                 f"RUDA_TUNE_BUDGET=<seconds> caps it)\n")
             sys.stderr.flush()
         except (OSError, ValueError):     # no usable stderr: tuning goes on silently
