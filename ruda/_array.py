@@ -74,12 +74,14 @@ class Array(_Base):
         return self._data
 
     @classmethod
-    def from_native(cls, data: Any, device: Device) -> Array:
-        """A ruda array on ``device`` sharing ``data``, that device library's own array (the
-        inverse of :attr:`native`; no copy)."""
+    def from_native(cls, data: Any, device: Device | str) -> Array:
+        """A ruda array on ``device`` (a Device or its spelling) sharing ``data``, that device
+        library's own array (the inverse of :attr:`native`; no copy)."""
+        if isinstance(device, str):
+            device = _device(device)
         if not isinstance(device, Device):
-            raise TypeError(f"ruda.Array.from_native: device: expected a ruda.Device, got "
-                            f"{type(device).__name__}")
+            raise TypeError(f"ruda.Array.from_native: device: expected a ruda.Device or its "
+                            f"name, got {type(device).__name__}")
         if not device.backend.is_native(data):
             raise TypeError(f"ruda.Array.from_native: data: expected {device}'s native array, "
                             f"got {type(data).__module__}.{type(data).__name__}")

@@ -394,8 +394,11 @@ def test_native_bridge_shares_storage(device, rng):
     np.testing.assert_array_equal(to_numpy(x), a)
     with pytest.raises(TypeError, match=r"ruda.Array.from_native: data: expected .*native array, got builtins.list"):
         xp.Array.from_native([1.0], device)
-    with pytest.raises(TypeError, match=r"ruda.Array.from_native: device: expected a ruda.Device, got str"):
-        xp.Array.from_native(n, "cpu")
+    z = xp.Array.from_native(n, str(device))      # a device's name, as everywhere else
+    assert z.device == device and z.native is n
+    with pytest.raises(TypeError, match=r"ruda.Array.from_native: device: expected a ruda.Device or "
+                                        r"its name, got int"):
+        xp.Array.from_native(n, 0)
     if device != xp.device("cpu"):
         with pytest.raises(TypeError, match="native array, got numpy.ndarray"):
             xp.Array.from_native(a, device)

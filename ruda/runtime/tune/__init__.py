@@ -23,7 +23,7 @@ Use (a backend, once per kernel family and call site)::
 * Selection: candidates are tried in order, the reference first: each is built and run once;
   one that raises, or whose output differs from the truth (``expected=``, else the reference's
   output) beyond :func:`tolerance` (norm-wise), or has NaN/Inf where the truth is finite, is
-  rejected.  Once the per-key budget ``$RUDA_TUNE_BUDGET`` (default 2 s) has gone to running
+  rejected.  Once the per-key budget ``$RUDA_TUNE_BUDGET`` (default 2 s for a bare Tuner; wgpu's matmul and conv pass 1 s) has gone to running
   candidates (building them is not counted), the remaining ones are skipped (order them by
   promise).  With one valid candidate nothing is timed; otherwise each is timed once, those
   far slower on that first timing are dropped and the rest timed in interleaved rounds
