@@ -412,3 +412,25 @@ def test_ordering_with_specials(device, name):
     f = xp.where(xp.isnan(x), 0.0, x)
     fh = np.where(np.isnan(h), 0, h).astype(np.float64)
     assert float(xp.min(f)) == fh.min() and int(xp.argmin(f)) == int(np.argmin(fh))
+
+
+@needs_bf16
+def test_bfloat16_bool_scalar_keys_and_empty_setitem(device):
+    """A bool scalar beside an int or ... is an advanced index (NumPy's); setitem on an empty
+    bfloat16 array checks its key and value as any dtype does."""
+    if not device.backend.supports(xp.bfloat16):
+        pytest.skip("no bfloat16 here")
+    a = np.arange(3, dtype=np.float32).astype(np.dtype(xp.bfloat16))
+    x = xp.asarray(a, device=device)
+    for key in ((0, True), (Ellipsis, True), (True, 1), (1, False)):
+        got = x[key]
+        assert got.dtype == xp.bfloat16 and got.shape == a[key].shape, key
+        np.testing.assert_array_equal(np.asarray(xp.astype(got, xp.float32).to_device("cpu")),
+                                      a[key].astype(np.float32))
+    y = xp.zeros((0, 3), dtype=xp.bfloat16, device=device)
+    with pytest.raises(ValueError, match="broadcast"):
+        y[:] = xp.ones((5,), dtype=xp.bfloat16, device=device)
+    with pytest.raises(IndexError, match="shape mismatch"):
+        y[xp.asarray([0, 1], device=device), xp.asarray([0, 1, 2], device=device)] = 1.0
+    y[:] = 1.0
+    assert y.shape == (0, 3)

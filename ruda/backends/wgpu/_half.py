@@ -236,8 +236,8 @@ def linspace(be, impl, start, stop, num, dtype, endpoint):
 def setitem(be, impl, x, key, value):
     if x.dtype != BF16:
         return impl(be, x, key, value)
-    if x.size == 0:
-        return None
+    if x.size == 0:     # nothing to write, but the key and value are checked as for any dtype
+        return impl(be, be._new(x.shape, F32), key, be.astype(value, F32))
     if value.dtype != BF16:
         value = be.astype(value, BF16)
     # the word-aligned range of storage x spans, in float32; assign there; pack it back in place
@@ -260,7 +260,8 @@ def copy(be, impl, x, dtype=None):
 
 def getitem(be, impl, x, key):
     keys = key if key.__class__ is tuple else (key,)
-    if x.dtype != BF16 or not any(k.__class__ is WArray for k in keys):
+    # (a bool scalar beside an int or ... is an advanced index too)
+    if x.dtype != BF16 or not any(k.__class__ is WArray or k.__class__ is bool for k in keys):
         return impl(be, x, key)                     # basic indexing: a view of the same words
     return pack(be, impl(be, unpack(be, x), key), rnd=False)
 
