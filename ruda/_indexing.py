@@ -105,8 +105,8 @@ def _check_ints(fn, shape, key, dims, hosts):
             continue
         h = hosts.get(i)
         if h is not None and h.dtype.kind in "iu" and h.size:   # its extremes, as NumPy reports
-            n = shape[pos]
-            k = int(h.min()) if h.min() < -n else int(h.max())
+            lo = int(h.min())
+            k = lo if lo < -shape[pos] else int(h.max())
         if isinstance(k, int) and not isinstance(k, builtins.bool):
             n = shape[pos]
             if not -n <= k < n:

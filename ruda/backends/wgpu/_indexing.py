@@ -23,6 +23,11 @@ def _fitted(value, shape):
 _DEFAULT_STORAGE_BUFFERS = 8    # WebGPU's default maxStorageBuffersPerShaderStage
 
 
+def _from_end(raw, n):
+    """An INDEX value for an axis of ``n`` (an INDEX expression), a negative one counted from
+    the end."""
+    return ir.select(ir.op("lt", raw, ir.Const(0, I)), ir.op("add", raw, n), raw)
+
 
 def _in_range(raw, n):
     """An index value of any integer dtype for an axis of ``n`` (an INDEX expression): its
@@ -38,8 +43,8 @@ def _in_range(raw, n):
         if t in ir.SIGNED:
             ok = ir.op("and", ok, ir.op("ge", raw, ir.op("neg", nt)))
         raw = ir.cast(raw, I)
-    idx = ir.select(ir.op("lt", raw, ir.Const(0, I)), ir.op("add", raw, n), raw)
-    return ir.select(ok, idx, ir.Const(0, I)), ok
+    return ir.select(ok, _from_end(raw, n), ir.Const(0, I)), ok
+
 
 class IndexingOps:
     """Indexing (mixin of the backend)."""
@@ -255,8 +260,7 @@ class IndexingOps:
                     ok = ok_j if ok is None else ir.op("and", ok, ok_j)
                     ai += 1
                 else:
-                    raw = ir.Param(j, I)
-                    vc[d] = ir.select(ir.op("lt", raw, ir.Const(0, I)), ir.op("add", raw, n), raw)
+                    vc[d] = _from_end(ir.Param(j, I), n)
             args = (ir.Arg("v", v.ir, v.ndim, value is not None),) + \
                 tuple(ir.Arg(f"i{i}", a.ir, nd) for i, a in enumerate(idx_arrays))
             if value is None:     # an out-of-range index reads 0
