@@ -431,4 +431,5 @@ _GENERIC = {
 # float64 pow: fpow's special values around the double-double core (wgsl_math_pow); fpow's
 # exp(y log x) stays for float32 computed in f64, where it is ample
 _GENERIC["fpow_dd"] = (("pow_pos", "isnan", "inf", "nan", "isinf"), _GENERIC["fpow"][1].replace(
-    "fn fpow_{S}", "fn fpow_dd_{S}").replace("exp_{S}(y * log_{S}(ax))", "pow_pos_{S}(ax, y)"))
+    "fn fpow_{S}(x: {T}, y: {T})", "fn fpow_dd_{S}(x: {T}, y: {T}, z: u64)").replace(
+    "exp_{S}(y * log_{S}(ax))", "pow_pos_{S}(ax, y, z)"))

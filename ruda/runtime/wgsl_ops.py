@@ -209,8 +209,11 @@ class OpsMixin:
             # pow: f64's plain exp(y log x) is ample for f32 (the double-double pow costs more)
             fn = self.need("fpow_f64" if name == "pow" else "logaddexp_f64")
             return f"f32({fn}(f64({x}), f64({y})))"
-        if name == "pow":     # f64: double-double (wgsl_math_pow), exact where the result is representable
-            return f"{self.need('fpow_dd_f64' if S == 'f64' else 'fpow_' + S)}({x}, {y})"
+        if name == "pow" and S == "f64":  # double-double (wgsl_math_pow), exact where representable
+            # its opaque zero: the element count is below 2**31 (no binding holds more)
+            return f"{self.need('fpow_dd_f64')}({x}, {y}, u64({self.w(0)} >> 31u))"
+        if name == "pow":
+            return f"{self.need('fpow_' + S)}({x}, {y})"
         if name == "logaddexp":
             return f"{self.need('logaddexp_' + S)}({x}, {y})"
         if name in _LIB_F64:
