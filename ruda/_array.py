@@ -184,9 +184,10 @@ class Array(_Base):
         if self._device is not CPU:   # TypeError, or a host copy under ruda.allow_host_conversion()
             return _host_conversion.to_numpy(self, dtype, copy)
         a = self._data
-        if copy:
-            return np.array(a, dtype=dtype, copy=True)
-        return np.asarray(a, dtype=dtype)
+        if copy is False and dtype is not None and np.dtype(dtype) != a.dtype:   # NumPy 2's protocol
+            raise ValueError(f"ruda: __array__: copy=False with dtype={np.dtype(dtype)}; this array "
+                             f"is {a.dtype}, so that needs a copy")
+        return np.asarray(a, dtype=dtype, copy=copy)
 
     def __buffer__(self, flags, /):
         return memoryview(self._host("the buffer protocol"))

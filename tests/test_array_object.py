@@ -287,6 +287,13 @@ def test_dunder_array_only_on_host(device):
         c = np.array(x, copy=True)
         c[0, 0] = 99
         assert float(x[0, 0]) != 99
+        # NumPy 2's protocol: copy=False never copies, it raises where a copy is needed
+        other = np.float32 if a.dtype == np.float64 else np.float64
+        with pytest.raises(ValueError, match=r"__array__: copy=False.*needs a copy"):
+            x.__array__(dtype=other, copy=False)
+        shared = x.__array__(copy=False)
+        shared[0, 0] = 7
+        assert float(x[0, 0]) == 7
         if sys.version_info >= (3, 12):      # PEP 688 buffer protocol from Python
             assert memoryview(x).shape == (3, 2)
     else:
