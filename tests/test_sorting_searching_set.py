@@ -281,6 +281,25 @@ def test_isin_sizes_nan_and_dtypes(device, n2):
             assert_result(res, np.isin(a, b, invert=invert), dtype=xp.bool)
 
 
+def test_isin_uint64_with_int64_is_exact(device):
+    """uint64 against int64 matches as ``equal`` does, exactly (not through float64, which rounds
+    past 2**53); negative and past-2**63 values match nothing, in either role."""
+    if xp.uint64 not in supported(device, "integral"):
+        pytest.skip(f"{device} has no 64-bit integers")
+    rng = np.random.default_rng(8)
+    u = np.concatenate([[2**63, 5, 0, 2**64 - 1, 2**53 + 1, 2**63 - 1],
+                        rng.integers(0, 2**64, 30, dtype=np.uint64)]).astype(np.uint64)
+    s = np.concatenate([[2**63 - 1, -1, 5, 0, 2**53, -(2**63)],
+                        rng.integers(-(2**63), 2**63, 30, dtype=np.int64)]).astype(np.int64)
+    s[-5:] = u[-5:].astype(np.int64)          # wrapped twins of uint64 values past 2**63
+    for a, b in ((u, s), (s, u)):
+        members = {int(t) for t in b}
+        for invert in (False, True):
+            want = np.array([(int(t) in members) != invert for t in a])
+            res = xp.isin(xp.asarray(a, device=device), xp.asarray(b, device=device), invert=invert)
+            assert_result(res, want, dtype=xp.bool)
+
+
 def test_isin_complex(device):
     """Complex values (ties in both parts, NaN parts never match) against NumPy."""
     rng = np.random.default_rng(5)
