@@ -79,6 +79,11 @@ def asarray(obj: Any, /, *, dtype: DType | None = None, device: Device | None = 
     if foreign is dev and dev.kind != "cpu":
         native = dev.backend.from_dlpack(obj, copy=copy)   # copies here when copy=True
         return _asarray_array(Array._new(native, dev), dtype, dev, None if copy else copy)
+    if copy is False and foreign is not None:    # a host producer's __array__ may take no copy=
+        try:                                      # (torch's): share through DLPack instead
+            obj = np.from_dlpack(obj)
+        except (TypeError, BufferError, RuntimeError):
+            pass
     python_data = not isinstance(obj, np.ndarray | np.generic) and not hasattr(obj, "__array__") \
         and not hasattr(obj, "__buffer__") and not isinstance(obj, memoryview | bytearray | bytes)
     try:

@@ -152,6 +152,22 @@ def test_torch_from_dlpack(device):
         np.testing.assert_array_equal(t.numpy(), a)
 
 
+def test_asarray_of_torch_with_copy_false_shares_or_refuses(device):
+    """asarray(tensor, copy=False) shares a CPU tensor's memory (torch's __array__ takes no
+    copy argument, so it goes through DLPack); onto another device it needs a copy: ValueError."""
+    torch = pytest.importorskip("torch")
+    t = torch.arange(6.0).reshape(2, 3).T
+    if device.kind != "cpu":
+        with pytest.raises(ValueError, match=r"ruda\.asarray: .*copy"):
+            xp.asarray(t, device=device, copy=False)
+        return
+    x = xp.asarray(t, device=device, copy=False)
+    t[0, 1] = 9.0
+    assert x.dtype == xp.float32 and to_numpy(x).tolist() == t.tolist()
+    with pytest.raises(ValueError, match=r"ruda\.asarray: .*copy"):
+        xp.asarray(t, dtype=xp.float64, device=device, copy=False)
+
+
 # --- import: ruda.from_dlpack ----------------------------------------------------------------
 def test_bfloat16_over_dlpack_is_refused_with_a_way_out(device):
     """NumPy's DLPack (and CuPy's) has no bfloat16: exporting or importing one raises
