@@ -56,6 +56,24 @@ def test_export_to_the_host_on_request(device):
     np.testing.assert_array_equal(np.from_dlpack(y[2, 3], device="cpu"), to_numpy(y)[2, 3])
 
 
+def _capsule_flags(capsule):
+    """The ``flags`` of a versioned DLPack capsule (DLManagedTensorVersioned: version, two
+    pointers, then the uint64 flags)."""
+    import ctypes
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    return ctypes.c_uint64.from_address(get(capsule, b"dltensor_versioned") + 24).value
+
+
+def test_host_export_flags_its_copy(device):
+    """The standard: a versioned capsule made by copying sets DLPACK_FLAG_BITMASK_IS_COPIED (2);
+    a cpu array's in-place export does not."""
+    x = xp.asarray([1.0, 2.0, 3.0], device=device)
+    copied = _capsule_flags(x.__dlpack__(max_version=(1, 0), dl_device=KDL_CPU)) & 2
+    assert copied == (0 if device.kind == "cpu" else 2)
+    assert _capsule_flags(x.__dlpack__(max_version=(1, 0), dl_device=KDL_CPU, copy=True)) & 2
+
+
 def test_copy_false_to_the_host_refused_on_devices(device):
     x = xp.asarray([1.0, 2.0, 3.0], device=device)
     if device.kind == "cpu":

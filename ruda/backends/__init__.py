@@ -351,7 +351,10 @@ def export_host(host, max_version=None):
     """A DLPack capsule of NumPy array ``host`` (a fresh host copy nobody else holds)."""
     if not host.flags.writeable:   # a legacy (unversioned) capsule cannot say read-only
         host = host.copy()
-    return host.__dlpack__() if max_version is None else host.__dlpack__(max_version=max_version)
+    if max_version is None:
+        return host.__dlpack__()
+    # a versioned capsule must flag the copy (IS_COPIED); NumPy sets it only when it copies itself
+    return host.__dlpack__(max_version=max_version, copy=True)
 
 
 def _map_native(obj, fn, is_native):
