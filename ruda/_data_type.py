@@ -74,6 +74,43 @@ def isdtype(dtype: DType, kind: DType | str | tuple[DType | str, ...]) -> bool:
     raise TypeError(f"ruda.isdtype: kind must be a dtype, a kind name or a tuple; got {kind!r}")
 
 
+_HALVES = frozenset(_dtypes.extension_dtypes)      # float16, bfloat16 (where ml_dtypes is)
+
+
+def promote_all(fn, dts, dev=None):
+    """The promoted dtype of the NumPy dtypes ``dts`` taken as one set, so that their order does
+    not matter (a pairwise fold does: int16, uint16 then float32 goes through int32 to float64,
+    float32 first stays float32).  Two distinct dtypes follow the pairwise table; more follow
+    NumPy 2's ``result_type`` of the set, which is the standard's answer wherever every pair is
+    in the standard's table (its table is associative within a kind).  The half dtypes keep the
+    written table's answers: bfloat16 promotes as float16 does (the same table), and the two
+    together stand for the float32 their pair gives.  With ``dev``, a result the device lacks
+    raises a TypeError naming ``fn`` (a browser-class adapter has no float64)."""
+    first = dts[0]
+    if len(dts) <= 2 and dts[-1] == first:  # the common case (one dtype): nothing to promote
+        return first
+    uniq = list(dict.fromkeys(dts))         # distinct, in the order given (for the message)
+    if len(uniq) == 1:
+        return first
+    if len(uniq) == 2:                      # the pairwise table, and its message
+        return _dtypes.promote(*uniq) if dev is None else v.promote_on(fn, dev, *uniq)
+    halves = [d for d in uniq if d in _HALVES]
+    rest = [d for d in uniq if d not in _HALVES]
+    if len(halves) == 2:
+        rest.append(_dtypes.float32)
+    elif halves:
+        rest.append(_dtypes.float16)
+    out = np.result_type(*rest)
+    if out == _dtypes.float16:              # only where a half dtype went in as float16
+        out = halves[0]
+    if dev is not None and not dev.backend.supports(out):
+        n = _dtypes.name
+        raise TypeError(f"ruda.{fn}: {', '.join(map(n, uniq[:-1]))} and {n(uniq[-1])} promote "
+                        f"to {n(out)}, which device '{dev}' lacks"
+                        f"{dev.backend.unsupported_reason(out)}; cast an operand first (ruda.astype)")
+    return out
+
+
 def result_type(*arrays_and_dtypes: Array | DType | Scalar) -> DType:
     dts, scalars = [], []
     for i, a in enumerate(arrays_and_dtypes):
@@ -85,9 +122,7 @@ def result_type(*arrays_and_dtypes: Array | DType | Scalar) -> DType:
             dts.append(_as_dtype("result_type", f"arrays_and_dtypes[{i}]", a))
     if not dts:
         raise ValueError("ruda.result_type: needs at least one array or dtype")
-    out = dts[0]
-    for d in dts[1:]:
-        out = _dtypes.promote(out, d)
+    out = promote_all("result_type", dts)
     # a Python float beside integers takes the default float of the arrays' device, as operators do
     dev = next((a._device for a in arrays_and_dtypes if a.__class__ is Array), None) or \
         _devices.default()

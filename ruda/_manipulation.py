@@ -6,6 +6,7 @@ import math
 from ruda import _dtypes
 from ruda import _validation as v
 from ruda._array import Array
+from ruda._data_type import promote_all
 from ruda._typing import Axis
 
 
@@ -15,9 +16,8 @@ def _arrays(fn, arrays):
     for i, a in enumerate(arrays):
         v.array(fn, f"arrays[{i}]", a)
     dev = v.same_device(fn, *arrays)
-    dt = arrays[0]._dtype
-    for a in arrays[1:]:
-        dt = v.promote_on(fn, dev, dt, a._dtype)
+    # the promotion of all the dtypes at once: a pairwise fold would depend on their order
+    dt = promote_all(fn, [a._dtype for a in arrays], dev)
     natives = [a._data if a._dtype == dt else dev.backend.astype(a._data, dt, False) for a in arrays]
     return dev, natives
 
