@@ -9,6 +9,7 @@ import numpy as np
 from ruda import _devices, _dtypes
 from ruda import _validation as v
 from ruda._array import Array, new as _new
+from ruda._data_type import promote_all
 from ruda._typing import Device, DType, Scalar
 from ruda.backends import arange_length, dlpack_device_name
 
@@ -156,9 +157,7 @@ def _stack_nested(obj, dtype, dev):
         if a._device is not dev:
             raise ValueError(f"ruda.asarray: the sequence holds an array on '{a._device}', but "
                              f"device='{dev}'; move it explicitly with .to_device()")
-    dt = arrays[0]._dtype
-    for a in arrays[1:]:
-        dt = v.promote_on("asarray", dev, dt, a._dtype)
+    dt = promote_all("asarray", [a._dtype for a in arrays], dev)
     for i in _scalars(i for i in items if i.__class__ is not Array):   # sublists of scalars too
         dt = v.scalar_dtype("asarray", i, dt, dev)
     out = stack([i if i.__class__ is Array else asarray(i, dtype=dt, device=dev) for i in items])

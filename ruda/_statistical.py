@@ -9,6 +9,7 @@ import numpy as np
 from ruda import _dtypes
 from ruda import _validation as v
 from ruda._array import Array
+from ruda._data_type import promote_all
 from ruda._typing import Axis, DType
 
 
@@ -191,9 +192,7 @@ def diff(x: Array, /, n: int = 1, *, axis: int = -1, prepend: Array | None = Non
             extra[name] = a._data
     if x._dtype.kind == "b" and n:
         raise TypeError("ruda.diff: x must have a numeric dtype for n > 0; got bool")
-    dt = x._dtype
-    for e in extra.values():
-        dt = v.promote_on("diff", x._device, dt, e.dtype)
+    dt = promote_all("diff", [x._dtype] + [e.dtype for e in extra.values()], x._device)
     cast = lambda a: a if a.dtype == dt else x._device.backend.astype(a, dt, False)  # noqa: E731
     extra = {k: cast(e) for k, e in extra.items()}
     return Array._new(x._device.backend.diff(cast(x._data), axis=axis, n=n, **extra), x._device)

@@ -74,6 +74,11 @@ def test_the_motivating_examples(device):
     # Python scalars follow the standard: they do not widen the dtypes of the arrays
     assert xp.result_type(xp.int16, xp.uint16, xp.float32, 1.5, 2) == xp.float32
     assert xp.result_type(xp.int8, xp.uint8, 1) == xp.int16
+    # diff's prepend/append and asarray of a list of arrays promote the same way
+    for x, p, q in itertools.permutations((a, b, c)):
+        d = xp.diff(x, prepend=p, append=q)
+        assert_result(d, np.diff(np.ones(1, np.float32), prepend=1, append=1), dtype=xp.float32)
+        assert_result(xp.asarray([x, p, q]), np.ones((3, 1)), dtype=xp.float32)
 
 
 def test_concat_and_stack_of_three_dtypes_match_numpy(device, rng):
