@@ -688,8 +688,8 @@ def divide(x1: Array | Scalar, x2: Array | Scalar, /) -> Array:
             return _new(backend.divide(backend.scalar(x1, b.dtype), b), dev)
         except OverflowError:
             pass
-    dev, a, b = operands("divide", x1, x2, "numeric")
-    if a.dtype.kind in "biu":   # integers divide to the default real floating dtype
+    dev, a, b = operands("divide", x1, x2, "numeric", float_result=True)
+    if a.dtype.kind in "biu":   # integer arrays divide to the default real floating dtype
         dt = v.default_dtype(dev, "real floating")
         a, b = cast(dev, a, dt), cast(dev, b, dt)
     return _new(dev._backend.divide(a, b), dev)

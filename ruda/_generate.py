@@ -80,12 +80,12 @@ def {name}(x1: Array | Scalar, x2: Array | Scalar, /) -> Array:
             return _new(backend.{name}(backend.scalar(x1, b.dtype), b), dev)
         except OverflowError:
             pass
-    dev, a, b = operands("{name}", x1, x2, "{cat}")
+    dev, a, b = operands("{name}", x1, x2, "{cat}"{float_kw})
 {float_result}{mixed_sign}    return _new(dev._backend.{name}(a, b), dev)
 '''
 
 FLOAT_RESULT_LINES = '''\
-    if a.dtype.kind in "biu":   # integers divide to the default real floating dtype
+    if a.dtype.kind in "biu":   # integer arrays divide to the default real floating dtype
         dt = v.default_dtype(dev, "real floating")
         a, b = cast(dev, a, dt), cast(dev, b, dt)
 '''
@@ -125,6 +125,8 @@ def render():
         out.append(BINARY.format(name=name, cat=cat, fast=f"_{name.upper()}_FAST",
                                  scalar=f"_{name.upper()}_SCALAR",
                                  float_result=FLOAT_RESULT_LINES if name in FLOAT_RESULT else "",
+                                 # an array and a Python scalar: operands makes that float itself
+                                 float_kw=", float_result=True" if name in FLOAT_RESULT else "",
                                  mixed_sign=MIXED_SIGN_LINES.format(name=name)
                                  if name in COMPARISONS else ""))
     names = ", ".join(f'"{n}"' for n in ("round", *ELEMENTWISE_BINARY_CATEGORIES))

@@ -28,10 +28,13 @@ def cast(dev, a, dt):
     return a if a.dtype == dt else dev.backend.astype(a, dt, False)
 
 
-def operands(fn, x1, x2, cat, broadcast=True):
+def operands(fn, x1, x2, cat, broadcast=True, float_result=False):
     """Validate two operands (arrays, or one Python or NumPy scalar) of an elementwise op.
 
     Returns the common device and the two native arrays, cast to the promoted dtype.
+    ``float_result``: integer operands give the default real floating dtype (divide); an array and
+    a Python scalar are then promoted straight to it, so a Python int is made that float and the
+    array's integer range never matters (``uint8 / 256``, as NumPy 2).
     """
     c1 = x1.__class__ is Array
     if c1 and x2.__class__ is Array:
@@ -74,9 +77,25 @@ def operands(fn, x1, x2, cat, broadcast=True):
     if dt not in _CATS[cat]:
         v.category(fn, "x1" if c1 else "x2", a.dtype, cat)
         v.category(fn, arg, dt, cat)
+    if float_result and dt.kind in "iu":
+        dt = v.default_dtype(dev, "real floating")
     a = cast(dev, a, dt)
-    s = v.scalar(dev, val, dt, fn)
+    try:
+        s = v.scalar(dev, val, dt, fn)
+    except OverflowError:   # an int beyond dt's range: comparisons answer, the rest raise
+        if fn not in COMPARISONS or dt.kind not in "iu":
+            raise
+        a, s = _beyond_range(dev, a, val, dt)
     return (dev, a, s) if c1 else (dev, s, a)
+
+
+def _beyond_range(dev, a, val, dt):
+    """Stand-ins for integer array ``a`` (dtype ``dt``) compared with a Python int ``val`` outside
+    dt's range, which NumPy 2 answers exactly (uint8 == 256 all False, uint8 > -1 all True).
+    Every element lies on one side of val: the elements as 0 against a scalar 1 (val above the
+    range) or as 1 against a scalar 0 (below) give each comparison's answer in either order."""
+    above = int(val > 0)
+    return dev.backend.full(a.shape, 1 - above, dt), v.scalar(dev, above, dt)
 
 
 def compare_mixed_sign(dev, fn, op, a, b):
