@@ -66,6 +66,8 @@ def operands(fn, x1, x2, cat, broadcast=True, float_result=False):
     else:
         raise TypeError(f"ruda.{fn}: at least one of x1, x2 must be a ruda array; got "
                         f"{type(x1).__name__} and {type(x2).__name__}")
+    if val.__class__ is np.ndarray and val.ndim == 0:   # as NumPy hands its scalars to __array_ufunc__
+        val = val[()]
     if isinstance(val, np.generic):   # a 0-d array of its own dtype on arr's device (np.float64 too)
         s = Array._new(v.numpy_scalar(fn, arg, val, arr._device), arr._device)
         return operands(fn, x1, s, cat, broadcast) if c1 else operands(fn, s, x2, cat, broadcast)

@@ -6,6 +6,8 @@ base type (``ruda._speedups.Base``) has the number slots: they run the host fast
 and in-place methods made here (ruda/_accelerate.py registers them).  The signatures are declared for type checkers in
 ruda/_array.py.
 """
+import numpy as np
+
 from ruda import _dtypes
 from ruda import _elementwise as ew
 from ruda import _indexing
@@ -18,15 +20,20 @@ from ruda._array import Array, _speedups
 _OPERANDS = v._OPERAND_TYPES   # Python and NumPy scalars; anything else: NotImplemented or TypeError
 
 
+def _scalar_ndarray(other):
+    """A 0-d NumPy array: a NumPy scalar, as on the left (NumPy hands its scalars over as those)."""
+    return other.__class__ is np.ndarray and other.ndim == 0
+
+
 def _operand_ok(other):
-    return other.__class__ is Array or isinstance(other, _OPERANDS)
+    return other.__class__ is Array or isinstance(other, _OPERANDS) or _scalar_ndarray(other)
 
 
 def forward(fn):
     """== and !=: NotImplemented for non-array objects (so `x == None` is False), but a
     TypeError for another library's array, never Python's bare identity answer."""
     def op(self, other):
-        if other.__class__ is not Array and not isinstance(other, _OPERANDS):
+        if not _operand_ok(other):
             if v.foreign_array(other):
                 raise v.operand_error(fn.__name__, "x2", other)
             return NotImplemented

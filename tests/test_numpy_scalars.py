@@ -45,9 +45,11 @@ def test_operators_take_numpy_scalars_as_arrays(device, rng, op):
                     device, str(np.result_type(np.dtype(adt), np.dtype(sdt)))):
             continue
         a = rng.integers(1, 50, 7).astype(adt)
-        s = np.dtype(sdt).type(3)
         x = xp.asarray(a, device=device)
-        for got, want in ((op(x, s), op(a, s)), (op(s, x), op(s, a))):
+        # a 0-d ndarray too: NumPy hands its scalars to ufuncs as those, so it must mean the same
+        pairs = [(op(x, s), op(a, s)) for s in (np.dtype(sdt).type(3), np.array(3, sdt))]
+        pairs += [(op(s, x), op(s, a)) for s in (np.dtype(sdt).type(3), np.array(3, sdt))]
+        for got, want in pairs:
             assert isinstance(got, xp.Array), (op, adt, sdt)
             if op is operator.truediv and np.result_type(np.dtype(adt), np.dtype(sdt)).kind in "iu":
                 want = want.astype(default(device, "real floating"))   # integer / integer
