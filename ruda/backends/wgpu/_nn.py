@@ -41,7 +41,7 @@ class Kernels:
 
     def __init__(self, backend):
         self.be = backend
-        self.cpu = str(backend.ctx.adapter.info.get("adapter_type", "")).upper() == "CPU"
+        self.cpu = backend._cpu_adapter()       # lavapipe's loop limiter (ROW_CPU_MAX_STEPS)
         self.max_groups = int(backend.ctx.limits.get("max-compute-workgroups-per-dimension", 65535))
 
     def _pipeline(self, key, make, writable, name):

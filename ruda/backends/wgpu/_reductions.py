@@ -6,8 +6,9 @@ workgroups and folded again when the outputs are few and the reductions long).  
 reductions of one unit-stride 4-byte operand from ``_base.VEC4_MIN`` elements take the vec4
 kernel: up to ``_base.RED_PARTS`` workgroups fold blocks of ``_base.RED_BLOCK`` elements round
 robin; with a 32-bit accumulator the last workgroup to finish folds the partials (atomics and a
-device counter, the backend's ``counter``), else a second reduction does.  Reductions replay
-plans of their launches (``_plan``), their partials declared as temporaries.
+device counter, the backend's ``counter``), else a second reduction does.  On a CPU adapter no
+invocation loops past ``RED_CPU_MAX_STEPS`` (``_cpu_choice``).  Reductions replay plans of their
+launches (``_plan``), their partials declared as temporaries.
 """
 import functools
 import operator
@@ -20,14 +21,49 @@ from ruda import _dtypes
 from ruda.backends.wgpu import _base, _half
 from ruda.backends.wgpu._array import (IR, basic_index, broadcast_strides, collapse,
                                        contiguous_strides, permute)
-from ruda.backends.wgpu._base import _K, np_of
+from ruda.backends.wgpu._base import _K, I, np_of
 from ruda.runtime import ir
+from ruda.runtime.wgsl import MAX_GROUPS, WG
 
 _view_key = operator.attrgetter("ir", "shape", "strides", "offset")   # an operand's part of a plan key
 # A scan kernel walks each row with one workgroup, about ten loop iterations per 256 elements;
 # lavapipe ends a shader invocation after 65,535 loop iterations in all (llvmpipe's loop
 # limiter) and the rest of the row silently stays unwritten, so longer rows scan in blocks.
 SCAN_ROW = 1 << 18
+# The limiter ends reduction invocations too: on a CPU adapter no reduction kernel runs whose
+# invocations would loop more than this many times (``_red_steps``; 4x short of the limit), so
+# longer serial reductions (one invocation per output) take a workgroup per output, and longer
+# ones than that split into parts -- index reductions too: each part's best value and its
+# index, then the first best part's index.  The vec4 kernel stays far below it (at most
+# R / (RED_PARTS * RED_BLOCK) steps, 1024 for 2**32 elements).  GPUs have no such limit, and
+# there the serial kernel is the fast, coalesced one for column reductions: their choice stays.
+RED_CPU_MAX_STEPS = 1 << 14
+
+
+def _red_steps(serial, nout, nsplit, chunk):
+    """Loop iterations of one invocation of a reduction over ``nout`` outputs in ``nsplit``
+    parts of ``chunk`` elements (wgsl_main's serial_reduce_main and reduce_main)."""
+    if serial:      # outputs grid-stride over at most MAX_GROUPS workgroups; each walks its chunk
+        return -(-nout // (MAX_GROUPS * WG)) * (chunk + 1)
+    # workgroups take the nout * nsplit jobs round robin: chunk / WG steps each, then one of
+    # the job loop and log2(WG) of the workgroup's tree
+    return -(-(nout * nsplit) // MAX_GROUPS) * (-(-chunk // WG) + WG.bit_length())
+
+
+def _cpu_choice(serial, split, nsplit, nout, R):
+    """(serial, split, nsplit) on a CPU adapter: the given choice where every invocation stays
+    within RED_CPU_MAX_STEPS, else a workgroup per output, else enough parts."""
+    if serial and _red_steps(True, nout, 1, R) <= RED_CPU_MAX_STEPS:
+        return serial, split, nsplit
+    if _red_steps(False, nout, nsplit, -(-R // nsplit)) <= RED_CPU_MAX_STEPS:
+        return False, split, nsplit
+    per = (RED_CPU_MAX_STEPS - WG.bit_length()) * WG      # elements a part may take
+    return False, True, max(nsplit, -(-R // per))
+
+
+def _part_coords(c, loads, ps):
+    """Coordinates (output, part) of each output's best part (an index reduction's split)."""
+    return [c[0], ir.cast(loads[0], I)]
 
 
 class ReductionOps:
@@ -42,7 +78,7 @@ class ReductionOps:
             return self._reduce_run(x, axes, op, acc, out_dtype, keepdims, value, extra, index_out, key)
         ins = (x, *extra)
         pkey = ("reduce", op, acc, np.dtype(out_dtype), keepdims, tuple(axes), index_out, key, _base.VEC4_MIN,
-                _base.RED_PARTS, self.ctx.renderer.subgroup, *map(_view_key, ins))
+                _base.RED_PARTS, RED_CPU_MAX_STEPS, self.ctx.renderer.subgroup, *map(_view_key, ins))
         return self._replayed_multi(pkey, ins) or self._planned_multi(pkey, ins, functools.partial(
             self._reduce_run, x, axes, op, acc, out_dtype, keepdims, value, extra, index_out, key),
             (self.counter.st,))
@@ -87,6 +123,8 @@ class ReductionOps:
         serial = nout >= 256 or R <= 64
         split = not serial and not index_out and R >= 16384 and nout < 64
         nsplit = min(max(1, R // 8192), 2048) if split else 1
+        if self._cpu_adapter():         # lavapipe's loop limiter (RED_CPU_MAX_STEPS)
+            serial, split, nsplit = _cpu_choice(serial, split, nsplit, nout, R)
         dts = tuple(a.ir for a in ins)
         kkey = ("reduce", key or op, dts, acc, out.ir, k_out, k_red, serial, split, index_out)
         k = _K.get(kkey)
@@ -100,18 +138,27 @@ class ReductionOps:
                 args += (ir.Arg("part", acc, 0, True),)
             else:
                 args += (ir.Arg("out", out.ir, k_out, True),)
-            if index_out:
-                args += (ir.Arg("idx", iout.ir, k_out, True),)
+            if index_out:       # split: each part's index (over the whole reduction)
+                args += (ir.Arg("idx", iout.ir, 0 if split else k_out, True),)
             body = ir.Reduce(op, v, n_in, k_out, n_in + 1 if index_out else None, split)
             k = _K[kkey] = ir.Kernel(f"reduce_{op}", args, (), k_out + k_red, body,
                                      (("serial", True),) if serial else ())
         if split:
             part = self._temp((nout * nsplit,), np_of(acc))
+            parts = [part, self._temp((nout * nsplit,), iout.dtype)] if index_out else [part]
             chunk = -(-R // nsplit)
-            self._launch(k, ins + [part], in_sts + [()], shape, extras={"nsplit": nsplit, "chunk": chunk})
+            self._launch(k, ins + parts, in_sts + [()] * len(parts), shape,
+                         extras={"nsplit": nsplit, "chunk": chunk})
             pv = part.view((nout, nsplit), (nsplit, 1), 0)
-            comb = {"sum": "sum", "prod": "prod", "max": "max", "min": "min", "all": "all", "any": "any"}[op]
-            res = self._reduce(pv, (1,), comb, acc, out_dtype, False)
+            if index_out:
+                # the first best part (ties and NaN: the earliest, which holds the earliest
+                # index) gives its index
+                best = self._reduce(pv, (1,), op, acc, out_dtype, False, index_out=True)
+                res = self._gather_coords(parts[1].view((nout, nsplit), (nsplit, 1), 0), (nout,),
+                                          _part_coords, ("argpart",), extra=[best])
+            else:
+                comb = {"sum": "sum", "prod": "prod", "max": "max", "min": "min", "all": "all", "any": "any"}[op]
+                res = self._reduce(pv, (1,), comb, acc, out_dtype, False)
             out = res.view(oshape, contiguous_strides(oshape), res.offset)
             return self._finish_reduce(out, None, kshape)
         osts = [contiguous_strides(osh)]
@@ -119,6 +166,15 @@ class ReductionOps:
             osts.append(contiguous_strides(osh))
         self._launch(k, ins + [out] + ([iout] if index_out else []), in_sts + osts, shape)
         return self._finish_reduce(out, iout, kshape)
+
+    def _cpu_adapter(self):
+        """Whether the adapter is a CPU (lavapipe, whose loop limiter RED_CPU_MAX_STEPS and the nn
+        kernels' limits work around)."""
+        cpu = self.__dict__.get("_cpu")
+        if cpu is None:
+            info = self.ctx.adapter.info
+            cpu = self.__dict__["_cpu"] = str(info.get("adapter_type", "")).upper() == "CPU"
+        return cpu
 
     def _reduce_vec4(self, ins, rst, mask, R, op, acc, out, value, key):
         """Full reduction of 1-D vec4 operands (``_vec4_mask``): up to _base.RED_PARTS workgroups each
