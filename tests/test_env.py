@@ -122,6 +122,22 @@ def test_distributed_settings_at_import():
 
 
 # ------------------------------------------------------------------ variables read on use
+@pytest.mark.parametrize("value", ["nan", "inf", "ten"])
+def test_distributed_timeout_must_be_a_finite_number(monkeypatch, value):
+    """NaN made every deadline comparison false: the watchdog silently never started."""
+    from ruda.distributed import _watchdog
+    monkeypatch.setenv("RUDA_DIST_TIMEOUT", value)
+    with pytest.raises(ValueError, match=rf"RUDA_DIST_TIMEOUT='{value}' is not valid: expected a "
+                                         r"number of seconds"):
+        _watchdog.timeout_from_env()
+    arg = value if value == "ten" else float(value)
+    with pytest.raises(ValueError, match=r"ruda\.distributed\.init: timeout must be a finite number "
+                                         rf"of seconds .*; got {arg!r}"):
+        _watchdog.checked_timeout(arg)
+    monkeypatch.setenv("RUDA_DIST_TIMEOUT", "-1")
+    assert _watchdog.timeout_from_env() == -1.0 and _watchdog.checked_timeout(0) == 0.0
+
+
 def test_wgpu_switch(monkeypatch):
     wb = pytest.importorskip("ruda.backends.wgpu")
     monkeypatch.setattr(wb.WgpuBackend, "_unavailable", None)

@@ -73,7 +73,7 @@ def init(backend=None, *, timeout=None):
             raise ValueError(f"ruda.distributed.init: already initialized with backend "
                              f"{_ctx.backend!r}; got backend={backend!r}")
         return
-    t = _watchdog.timeout_from_env() if timeout is None else float(timeout)
+    t = _watchdog.timeout_from_env() if timeout is None else _watchdog.checked_timeout(timeout)
     _failfast.mark("init")
     # Armed before MPI_Init, which waits for every rank: a rank that never comes ends the
     # job (by SIGKILL: MPI cannot be used from here during MPI_Init).  Starting up (imports

@@ -8,23 +8,33 @@ and calls ``MPI_Abort`` on the world, which ends every rank of the job.
 
 The timeout covers waiting for the slowest rank to reach the same call.  It is
 ``RUDA_DIST_TIMEOUT`` seconds (default 600), or ``init(timeout=...)``; 0 or a
-negative value disables the watchdog.
+negative value disables the watchdog, and anything but a finite number raises ValueError.
 """
-import os
+import math
 import sys
 import threading
 import time
+
+from ruda.runtime import env
 
 DEFAULT_TIMEOUT = 600.0
 
 
 def timeout_from_env():
-    raw = os.environ.get("RUDA_DIST_TIMEOUT", "")
+    return env.number("RUDA_DIST_TIMEOUT", DEFAULT_TIMEOUT, unit="seconds")
+
+
+def checked_timeout(t):
+    """``init(timeout=t)`` as seconds: a finite number (NaN would switch the watchdog off unseen)."""
+    got = t
     try:
-        return float(raw) if raw.strip() else DEFAULT_TIMEOUT
-    except ValueError:
-        raise ValueError(f"ruda.distributed.init: RUDA_DIST_TIMEOUT must be a number of "
-                         f"seconds; got {raw!r}") from None
+        t = float(t)
+    except (TypeError, ValueError):
+        t = None
+    if t is None or not math.isfinite(t):
+        raise ValueError(f"ruda.distributed.init: timeout must be a finite number of seconds "
+                         f"(0 or less disables the watchdog); got {got!r}")
+    return t
 
 
 class Watchdog:
