@@ -25,6 +25,9 @@ def reshape(self, *shape, **kwargs):
     NumPy's ``x.reshape(shape=(2, 3))``."""
     if not shape and "shape" in kwargs:
         shape = (kwargs.pop("shape"),)
+    order = kwargs.pop("order", "C")       # np.reshape(x, s) passes NumPy's default order="C"
+    if order != "C":
+        raise ValueError(f"ruda.reshape: only order='C' (row-major) is supported; got order={order!r}")
     if len(shape) == 1 and isinstance(shape[0], tuple | list):
         shape = shape[0]
     return _manipulation.reshape(self, tuple(shape), **kwargs)

@@ -145,9 +145,10 @@ class Generator:
         if dtype is None:
             return _v.default_dtype(dev, "real floating")
         dt = _v.dtype(f"random.{fn}", dtype, dev)
-        if dt.kind != "f":
-            raise TypeError(f"ruda.random.{fn}: dtype must be a real floating dtype; got "
-                            f"{_dtypes.name(dt)}")
+        if dt.kind != "f":   # bfloat16 (NumPy kind 'V') is real floating but not drawn here
+            extra = "; draw float32 and cast with ruda.astype" if _dtypes.name(dt) == "bfloat16" else ""
+            raise TypeError(f"ruda.random.{fn}: dtype must be float16, float32 or float64; got "
+                            f"{_dtypes.name(dt)}{extra}")
         return dt
 
     def _uniform01(self, n, dt, dev):

@@ -420,8 +420,11 @@ def test_import_numpy_npy_npz(tmp_path, capsys):
     ds = rd.from_npz(tmp_path / "c.ruda", tmp_path / "z.npz", fields=["x", "y"])
     np.testing.assert_array_equal(to_numpy(ds[7]["x"]), x[7])
     np.savez(tmp_path / "o.npz", x=np.array([None, 1], dtype=object))
-    with pytest.raises(ValueError, match="pickle"):
+    with pytest.raises(ValueError, match=r"ruda\.data\.from_npz: field 'x' of .*o\.npz.*pickle"):
         rd.from_npz(tmp_path / "d.ruda", tmp_path / "o.npz")
+    np.save(tmp_path / "o.npy", np.array([None, 1], dtype=object))
+    with pytest.raises(ValueError, match=r"ruda\.data\.from_npy: field 'y' \(.*o\.npy'\): .*objects"):
+        rd.from_npy(tmp_path / "d.ruda", {"x": tmp_path / "x.npy", "y": tmp_path / "o.npy"})
     with pytest.raises(ValueError, match="'q' is not in"):
         rd.from_npz(tmp_path / "d.ruda", tmp_path / "z.npz", fields=["q"])
     with pytest.raises(ValueError, match="same number of records"):

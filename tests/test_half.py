@@ -338,8 +338,13 @@ def test_unsupported_raise_clear_errors(device):
             x = xp.ones(3, dtype=_dt(name), device=device)
             with pytest.raises(TypeError, match=f"ruda.nextafter: {name} is not supported on 'wgpu"):
                 xp.nextafter(x, x)
-    with pytest.raises(TypeError, match=r"ruda.random.normal: dtype must be a real floating dtype"):
+    with pytest.raises(TypeError, match=r"ruda.random.normal: dtype must be float16, float32 or "
+                                        r"float64; got int32"):
         xp.random.default_rng(0).normal(shape=(2,), dtype=xp.int32, device=device)
+    if "bfloat16" in HALVES and device.backend.supports(_np("bfloat16")):
+        with pytest.raises(TypeError, match=r"ruda.random.random: dtype must be float16, float32 "
+                                            r"or float64; got bfloat16; draw float32 and cast"):
+            xp.random.default_rng(0).random((2,), dtype=xp.bfloat16, device=device)
 
 
 def test_float16_from_float32_rounds_to_nearest_even(device):

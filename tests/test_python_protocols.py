@@ -179,6 +179,11 @@ def test_numpy_reductions_call_the_methods(device, rng):
         np.var(x, ddof=1)
     with pytest.raises(TypeError, match=r"ruda\.mean: unexpected keyword argument 'out'"):
         np.mean(x, out=np.zeros(3))
+    got = np.reshape(x, (3, 4))           # NumPy passes order="C": ruda's reshape, on the device
+    assert isinstance(got, xp.Array) and got.device == device
+    np.testing.assert_array_equal(to_numpy(got), np.reshape(a, (3, 4)))
+    with pytest.raises(ValueError, match=r"ruda\.reshape: only order='C' .*; got order='F'"):
+        x.reshape((3, 4), order="F")
 
 
 def test_numpy_ufuncs_run_as_ruda_functions(device, rng):

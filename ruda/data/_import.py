@@ -54,7 +54,12 @@ def _infer(arrays):
 
 def from_npy(path, files, **kwargs):
     """Like from_numpy with {field: .npy file}, read through a memory map (never pickle)."""
-    arrays = {k: np.load(os.fspath(f), mmap_mode="r", allow_pickle=False) for k, f in files.items()}
+    arrays = {}
+    for k, f in files.items():
+        try:
+            arrays[k] = np.load(os.fspath(f), mmap_mode="r", allow_pickle=False)
+        except ValueError as e:     # object dtypes (pickles), not an .npy file
+            raise ValueError(f"ruda.data.from_npy: field {k!r} ({os.fspath(f)!r}): {e}") from None
     return from_numpy(path, arrays, **kwargs)
 
 
@@ -66,7 +71,12 @@ def from_npz(path, npz_file, *, fields=None, **kwargs):
         if missing:
             raise ValueError(f"ruda.data.from_npz: field {missing[0]!r} is not in {npz_file!r}; "
                              f"it holds {', '.join(z.files)}")
-        arrays = {k: z[k] for k in names}
+        arrays = {}
+        for k in names:
+            try:
+                arrays[k] = z[k]
+            except ValueError as e:     # object dtypes (pickles)
+                raise ValueError(f"ruda.data.from_npz: field {k!r} of {npz_file!r}: {e}") from None
     return from_numpy(path, arrays, **kwargs)
 
 

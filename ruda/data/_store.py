@@ -2,7 +2,7 @@
 
 Layout (format "ruda.data", version 1; ``PRAGMA application_id`` = 'ruda'):
 
-* ``meta(key, value)``: format, version, schema JSON, chunk_records.
+* ``meta(key, value)``: format, version, schema JSON, chunk_records, check.
 * ``splits(id, name, count)``: one row per named split.
 * ``c<id>(chunk, n, bytes, crc, f0, [s1, f1, ...])``: chunk rows of split ``id``.  A row
   holds ``n`` consecutive records; ``f<k>`` is field k's raw little-endian bytes for all

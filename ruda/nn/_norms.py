@@ -1,9 +1,9 @@
 """Normalizations: layer_norm, rms_norm, group_norm, batch_norm, as torch.nn.functional, and
 add_rms_norm (a residual add fused with the rms_norm after it).
 
-Statistics accumulate in float32 for bfloat16 input (in the input dtype otherwise) and the
-result is in the input dtype. Affine parameters have x's dtype (float32 also allowed for
-bfloat16 x). Variances are biased (divided by n), as torch normalizes.
+Statistics accumulate in float32 for bfloat16 and float16 input (in the input dtype otherwise)
+and the result is in the input dtype. Affine parameters have x's dtype (float32 also allowed for
+bfloat16 and float16 x). Variances are biased (divided by n), as torch normalizes.
 """
 import math
 
