@@ -118,3 +118,14 @@ def test_reductions_in_parts_with_a_tiny_loop_limit(device, monkeypatch, shape, 
             want = getattr(np, op)(a, axis=axis)
             assert_result(got, np.asarray(want),
                           dtype=np.dtype(default(device, "integral")) if op == "count_nonzero" else np.bool_)
+
+
+def test_reduction_of_a_broadcast_view_past_2_to_32_elements_says_so(device):
+    """A broadcast view may hold 2**32 elements that no buffer binds: a kernel indexes fewer, so
+    the reduction names the limit (it failed with NumPy's uint32 OverflowError)."""
+    if device.kind != "wgpu":
+        pytest.skip("wgpu kernels index elements with 32 bits")
+    b = xp.broadcast_to(xp.asarray([2.0], dtype=xp.float32, device=device), (65536, 65537))
+    with pytest.raises(ValueError, match=r"over 4295032832 elements: kernels index at most 2\*\*32 - 1"):
+        xp.sum(b)
+    assert float(xp.sum(b[:4096])) == 2.0 * 4096 * 65537      # a part is short enough

@@ -118,6 +118,9 @@ def pack(kernel, shape, views, params=(), extras=None, out=None, lay=None):
         ex = {}
     if extras:
         ex.update(extras)
+    if words[0] > 0xFFFFFFFF or ex.get("red_n", 0) > 0xFFFFFFFF:      # only a broadcast view is this large: no buffer binds 2**32 elements
+        raise ValueError(f"ruda: kernel {kernel.name!r} over {math.prod(shape)} elements: kernels "
+                         f"index at most 2**32 - 1 (a broadcast view this large: work on its parts)")
     words[1:1 + len(shape)] = shape
     for at, arg, (off, strides) in zip(lay.arg_at, kernel.args, views):
         if len(strides) != arg.ndim:
