@@ -90,6 +90,13 @@ def normalize_key(fn, x, key):
             out.append(_index(fn, k))
             dims.append(1)
     _check_ints(fn, x.shape, out, dims, hosts)
+    shapes = [o.shape for o, d in zip(out, dims) if d == 1 and getattr(o, "dtype", None) is not None]
+    if len(shapes) > 1:     # NumPy's IndexError on every device (CuPy raises ValueError)
+        try:
+            np.broadcast_shapes(*shapes)
+        except ValueError:
+            raise IndexError(f"ruda: {fn}: shape mismatch: indexing arrays could not be broadcast "
+                             f"together with shapes {' '.join(map(str, shapes))}") from None
     return tuple(out)
 
 

@@ -68,7 +68,14 @@ def arange(start, stop, step, dtype):
     """NumPy's fill (``ruda.backends.arange_fill``; CuPy's is start + i * step)."""
     dtype = np.dtype(dtype)
     if dtype.kind != "f":
-        return cp.arange(start, stop, step, dtype=dtype)
+        info = np.iinfo(dtype)
+        if info.min <= stop <= info.max:
+            return cp.arange(start, stop, step, dtype=dtype)
+        # the values fit dtype but the stop does not (uint8 down to -1), and CuPy casts it:
+        # count in int64, or (uint64 past 2**63) fill on the host as NumPy does
+        if dtype != np.uint64 or max(start, stop) <= np.iinfo(np.int64).max:
+            return cp.arange(start, stop, step, dtype=np.int64).astype(dtype)
+        return cp.asarray(np.arange(start, stop, step, dtype=dtype))
     n = arange_length(start, stop, step)
     wide, first, second, delta = arange_fill(start, step, dtype)
     out = cp.arange(n, dtype=wide) * delta[()] + first.astype(wide)[()]   # two kernels: not fused
