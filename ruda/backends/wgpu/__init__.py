@@ -4,8 +4,14 @@ Device "wgpu:N" is the N-th adapter (high-performance first, one per physical de
 native API preferred over OpenGL).  Kernels are :mod:`ruda.runtime.ir` programs rendered by
 :mod:`ruda.runtime.wgsl`; see README.md in this folder for storage, batching, dtypes and
 the fallback table.
+
+A device may be used from several threads: each entry point of the backend (and of its ``nn``
+kernels) runs whole under the device's re-entrant lock (see "threads" at the end).
 """
+import functools
+import inspect
 import os
+import threading
 import weakref
 
 import numpy as np
@@ -27,6 +33,8 @@ from ruda.backends.wgpu._sorting import SortingOps
 from ruda.runtime import env
 
 _contexts = {}
+_locks = {}             # adapter index -> the lock of its queue, shared by its backends
+_opening = threading.Lock()     # threads opening one adapter at once get one queue
 _backends = []          # weak references to the backends, whose queues a forked child must drop
 
 
@@ -42,13 +50,19 @@ class _Forked:
 
 
 def _drop_queues_in_child():
+    # locks another thread of the parent held at the fork would stay held in the child: fresh
+    # ones, so a use raises _Forked's error instead of hanging
+    global _opening
+    _opening = threading.Lock()
     if _contexts:
         dead = _Forked()
         for index in _contexts:
             _contexts[index] = dead
+            _locks[index] = threading.RLock()
         for ref in _backends:
             if (b := ref()) is not None:
                 b.ctx = dead
+                b.lock = _locks[b.index]
 
 
 os.register_at_fork(after_in_child=_drop_queues_in_child)
@@ -107,16 +121,21 @@ class WgpuBackend(FftOps, MatmulOps, LinalgOps, ElementwiseOps, ReductionOps, In
 
     def __init__(self, index=0):
         super().__init__(index)
-        ctx = _contexts.get(index)
-        if ctx is None:
-            ads = _device.adapters()
-            if index >= len(ads):
-                raise ValueError(f"ruda: wgpu device {index} does not exist ({len(ads)} adapters)")
-            ctx = _contexts[index] = _queue.Queue(_device.Device(ads[index]))
+        with _opening:
+            ctx = _contexts.get(index)
+            if ctx is None:
+                ads = _device.adapters()
+                if index >= len(ads):
+                    raise ValueError(f"ruda: wgpu device {index} does not exist ({len(ads)} adapters)")
+                ctx = _contexts[index] = _queue.Queue(_device.Device(ads[index]))
+                _locks[index] = threading.RLock()
         self.ctx = ctx
+        self.lock = _locks[index]       # the device's: every backend of this adapter shares it
         _backends.append(weakref.ref(self))
         # single-pass reductions count their finished workgroups here (zero between launches)
-        self.counter = WArray(ctx.upload(np.zeros(1, np.uint32)), (1,), (1,), 0, np.dtype(np.uint32))
+        with self.lock:
+            self.counter = WArray(ctx.upload(np.zeros(1, np.uint32)), (1,), (1,), 0,
+                                  np.dtype(np.uint32))
         f = ctx.features
         self.has_f64 = "shader-f64" in f
         self.has_i64 = "shader-int64" in f
@@ -134,6 +153,12 @@ class WgpuBackend(FftOps, MatmulOps, LinalgOps, ElementwiseOps, ReductionOps, In
         k = self.__dict__.get("_nn")
         if k is None:
             from ruda.backends.wgpu._nn import Kernels
+            with _opening:
+                if not Kernels.__dict__.get("_locked"):      # once: its kernels run under the lock
+                    _lock_methods(Kernels, [n for n in backends.NN_KERNELS
+                                            if inspect.isfunction(getattr(Kernels, n, None))],
+                                  _kernel_locked)
+                    Kernels._locked = True
             k = self.__dict__["_nn"] = Kernels(self)
         return k
 
@@ -208,6 +233,14 @@ class WgpuBackend(FftOps, MatmulOps, LinalgOps, ElementwiseOps, ReductionOps, In
     def synchronize(self):
         self.ctx.synchronize()
 
+    def empty_cache(self):
+        """Release the pooled buffers and readback staging (``_queue.Queue.empty_cache``)."""
+        self.ctx.empty_cache()
+
+    def memory_stats(self):
+        """Bytes ``in_use``, ``pooled`` and ``staging`` (``_queue.Queue.memory_stats``)."""
+        return self.ctx.memory_stats()
+
     # ------------------------------------------------------------------ storage
     def is_native(self, obj):
         return obj.__class__ is WArray
@@ -255,22 +288,25 @@ class WgpuBackend(FftOps, MatmulOps, LinalgOps, ElementwiseOps, ReductionOps, In
         # Operand scalars (the frontend's 0-d arrays for Python scalars, never mutated) are cached
         # per device by (dtype, exact value): no dispatch, no upload after the first use, and a
         # stable buffer, so loops like ``z = z * 1.0001`` hit the bind-group cache.
+        # A hit takes no lock (one dict read: every op with a Python scalar operand asks), a miss
+        # uploads under the device's lock.
         key = (dtype, type(value), repr(value))     # a dtype spelled otherwise is another key
         cache = self.ctx.scalars
         a = cache.get(key)
         if a is not None:
             return a
         dtype = np.dtype(dtype)
-        if dtype == _half.BF16:         # packed bits, rounded as ml_dtypes rounds
-            a = _half.scalar(self, value)
-        else:
-            self._check_dtype("scalar", dtype)
-            store = HOST_STORAGE.get(IR[dtype], dtype)
-            v = np.array(value, dtype=dtype) if dtype.kind in "iu" and store != dtype else value
-            a = WArray(self.ctx.upload(np.array(v, dtype=store)), (), (), 0, dtype)
-        if len(cache) >= 1024:
-            cache.clear()
-        cache[key] = a
+        with self.lock:
+            if dtype == _half.BF16:         # packed bits, rounded as ml_dtypes rounds
+                a = _half.scalar(self, value)
+            else:
+                self._check_dtype("scalar", dtype)
+                store = HOST_STORAGE.get(IR[dtype], dtype)
+                v = np.array(value, dtype=dtype) if dtype.kind in "iu" and store != dtype else value
+                a = WArray(self.ctx.upload(np.array(v, dtype=store)), (), (), 0, dtype)
+            if len(cache) >= 1024:
+                cache.clear()
+            cache[key] = a
         return a
 
     def from_dlpack(self, obj, copy=None):
@@ -324,3 +360,66 @@ for _name in _half.GUARDED:
     if getattr(WgpuBackend, _name, None) is not None:
         setattr(WgpuBackend, _name, _half.guards(_name, getattr(WgpuBackend, _name)))
 del _name
+
+
+# ------------------------------------------------------------------ threads
+# A device may be used from several threads, as a CuPy or PyTorch device: the queue's open
+# encoder and pass, the allocator's pool, the staging buffers, the plans and the caches belong
+# to the device, so every public method runs whole under the device's re-entrant lock (threads
+# take turns; an op calling another takes it again, ~0.1 us uncontended).  Storage frees
+# (Storage.__del__, on whichever thread drops the last reference) take no lock, only append to
+# the allocator's pending list: a finalizer may run on any thread, one that the lock's holder
+# waits for included (a readback's host-copy workers).  Waits for the device hold the lock; the
+# callbacks they poll for only count (_native), so they never need it.
+# Queries that touch no device state need no lock; ``scalar`` takes it itself, on a miss only.
+_UNLOCKED = frozenset({"describe", "dtypes", "default_dtypes", "supports", "unsupported_reason",
+                       "is_native", "dlpack_device", "binary_ufunc", "from_dlpack", "export_here",
+                       "scalar"})
+
+
+def _locked(fn):
+    """Method ``fn`` run under its backend's lock."""
+    def method(self, *args, **kwargs):
+        with self.lock:
+            return fn(self, *args, **kwargs)
+    return functools.wraps(fn)(method)
+
+
+def _kernel_locked(fn):
+    """nn kernel ``fn`` (a method of _nn.Kernels) run under its backend's lock."""
+    def kernel(self, *args, **kwargs):
+        with self.be.lock:
+            return fn(self, *args, **kwargs)
+    return functools.wraps(fn)(kernel)
+
+
+def _lock_methods(cls, names, wrap):
+    """Replace the methods ``names`` of ``cls`` (own or inherited) by ``wrap(method)``."""
+    for name in names:
+        setattr(cls, name, wrap(inspect.getattr_static(cls, name)))
+
+
+# the host fallbacks lock only their transfers (to_host, from_host): a decomposition on the host
+# leaves the device to the other threads
+_lock_methods(WgpuBackend, [n for n in dir(WgpuBackend) if not n.startswith("_")
+                            and n not in _UNLOCKED and n not in WgpuBackend.fallbacks
+                            and inspect.isfunction(inspect.getattr_static(WgpuBackend, n))],
+              _locked)
+_capture = WgpuBackend.capture
+
+
+def _locked_capture(self, fn):
+    """``capture`` whose replay records under the device's lock too."""
+    got = _capture(self, fn)
+    if got is NotImplemented:
+        return got
+    replay, out = got
+    lock = self.lock
+
+    def locked_replay():
+        with lock:
+            replay()
+    return locked_replay, out
+
+
+WgpuBackend.capture = functools.wraps(_capture)(_locked_capture)

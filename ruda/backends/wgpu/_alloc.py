@@ -4,8 +4,20 @@ Buffers come from a pool keyed by size class (powers of two up to 1 MiB, then Mi
 4-byte aligned and holding whole vec4s.  A freed buffer goes to ``pending`` and returns to the
 pool only at the next submit (``recycle``), so work already recorded never sees it handed out and
 overwritten by a queued upload; a later dispatch may take it at once (dispatches are ordered).
+
+The pool caches at most POOL_KEEP bytes, or as many as the buffers in use if more (``recycle``):
+a loop takes back what it freed, so its steady state stays well within that, while one-off sizes
+(one array at a time of 1, 4, 7, ... MiB) would otherwise each keep a buffer for good.  Past it,
+the classes pooled longest are released first.  A request above 1 MiB that finds its class empty
+takes a pooled buffer up to 1/LARGER_WASTE larger before making one.  ``trim(0)`` releases the
+whole pool (the queue's ``empty_cache``).
 """
 import numpy as np
+
+# bytes the pool may cache even when less is in use: enough for a loop's temporaries to come
+# back from the pool (no buffer made, no bind group missed), small beside a GPU's memory
+POOL_KEEP = 256 << 20
+LARGER_WASTE = 4        # a pooled buffer at most 1/4 larger than asked serves a request above 1 MiB
 
 
 def size_class(n):
@@ -13,6 +25,16 @@ def size_class(n):
     if n <= 1 << 20:
         return 1 << (n - 1).bit_length()
     return -(-n // (1 << 20)) << 20
+
+
+class Batch:
+    """The work recorded between two submits; a launch marks its outputs' ``Storage.host`` with
+    it.  ``lost``: why its submit failed (the work was dropped), else None."""
+
+    __slots__ = ("lost",)
+
+    def __init__(self):
+        self.lost = None
 
 
 class Storage:
@@ -24,7 +46,9 @@ class Storage:
         self.buffer = buffer
         self.nbytes = nbytes
         self.mem = mem                      # the Allocator whose pending list takes it back
-        self.host = None                    # (queue.writes when read, its bytes): read_through
+        # (queue.writes when read, its bytes): read_through's host copy; or the Batch of the
+        # last launch that wrote it
+        self.host = None
 
     def __del__(self):
         try:
@@ -44,10 +68,12 @@ class Allocator:
         self.usage = usage
         self.on_full = on_full
         self.on_upload = on_upload      # called once per upload (stats, plans being recorded)
-        self.pool = {}
-        self.live = {}
+        self.pool = {}                  # size -> free buffers; a class emptied is removed, so the
+        self.live = {}                  # order of the keys is the order the classes filled in
         self.pending = []
         self.sizes = {}
+        self.cached = 0                 # bytes in the pool
+        self.held = 0                   # bytes of every buffer in ``live``
 
     def _size_for(self, nbytes):
         if nbytes > self.max_binding:
@@ -64,40 +90,86 @@ class Allocator:
         # A buffer freed since the last submit may still be read by recorded dispatches: a later
         # dispatch may write it (WebGPU orders dispatches), a queued upload may not (write_buffer
         # runs before the whole command buffer), so uploads take only from the submitted pool.
-        hot = None if upload else self._hot(size)
-        free = self.pool.get(size)
-        if hot is not None:
-            buf = hot
-        elif free:
-            buf = free.pop()
-        else:
-            try:
-                buf = self.device.create_buffer(size=size, usage=self.usage)
-            except Exception:
-                self.on_full()
-                for bufs in self.pool.values():
-                    for b in bufs:
-                        self.live.pop(id(b), None)
-                self.pool.clear()
-                buf = self.device.create_buffer(size=size, usage=self.usage)
-            # every buffer stays reachable from here, so the cyclic GC never finalizes (releases)
-            # a GPUBuffer that a dying Storage is about to return to the pool
-            self.live[id(buf)] = buf
+        buf = None if upload else self._hot(size)
+        if buf is None:
+            free = self.pool.get(size)
+            if free:
+                buf = free.pop()
+                if not free:
+                    del self.pool[size]
+                self.cached -= size
+            else:
+                buf = (size > 1 << 20 and self._larger(size)) or self._create(size)
         return Storage(self, buf, nbytes)
 
+    def _larger(self, size):
+        """A pooled buffer of at most 1/LARGER_WASTE more than ``size`` bytes (the smallest), or
+        None."""
+        top = size + size // LARGER_WASTE
+        fit = min((k for k, free in self.pool.items() if size < k <= top and free), default=None)
+        if fit is None:
+            return None
+        free = self.pool[fit]
+        buf = free.pop()
+        if not free:
+            del self.pool[fit]
+        self.cached -= fit
+        return buf
+
+    def _create(self, size):
+        try:
+            buf = self.device.create_buffer(size=size, usage=self.usage)
+        except Exception:
+            self.on_full()
+            self.trim(0)
+            buf = self.device.create_buffer(size=size, usage=self.usage)
+        # every buffer stays reachable from here, so the cyclic GC never finalizes (releases)
+        # a GPUBuffer that a dying Storage is about to return to the pool
+        self.live[id(buf)] = buf
+        self.held += size
+        return buf
+
     def recycle(self):
-        """Return the buffers freed since the last submit to the pool (called at a submit)."""
-        for b in self.pending:
-            self.pool.setdefault(b.size, []).append(b)
-        self.pending.clear()
+        """Return the buffers freed since the last submit to the pool (called at a submit), then
+        hold the pool to its cap (see the module's docstring)."""
+        # the list is taken first: interrupted halfway (a KeyboardInterrupt), no buffer is
+        # pooled twice (two arrays would share it); the rest stay out of the pool
+        pend, self.pending = self.pending, []
+        if not pend:
+            return
+        pool = self.pool
+        for b in pend:
+            pool.setdefault(b.size, []).append(b)
+            self.cached += b.size
+        used = self.held - self.cached
+        if self.cached > POOL_KEEP and self.cached > used:
+            self.trim(max(POOL_KEEP, used))
+
+    def trim(self, keep):
+        """Release pooled buffers, the classes pooled longest first, until at most ``keep``
+        bytes stay cached.  A buffer is destroyed, so its memory goes even while a cached bind
+        group names it (no array can bind it again); work already submitted keeps it until done."""
+        pool = self.pool
+        while self.cached > keep and pool:
+            size = next(iter(pool))
+            free = pool[size]
+            if free:
+                buf = free.pop(0)
+                self.cached -= size
+                self.held -= size
+                self.live.pop(id(buf), None)
+                buf.destroy()
+            if not free:
+                del pool[size]
+        if not pool:
+            self.cached = 0             # exact again (an interrupted recycle may have left it off)
 
     def _hot(self, size):
+        # Storage.__del__ appends without the device's lock (on any thread): indices from one
+        # length read stay valid under appends, so the buffer tested is the one popped
         pf = self.pending
-        if not pf:
-            return None
-        if pf[-1].size == size:
-            return pf.pop()
-        for i in range(len(pf) - 2, max(-1, len(pf) - 65), -1):
+        n = len(pf)
+        for i in range(n - 1, max(-1, n - 65), -1):
             if pf[i].size == size:
                 return pf.pop(i)
         return None

@@ -12,6 +12,11 @@ thread takes a core from the "GPU", it blocks at once.
 uses the public API then.  Errors inside a pass are reported by wgpu-native when the pass ends
 and the encoder finishes; both run under wgpu-py's error capture (its proxies' mechanism, one
 capture for the two) and the submit through its proxy, so a refused command still raises.
+
+A KeyboardInterrupt that lands in a callback (the signal handler runs in whatever Python code
+comes next, often the callback that the blocking poll calls) would be printed and dropped by
+cffi, the callback's count lost with it: ``interrupted`` counts the callback and keeps the
+interrupt, which the wait raises once the poll returns.
 """
 import time
 
@@ -21,8 +26,9 @@ SPIN_S = 2e-3
 
 
 class Native:
-    __slots__ = ("lib", "ffi", "dev", "queue", "spin", "calls", "offsets", "done", "status",
-                 "_work", "_map", "_keep", "_submit", "_cb_desc", "_cbs", "_errors", "_error_types")
+    __slots__ = ("lib", "ffi", "dev", "queue", "spin", "calls", "offsets", "done", "status", "stop",
+                 "mapped", "_work", "_map", "_keep", "_submit", "_cb_desc", "_cbs", "_errors",
+                 "_error_types")
 
     def __init__(self, api, error_types, device, spin):
         lib, ffi = api.lib, api.ffi
@@ -42,6 +48,8 @@ class Native:
         self._cbs = ffi.new("WGPUCommandBuffer[1]")
         self.done = 0                 # work-done and map callbacks fired so far
         self.status = None            # the last callback's status when it was not success
+        self.stop = None              # a KeyboardInterrupt raised inside a callback, to raise
+        self.mapped = {}              # id -> staging buffer mapped, or its map pending
         self._work = ffi.new("WGPUQueueWorkDoneCallbackInfo *")
         self._map = ffi.new("WGPUBufferMapCallbackInfo *")
 
@@ -50,10 +58,16 @@ class Native:
                 self.status = None if status == ok else status
                 self.done += 1
             return fired
+
+        def interrupted(kind, value, tb):
+            # the signal handler ran before the callback's first line: it fired all the same
+            self.stop = value
+            self.status = None
+            self.done += 1
         self._keep = []               # the cdata callbacks must outlive every call
         for info, ok in ((self._work, lib.WGPUQueueWorkDoneStatus_Success),
                          (self._map, lib.WGPUMapAsyncStatus_Success)):
-            cb = ffi.callback(ffi.typeof(info.callback), on(ok))
+            cb = ffi.callback(ffi.typeof(info.callback), on(ok), onerror=interrupted)
             self._keep.append(cb)
             info.mode = lib.WGPUCallbackMode_AllowProcessEvents
             info.callback = cb
@@ -71,6 +85,9 @@ class Native:
             poll(dev, True, ffi.NULL)
         else:
             raise RuntimeError(f"ruda wgpu: {what} never completed (device lost?)")
+        if self.stop is not None:
+            stop, self.stop = self.stop, None
+            raise stop
         if self.status is not None:
             raise RuntimeError(f"ruda wgpu: {what} failed with status {self.status}")
 
@@ -116,6 +133,7 @@ class Native:
         object over the mapping, valid until ``unmap``."""
         h = buffer._internal
         want = self.done + 1
+        self.mapped[id(buffer)] = buffer        # noted just before the call: no interrupt between
         self.lib.wgpuBufferMapAsync(h, self.lib.WGPUMapMode_Read, 0, size, self._map[0])
         self._until(want, "mapping a staging buffer")
         ptr = self.lib.wgpuBufferGetConstMappedRange(h, 0, size)
@@ -124,7 +142,12 @@ class Native:
         return self.ffi.buffer(ptr, size)
 
     def unmap(self, buffer):
-        self.lib.wgpuBufferUnmap(buffer._internal)
+        """Unmap ``buffer`` if ``map_read`` mapped it (a pending map is cancelled); else nothing
+        (wgpu reports unmapping an unmapped buffer as an error)."""
+        key, h = id(buffer), buffer._internal
+        if key in self.mapped:          # no call between the test and the unmap: no interrupt
+            del self.mapped[key]
+            self.lib.wgpuBufferUnmap(h)
 
 
 def native(device, adapter_type):

@@ -13,6 +13,13 @@ submitted as is if the next call repeats it again: ``_eager``).  After a submit 
 encoder is opened while the device works.  The arena is content-addressed and outlives submits:
 a dispatch whose metadata words were seen before binds their slot, so a loop of same-shaped ops
 writes no metadata at all (each ``queue.write_buffer`` costs wgpu a staging buffer).
+
+Interrupts (a KeyboardInterrupt, which Python raises in whatever code runs next): a flush
+interrupted before it takes the encoder leaves the work recorded for the next one (the arena's
+new slots are written again: the same words); once taken, a failed finish or submit drops the
+work (a refused dispatch does too), and the arrays it was to write then raise when read or used
+(``_lose``), never give what their buffers held before.  The encoder and its pass are made
+together, so an interrupt between them leaves no half-open pair.
 """
 import itertools
 import math
@@ -21,7 +28,7 @@ import warnings
 
 import numpy as np
 
-from ruda.backends.wgpu._alloc import Allocator
+from ruda.backends.wgpu._alloc import Allocator, Batch
 from ruda.backends.wgpu._transfers import Transfers
 from ruda.runtime import packing
 from ruda.runtime.cache import ProgramCache
@@ -112,6 +119,8 @@ class Queue:
         self.spec = None         # (call, command buffer) finished ahead: see _eager
         self.last_eager = None
         self.writes = 0          # writes to unnamed storages so far: host copies older are void
+        self.batch = Batch()     # marks the outputs of what is recorded until the next submit
+        self.lost = False        # some batch's work was dropped: launches check their inputs
 
     def note(self, what):
         """Count a transfer (``uploads``, ``copies``, ``readbacks``); a plan being recorded
@@ -128,6 +137,22 @@ class Queue:
         self.flush()
         self.drop_speculation()
         self.bind_groups.clear()
+
+    def empty_cache(self):
+        """Release the device memory kept for reuse: the pooled buffers (those freed since the
+        last submit included: recorded work is submitted first) and the readback staging
+        buffers.  Arrays keep theirs; later allocations make buffers again."""
+        self._drop_all()
+        self.mem.trim(0)
+        self.xfer.release()
+
+    def memory_stats(self):
+        """Bytes of device memory held: ``in_use`` by arrays (and buffers freed since the last
+        submit), ``pooled`` for reuse, ``staging`` for readbacks."""
+        mem = self.mem
+        pooled = sum(b.size for bufs in mem.pool.values() for b in bufs)
+        return {"in_use": sum(b.size for b in mem.live.values()) - pooled, "pooled": pooled,
+                "staging": self.xfer.nbytes()}
 
     # ------------------------------------------------------------------ compile
     def _layout(self, writable):
@@ -238,8 +263,11 @@ class Queue:
             self.capture.launches.append((lau, storages))
         if not lau.groups:
             return
+        if self.lost:
+            self._check_inputs(lau, storages)
+        batch = self.batch
         for i in lau.outs:
-            storages[i].host = None
+            storages[i].host = batch
         if lau.epoch != self.epoch:
             lau.at = self.put(lau.words)
             lau.epoch = self.epoch
@@ -253,6 +281,24 @@ class Queue:
             self._eager(lau.pipe, bg, lau.at, lau.groups)
         else:
             self._dispatch(lau.pipe, bg, lau.at, lau.groups, lau.gy, lau.gz)
+
+    def _check_inputs(self, lau, storages):
+        """Raise if an input of ``lau`` was to be written by work that was dropped."""
+        for i, st in enumerate(storages):
+            b = st.host
+            if b.__class__ is Batch and b.lost is not None and i not in lau.outs:
+                raise RuntimeError(f"ruda wgpu: an operand's value was lost: the work computing it "
+                                   f"was dropped when its submit failed ({b.lost}); compute it again")
+
+    def _lose(self, err, batch=None):
+        """The work of ``batch`` (default: what is recorded now, and a new batch begins) is gone:
+        its submit failed or was interrupted.  The storages it was to write raise when read or
+        used as inputs."""
+        if batch is None:
+            batch, self.batch = self.batch, Batch()
+        said = str(err).strip().split("\n", 1)[0]
+        batch.lost = f"{type(err).__name__}: {said}" if said else type(err).__name__
+        self.lost = True
 
     def _bind_group(self, key, bgl, need, storages):
         entries = [{"binding": 0, "resource": {"buffer": self.arena_buf, "offset": 0, "size": need * 4}}]
@@ -279,8 +325,13 @@ class Queue:
                 self.spec = None
                 self.nat.ffi.release(spec[1])
             elif not self.recorded:
-                self.spec = None
-                self.nat.submit_buffer(spec[1])
+                fresh = Batch()
+                self.spec, batch, self.batch = None, self.batch, fresh
+                try:
+                    self.nat.submit_buffer(spec[1])
+                except BaseException as e:
+                    self._lose(e, batch)
+                    raise
                 self.stats["dispatches"] += 1
                 self.stats["submits"] += 1
                 self.mem.recycle()
@@ -322,12 +373,24 @@ class Queue:
 
     # ------------------------------------------------------------------ recording
     def _pass(self):
-        if self.enc is None:
-            self.enc = self.device.create_command_encoder()
-        if self.cpass is None:
-            self.cpass = self.enc.begin_compute_pass()
-            self._cp_h = getattr(self.cpass, "_internal", None)     # None: the public API
-        return self.cpass
+        """Open a compute pass (and an encoder, if none is open).  Both are made first and
+        assigned together: interrupted between, a new encoder is dropped whole, and an open one
+        that a pass may now lock is given up (its work lost: ``_lose``)."""
+        enc = self.enc
+        try:
+            if enc is None:
+                enc = self.device.create_command_encoder()
+            cp = enc.begin_compute_pass()
+            h = getattr(cp, "_internal", None)      # None: the public API
+        except BaseException as e:
+            if self.enc is not None:
+                if self.recorded:
+                    self._lose(e)
+                self.enc, self.recorded, self.ndispatch = None, False, 0
+                self.mem.recycle()
+            raise
+        self.enc, self.cpass, self._cp_h = enc, cp, h
+        return cp
 
     def _end_pass(self):
         if self.cpass is not None:
@@ -399,29 +462,34 @@ class Queue:
     # ------------------------------------------------------------------ submission
     def flush(self):
         """Submit recorded work (metadata first), then open the next encoder and pass while the
-        device runs it, so their cost leaves the next call's critical path."""
+        device runs it, so their cost leaves the next call's critical path.  Interrupted before
+        it takes the encoder, everything stays recorded for the next flush; after, a failed
+        finish or submit drops the work (``_lose``)."""
         if not self.recorded:
             self.mem.recycle()
             return
-        enc, lo, hi = self.enc, self.arena_written, self.arena_used
-        self.enc = None                     # a failed submit must not leave a finished encoder open
-        self.recorded = False
-        self.ndispatch = 0
-        self.arena_written = hi
-        nat, cp, h = self.nat, self.cpass, self._cp_h    # cp keeps the pass alive until submitted
+        lo, hi = self.arena_written, self.arena_used
+        if hi > lo:                         # only the slots added since the last submit
+            self.queue.write_buffer(self.arena_buf, lo * 4, self.arena[lo:hi])
+            self.arena_written = hi
+        # the encoder and its batch are taken (plain stores: nothing can interrupt them); a failed
+        # submit must not leave a finished encoder open; cp keeps the pass alive until submitted
+        fresh = Batch()
+        nat, enc, cp, h, batch = self.nat, self.enc, self.cpass, self._cp_h, self.batch
         last = (self.last_pipe, self.last_bind, self.last_at)
+        self.enc, self.cpass, self._cp_h, self.last_pipe, self.last_bind = None, None, None, None, None
+        self.recorded, self.ndispatch, self.batch = False, 0, fresh
         try:
-            if nat is None or h is None:
-                self._end_pass()
-            else:                           # the native submit ends the pass
-                self.cpass, self._cp_h, self.last_pipe, self.last_bind = None, None, None, None
-            if hi > lo:                     # only the slots added since the last submit
-                self.queue.write_buffer(self.arena_buf, lo * 4, self.arena[lo:hi])
             if nat is not None:
-                nat.submit(enc, h)
+                nat.submit(enc, h)          # ends the pass (h: None when none is open)
             else:
+                if cp is not None:
+                    cp.end()
                 self.queue.submit([enc.finish()])
             self.stats["submits"] += 1
+        except BaseException as e:
+            self._lose(e, batch)
+            raise
         finally:
             self.mem.recycle()
         del cp

@@ -5,11 +5,16 @@ in READ_CHUNK pieces through two staging buffers, so the device copies piece *i+
 threads copy piece *i* out of its mapping.  Small storages are read whole and the host copy kept
 until the device next writes them (``read_through``): reading a small array element by element
 then costs one submit and map, not one each.
+
+Each of the two staging slots holds one buffer, replaced by a larger one when a readback needs
+more (at most READ_CHUNK bytes): reading sizes that grow keeps one buffer a slot, not one per size.
+A readback that fails or is interrupted (a KeyboardInterrupt) unmaps what it mapped, once no host
+thread reads the mapping, so the next readback can copy into it.
 """
 import numpy as np
 
 from ruda.backends import _hostcopy
-from ruda.backends.wgpu._alloc import size_class
+from ruda.backends.wgpu._alloc import Batch, size_class
 
 READ_CHUNK = 64 << 20
 HOST_COPY_MAX = 64 << 10   # storages up to this size are read whole, the copy kept (read_through)
@@ -20,15 +25,21 @@ class Transfers:
 
     def __init__(self, queue):
         self.q = queue
-        self.staging = {}
+        self.staging = [None, None]     # one MAP_READ buffer a slot, grown as needed
 
     def _staging(self, size, slot):
-        key = (size, slot)
-        b = self.staging.get(key)
-        if b is None:
+        b = self.staging[slot]
+        if b is None or b.size < size:
             U = self.q.wgpu.BufferUsage
-            b = self.staging[key] = self.q.device.create_buffer(size=size, usage=U.MAP_READ | U.COPY_DST)
+            b = self.staging[slot] = self.q.device.create_buffer(size=size, usage=U.MAP_READ | U.COPY_DST)
         return b
+
+    def release(self):
+        """Drop the staging buffers (made again by the next readback)."""
+        self.staging = [None, None]
+
+    def nbytes(self):
+        return sum(b.size for b in self.staging if b is not None)
 
     def read_through(self, st, byte_off, nbytes, out):
         """``read``, but a storage of at most HOST_COPY_MAX bytes is read whole and its host copy
@@ -37,29 +48,31 @@ class Transfers:
         if st.nbytes > HOST_COPY_MAX:
             return self.read(st, byte_off, nbytes, out)
         held = st.host
-        if held is None or held[0] != self.q.writes:
+        if held.__class__ is not tuple or held[0] != self.q.writes:
             whole = np.empty(st.nbytes, np.uint8)
             self.read(st, 0, st.nbytes, whole)
             st.host = held = (self.q.writes, whole)
         out[:] = held[1][byte_off:byte_off + nbytes]
 
     def _map(self, sb, n4):
-        """The first ``n4`` bytes of staging buffer ``sb``, mapped once the device is done."""
+        """The first ``n4`` bytes of staging buffer ``sb``, mapped once the device is done; on
+        any error (an interrupted wait included) it is left unmapped."""
         nat = self.q.nat
-        if nat is not None:
-            nat.wait()
-            return nat.map_read(sb, n4)
-        sb.map_sync(self.q.wgpu.MapMode.READ, 0, n4)
         try:
+            if nat is not None:
+                nat.wait()
+                return nat.map_read(sb, n4)
+            sb.map_sync(self.q.wgpu.MapMode.READ, 0, n4)
             return sb.read_mapped(0, n4, copy=False)
         except BaseException:
-            sb.unmap()
+            self._unmap(sb)
             raise
 
     def _unmap(self, sb):
+        """Unmap ``sb`` if a readback mapped it (natively: its map pending too); else nothing."""
         if self.q.nat is not None:
             self.q.nat.unmap(sb)
-        else:
+        elif sb.map_state == "mapped":
             sb.unmap()
 
     def read(self, st, byte_off, nbytes, out):
@@ -69,8 +82,13 @@ class Transfers:
         its mapped staging buffer (threaded when large: ``ruda.backends._hostcopy``), the
         device copies piece *i+1* into the other one and the main thread maps it.  A map waits
         for the device's last submission, so piece *i+1* is submitted only after piece *i* is
-        mapped: the wait covers exactly its own copy."""
+        mapped: the wait covers exactly its own copy.  A storage whose last writer's work was
+        dropped (its submit failed) raises rather than reading what the buffer held before."""
         q = self.q
+        lost = st.host
+        if lost.__class__ is Batch and lost.lost is not None:
+            raise RuntimeError(f"ruda wgpu: this array's value was lost: the work computing it was "
+                               f"dropped when its submit failed ({lost.lost}); compute it again")
         q.note("readbacks")
         if nbytes == 0:
             q.flush()
@@ -88,15 +106,37 @@ class Transfers:
             q.flush()
             return sb, lo, n, np.frombuffer(self._map(sb, n4), np.uint8, n)
 
-        cur = issue(0)
-        for i in range(nchunks):
-            sb, lo, n, src = cur
-            jobs = ()
-            try:
+        jobs = ()
+        try:
+            cur = issue(0)
+            for i in range(nchunks):
+                sb, lo, n, src = cur
                 jobs = _hostcopy.start(out[lo:lo + n], src)
                 cur = issue(i + 1) if i + 1 < nchunks else None
-            finally:
-                _hostcopy.join(jobs)        # no thread may still read the mapping when it goes
+                stop = _join(jobs)          # no thread may still read the mapping when it goes
                 self._unmap(sb)
-            for j in jobs:
-                j.result()                  # a copy's error, if any
+                if stop is not None:
+                    raise stop
+                for j in jobs:
+                    j.result()              # a copy's error, if any
+                jobs = ()
+        except BaseException:
+            _join(jobs)
+            for i, b in enumerate(self.staging):    # whatever this readback left mapped
+                if b is not None:
+                    self._unmap(b)
+                    if q.nat is None and b.map_state != "unmapped":
+                        self.staging[i] = None      # a pending map: wgpu-py cannot cancel it
+            raise
+
+
+def _join(jobs):
+    """Wait for every job of ``_hostcopy.start``, through KeyboardInterrupts too (returned, for
+    the caller to raise once the mapping the threads read is gone)."""
+    stop = None
+    while True:
+        try:
+            _hostcopy.join(jobs)
+            return stop
+        except KeyboardInterrupt as e:
+            stop = e
