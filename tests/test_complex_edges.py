@@ -87,7 +87,7 @@ def test_sqrt_of_extreme_parts(device):
     for dt, pairs in _cases(
             device,
             [(F32_MAX, 0.0), (-F32_MAX, 0.0), (F32_MAX, F32_MAX), (-F32_MAX, -F32_MAX / 3), (3e38, -1.0),
-             (1.5, 2.5), (-1e-30, 1e-38)],
+             (1.5, 2.5), (-1e-30, 2e-38)],
             [(F64_MAX, 0.0), (-F64_MAX, 0.0), (F64_MAX, -F64_MAX), (-F64_MAX / 5, F64_MAX), (1e308, 1.0),
              (1.5, 2.5), (-1e-300, 1e-308)],
             [(xp.complex64, p) for p in ((0.0, -F32_SUB), (F32_SUB, F32_SUB), (-F32_SUB, 3 * F32_SUB),
@@ -161,8 +161,9 @@ def test_square_is_the_product(device):
     if xp.complex128 in supported(device, "complex floating"):
         got = to_numpy(xp.square(xp.asarray(_array([(F64_MAX, 0.0), (-0.5, F64_MAX)], xp.complex128), device=device)))
         np.testing.assert_array_equal(got, np.array([complex(math.inf, 0.0), complex(-math.inf, -F64_MAX)]))
-    got = to_numpy(xp.square(xp.asarray(_array([(F32_MAX, 3.918315e-39)], xp.complex64), device=device)))
-    assert np.isinf(got.real[0]) and abs(got.imag[0] - np.float32(2.6666667)) <= np.spacing(np.float32(2.67))
+    if not flushes_subnormals(device):      # 3.9e-39 is subnormal
+        got = to_numpy(xp.square(xp.asarray(_array([(F32_MAX, 3.918315e-39)], xp.complex64), device=device)))
+        assert np.isinf(got.real[0]) and abs(got.imag[0] - np.float32(2.6666667)) <= np.spacing(np.float32(2.67))
 
 
 def test_sign_of_subnormal_and_huge_parts(device):

@@ -66,6 +66,9 @@ def _probe():
 
 class CudaBackend(Backend):
     kind = "cuda"
+    # CuPy compiles its kernels with -ftz=true: float32 (and complex64) subnormal operands and
+    # results read as 0 (ruda's own floor_divide, remainder and pow keep them)
+    flushes_subnormals = True
     features = frozenset({"float64", "complex128", "int64"})
     fallbacks = {}
 
