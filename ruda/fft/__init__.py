@@ -111,7 +111,10 @@ def _check_nd(fn, x, s, axes, norm):
         if x.shape[a] == 0 and (s is None or s[j] == -1):
             raise ValueError(f"ruda.fft.{fn}: axis {a} has no points to transform; got shape "
                              f"{x.shape}")
-    return _padded(x, axes or (), s or ()), s, axes
+    a = _padded(x, axes or (), s or ())
+    if s is not None and -1 in s:   # -1 keeps the axis' size (NumPy 2): resolved here, as CuPy
+        s = tuple(a.shape[ax] if n == -1 else n for ax, n in zip(axes, s))   # reads it as a size
+    return a, s, axes
 
 
 def fft(x: _Array, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> _Array:
