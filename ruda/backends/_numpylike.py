@@ -154,9 +154,26 @@ def ops_for(mod):
             return y.reshape(x1.shape[:-1] + (x2.shape[-1],))
         return mod.matmul(x1, x2)
 
+    def sign(x):
+        """sign; complex: x / |x| of x scaled by a power of two (its larger part into [0.5, 1)),
+        so that |x| and the quotients stay normal where x's parts are subnormal or huge (x / |x|
+        gave NaN or 0 there); 0 where x is 0, NaN where a part is."""
+        if x.dtype.kind != "c":
+            return mod.sign(x)
+        with errstate(all="ignore"):
+            re, im = x.real, x.imag
+            e = -mod.frexp(mod.maximum(mod.abs(re), mod.abs(im)))[1]   # 0 at 0, inf and NaN
+            yr, yi = mod.ldexp(re, e), mod.ldexp(im, e)
+            h = mod.hypot(yr, yi)
+            h = mod.where(h == 0, h.dtype.type(1), h)                   # 0 / 1: sign(0) is 0
+            out = mod.empty_like(x)
+            out.real[...] = yr / h
+            out.imag[...] = yi / h
+        return out
+
     return {f.__name__: f for f in (getitem, setitem, astype, arange, empty, eye, linspace, tril,
                                      triu, isin, sum, prod, max, min, sort, expm1, log1p, tanh,
-                                     permute_dims, matmul)}
+                                     permute_dims, matmul, sign)}
 
 
 # The ops that accumulate (or call LAPACK) and so compute half dtypes in float32.

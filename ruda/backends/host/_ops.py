@@ -64,40 +64,6 @@ def pow(x1, x2):
         raise ValueError(f"ruda.pow: {e}") from None
 
 
-# |x| where x / |x| keeps |x| and 1 / |x| normal
-_SIGN_SAFE = {np.dtype(c): (np.finfo(c).tiny, 0.25 / np.finfo(c).tiny) for c in (np.complex64, np.complex128)}
-
-
-def _over_abs(z):
-    """(z / |z| part by part, |z|): each part keeps its sign, zeros included."""
-    h = np.abs(z)
-    out = np.empty_like(z)
-    np.divide(z.real, h, out=out.real)
-    np.divide(z.imag, h, out=out.imag)
-    return out, h
-
-
-def sign(x):
-    """sign; complex: x / |x| (0 at 0), x first scaled by a power of two where |x| is subnormal
-    or huge (|x| or 1 / |x| would leave the normal range: inf, NaN or lost digits)."""
-    if x.dtype.kind != "c":
-        return _cnp.sign(x)
-    lo, hi = _SIGN_SAFE[x.dtype]
-    with np.errstate(all="ignore"):
-        out, h = _over_abs(x)
-        zero = h == 0
-        out[zero] = 0
-        scale = ((h < lo) ^ zero) | (h > hi)
-        if scale.any():
-            xs = x[scale]
-            e = -np.frexp(np.maximum(np.abs(xs.real), np.abs(xs.imag)))[1]   # 0 at inf and NaN
-            y = np.empty_like(xs)
-            np.ldexp(xs.real, e, out=y.real)
-            np.ldexp(xs.imag, e, out=y.imag)
-            out[scale] = _over_abs(y)[0]
-    return out
-
-
 def mean(x, axis, keepdims=False):
     """NumPy's mean; complex: each part of the sum divided by the count (NumPy divides by the
     complex count, which turns the other part of an infinite one into NaN)."""
