@@ -338,15 +338,17 @@ class OpsMixin:
   return {T}(abs(b.y) / ({literal(2, r)} * t), {cs}(t, b.y)) * k;
 }}"""
         elif name == "sign":
-            h = self.need("hypot_" + r)
+            h, d = self.need("hypot_" + r), self.need("fdiv_" + r)
             tiny, up, _, huge = self._cscale(r)
+            # the quotients through fdiv (f64 where there is f64): NVIDIA's f32 x / m multiplies
+            # by 1 / m, subnormal for m past 2**126 and so flushed (sign(max + max j) was 0)
             src = f"""fn {fn}(a: {T}) -> {T} {{
   if (a.x == {z} && a.y == {z}) {{ return {T}({z}, {z}); }}
   let u = max(abs(a.x), abs(a.y));
   var b = a;     // scaled: |a| of subnormal parts rounds on the subnormal grid, of huge ones overflows
   if (u < {tiny}) {{ b = a * {up}; }} else if (u > {huge}) {{ b = a * {literal(0.25, r)}; }}
   let m = {h}(b.x, b.y);
-  return {T}(b.x / m, b.y / m);
+  return {T}({d}(b.x, m), {d}(b.y, m));
 }}"""
         elif name in ("sin", "cos", "tan"):
             h = self.complex_helper({"sin": "sinh", "cos": "cosh", "tan": "tanh"}[name], dt)
