@@ -10,6 +10,7 @@ import math
 import os
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -195,6 +196,7 @@ def test_info_note_on_an_opengl_adapter(monkeypatch):
     monkeypatch.delenv("RUDA_WGPU_WITHOUT", raising=False)
     b = object.__new__(WgpuBackend)
     b.index, b.ctx, b.has_f64, b.has_i64 = 0, _Ctx(), False, False
+    b.lock = threading.RLock()      # the device's lock, which every entry point takes
     b._ftz = False          # flushes_subnormals, which would launch on this stub
     assert _device._is_gl(b.ctx.adapter)
     (note,) = b.notes()
