@@ -338,17 +338,20 @@ class OpsMixin:
   return {T}(abs(b.y) / ({literal(2, r)} * t), {cs}(t, b.y)) * k;
 }}"""
         elif name == "sign":
-            h, d = self.need("hypot_" + r), self.need("fdiv_" + r)
-            tiny, up, _, huge = self._cscale(r)
-            # the quotients through fdiv (f64 where there is f64): NVIDIA's f32 x / m multiplies
-            # by 1 / m, subnormal for m past 2**126 and so flushed (sign(max + max j) was 0)
+            h = self.need("hypot_" + r)
+            tiny, up, _, _ = self._cscale(r)
+            _, k, hi = self.CSCALE[r]
+            # huge parts scaled down by 2**-UP from 2**(HI / 2): |b| stays far below 2**HI, so
+            # 1 / |b| stays normal (NVIDIA's f32 x / m is x * (1 / m), and a subnormal 1 / m
+            # flushes: sign(max + max j) was 0)
+            mid, down = literal(2.0 ** (hi // 2), r), literal(2.0 ** -k, r)
             src = f"""fn {fn}(a: {T}) -> {T} {{
   if (a.x == {z} && a.y == {z}) {{ return {T}({z}, {z}); }}
   let u = max(abs(a.x), abs(a.y));
   var b = a;     // scaled: |a| of subnormal parts rounds on the subnormal grid, of huge ones overflows
-  if (u < {tiny}) {{ b = a * {up}; }} else if (u > {huge}) {{ b = a * {literal(0.25, r)}; }}
+  if (u < {tiny}) {{ b = a * {up}; }} else if (u > {mid}) {{ b = a * {down}; }}
   let m = {h}(b.x, b.y);
-  return {T}({d}(b.x, m), {d}(b.y, m));
+  return {T}(b.x / m, b.y / m);
 }}"""
         elif name in ("sin", "cos", "tan"):
             h = self.complex_helper({"sin": "sinh", "cos": "cosh", "tan": "tanh"}[name], dt)
