@@ -34,10 +34,20 @@ os.register_at_fork(after_in_child=_after_fork)
 
 
 def join(jobs):
-    """Wait for every job of ``start`` (their errors stay in the futures)."""
-    if jobs:
-        from concurrent.futures import wait
-        wait(jobs)
+    """Wait for every job of ``start`` (their errors stay in the futures), through a
+    KeyboardInterrupt too: it is raised once no thread still touches the buffers."""
+    if not jobs:
+        return
+    from concurrent.futures import wait
+    stop = None
+    while True:
+        try:
+            wait(jobs)
+            break
+        except KeyboardInterrupt as e:
+            stop = e
+    if stop is not None:
+        raise stop
 
 
 def copy(dst, src):

@@ -85,10 +85,8 @@ class Transfers:
         mapped: the wait covers exactly its own copy.  A storage whose last writer's work was
         dropped (its submit failed) raises rather than reading what the buffer held before."""
         q = self.q
-        lost = st.host
-        if lost.__class__ is Batch and lost.lost is not None:
-            raise RuntimeError(f"ruda wgpu: this array's value was lost: the work computing it was "
-                               f"dropped when its submit failed ({lost.lost}); compute it again")
+        if st.host.__class__ is Batch:
+            st.host.check("this array")
         q.note("readbacks")
         if nbytes == 0:
             q.flush()
@@ -113,15 +111,18 @@ class Transfers:
                 sb, lo, n, src = cur
                 jobs = _hostcopy.start(out[lo:lo + n], src)
                 cur = issue(i + 1) if i + 1 < nchunks else None
-                stop = _join(jobs)          # no thread may still read the mapping when it goes
-                self._unmap(sb)
-                if stop is not None:
-                    raise stop
+                try:
+                    _hostcopy.join(jobs)    # no thread may still read the mapping when it goes
+                finally:
+                    self._unmap(sb)
                 for j in jobs:
                     j.result()              # a copy's error, if any
                 jobs = ()
         except BaseException:
-            _join(jobs)
+            try:
+                _hostcopy.join(jobs)
+            except KeyboardInterrupt:
+                pass                        # the error on its way out already ends the readback
             for i, b in enumerate(self.staging):    # whatever this readback left mapped
                 if b is not None:
                     self._unmap(b)
@@ -129,14 +130,3 @@ class Transfers:
                         self.staging[i] = None      # a pending map: wgpu-py cannot cancel it
             raise
 
-
-def _join(jobs):
-    """Wait for every job of ``_hostcopy.start``, through KeyboardInterrupts too (returned, for
-    the caller to raise once the mapping the threads read is gone)."""
-    stop = None
-    while True:
-        try:
-            _hostcopy.join(jobs)
-            return stop
-        except KeyboardInterrupt as e:
-            stop = e
