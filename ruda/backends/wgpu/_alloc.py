@@ -36,6 +36,12 @@ class Batch:
     def __init__(self):
         self.lost = None
 
+    def check(self, what):
+        """Raise if this batch's work was dropped: ``what`` (an array, an operand) has no value."""
+        if self.lost is not None:
+            raise RuntimeError(f"ruda wgpu: {what}'s value was lost: the work computing it was "
+                               f"dropped when its submit failed ({self.lost}); compute it again")
+
 
 class Storage:
     """A pooled wgpu buffer; returned to the pool when the last array using it goes."""
@@ -92,29 +98,27 @@ class Allocator:
         # runs before the whole command buffer), so uploads take only from the submitted pool.
         buf = None if upload else self._hot(size)
         if buf is None:
-            free = self.pool.get(size)
-            if free:
-                buf = free.pop()
-                if not free:
-                    del self.pool[size]
-                self.cached -= size
+            if self.pool.get(size):
+                buf = self._pooled(size)
             else:
                 buf = (size > 1 << 20 and self._larger(size)) or self._create(size)
         return Storage(self, buf, nbytes)
+
+    def _pooled(self, size):
+        """A buffer taken from the pool's non-empty class ``size`` (emptied: removed)."""
+        free = self.pool[size]
+        buf = free.pop()
+        if not free:
+            del self.pool[size]
+        self.cached -= size
+        return buf
 
     def _larger(self, size):
         """A pooled buffer of at most 1/LARGER_WASTE more than ``size`` bytes (the smallest), or
         None."""
         top = size + size // LARGER_WASTE
         fit = min((k for k, free in self.pool.items() if size < k <= top and free), default=None)
-        if fit is None:
-            return None
-        free = self.pool[fit]
-        buf = free.pop()
-        if not free:
-            del self.pool[fit]
-        self.cached -= fit
-        return buf
+        return None if fit is None else self._pooled(fit)
 
     def _create(self, size):
         try:

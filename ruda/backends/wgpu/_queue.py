@@ -285,10 +285,8 @@ class Queue:
     def _check_inputs(self, lau, storages):
         """Raise if an input of ``lau`` was to be written by work that was dropped."""
         for i, st in enumerate(storages):
-            b = st.host
-            if b.__class__ is Batch and b.lost is not None and i not in lau.outs:
-                raise RuntimeError(f"ruda wgpu: an operand's value was lost: the work computing it "
-                                   f"was dropped when its submit failed ({b.lost}); compute it again")
+            if st.host.__class__ is Batch and i not in lau.outs:
+                st.host.check("an operand")
 
     def _lose(self, err, batch=None):
         """The work of ``batch`` (default: what is recorded now, and a new batch begins) is gone:
