@@ -322,6 +322,23 @@ def test_rows(op, n, tpr, rpb):
     np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("long", [False, True])
+def test_log_softmax_of_large_logits(long):
+    """(x - max) - log(sum), as torch: x - (max + log(sum)) rounded at the max's magnitude (-0.40723
+    for -0.40761 in a row of 1e4, 0 for -log 2 in a row of two 1e30), register and long rows."""
+    a = np.array([[1000, 999, 998, 500, 0], [1e4, 9999, 9998, 0, -1e4],
+                  [1e30, -1e30, 1e30, 0, 0], [-1e4, -1e4 - 1, -1e4 - 2, -2e4, -3e4]], np.float32)
+    src = nn_cuda.rows_long("log_softmax", "float32", False, False) if long else \
+        nn_cuda.rows("log_softmax", "float32", 8, 4, 1, False, False, False, False)
+    fn = emu.build(src, "ruda_rows", ROWS_PARAMS)
+    y = np.zeros_like(a)
+    emu.launch(fn, (4,) if long else (1,), 1024 if long else 32, a, None, None, y, i64(4), i32(5), f64(0.0))
+    xd = a.astype(np.float64)
+    m = xd.max(1, keepdims=True)
+    want = (xd - m) - np.log(np.exp(xd - m).sum(1, keepdims=True))
+    np.testing.assert_allclose(y, want.astype(np.float32), rtol=1e-6, atol=1e-6)
+
+
 @pytest.mark.parametrize("op", ["softmax", "layer_norm"])
 def test_rows_long(op):
     """Rows past the register budget: 1024 threads per row, passes over global memory."""
@@ -448,6 +465,20 @@ def test_activation(name):
     want = _ACT_REF[name](x.astype(np.float64), p1, p2)
     np.testing.assert_allclose(y, want, rtol=2e-6, atol=2e-6)
     assert np.isnan(y[5])
+
+
+def test_gelu_tanh_keeps_its_left_tail():
+    """x sigmoid(2u), not x (1 + tanh(u)) / 2, which cancels for x < 0 (gelu(-10) was -0, not
+    -1.2e-37): within float32's relative precision of the float64 sigmoid form."""
+    fn = emu.build(nn_cuda.activation("float32", "gelu_tanh", False), "ruda_activation",
+                   "const T* x, T* y, long long n, double p1, double p2")
+    x = np.array([-12.0, -10.0, -6.0, -5.0, -4.0, -3.0, -1.0, 0.5, 4.0, np.inf, -np.inf], np.float32)
+    y = np.zeros_like(x)
+    emu.launch(fn, (1,), 32, x, y, i64(x.size), f64(0.0), f64(0.0))
+    xd = x[:-2].astype(np.float64)
+    want = xd / (1 + np.exp(-2 * math.sqrt(2 / math.pi) * (xd + 0.044715 * xd ** 3)))
+    np.testing.assert_allclose(y[:-2], want.astype(np.float32), rtol=2e-6, atol=0)
+    assert y[-2] == np.inf and np.isnan(y[-1])      # torch's: the limit, and -inf * 0
 
 
 def test_activation_bfloat16():

@@ -210,9 +210,9 @@ ruda_rows(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict_
 #pragma unroll
     for (int i = 0; i < EPT; ++i) v[i] *= r;
 #else
-    const A ls = mm + log(s);
+    const A ls = log(s);         // (x - max) - log(sum), as torch: x - (max + log(sum)) rounds at max's size
 #pragma unroll
-    for (int i = 0; i < EPT; ++i) v[i] -= ls;
+    for (int i = 0; i < EPT; ++i) v[i] = (v[i] - mm) - ls;
 #endif
 #else
     A s = 0;
@@ -287,10 +287,10 @@ ruda_rows(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict_
     const A rm = row_reduce<Max>(m, sh);
     const A mm = rm == neg_inf() ? (A)0 : rm;
     s = row_reduce<Sum>(m == neg_inf() ? (A)0 : s * exp(m - mm), sh);
-    const A r = (A)1 / s, ls = mm + log(s);
+    const A r = (A)1 / s, ls = log(s);
     for (int e = t; e < n; e += TPR) {{
         const A xv = ld(xr[e]);
-        yr[e] = st(OP == 0 ? exp(xv - mm) * r : xv - ls);
+        yr[e] = st(OP == 0 ? exp(xv - mm) * r : (xv - mm) - ls);
     }}
 #else
     A s = 0, mean = 0;
@@ -506,7 +506,8 @@ ACTIVATIONS = {
     "leaky_relu": "y = x > (T)0 ? x : (T)p1 * x",
     "elu": "y = x > (T)0 ? x : (T)p1 * expm1(x)",
     "gelu": "y = (T)0.5 * x * ((T)1 + erf(x * (T)0.7071067811865476))",
-    "gelu_tanh": "y = (T)0.5 * x * ((T)1 + tanh((T)0.7978845608028654 * (x + (T)0.044715 * x * x * x)))",
+    # (1 + tanh(u)) / 2 = sigmoid(2 u): no cancellation for x < 0
+    "gelu_tanh": "y = x / ((T)1 + exp((T)-1.5957691216057308 * x * ((T)1 + (T)0.044715 * x * x)))",
     "silu": "y = x / ((T)1 + exp(-x))",
     "sigmoid": "y = (T)1 / ((T)1 + exp(-x))",
     "softplus": "const T bx = (T)p1 * x; y = bx > (T)p2 ? x : log1p(exp(bx)) / (T)p1",
