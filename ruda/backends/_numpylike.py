@@ -89,6 +89,19 @@ def ops_for(mod):
     def max(x, axis, keepdims=False):
         return mod.max(x, axis=axis, keepdims=keepdims)
 
+    def mean(x, axis, keepdims=False):
+        """mean; complex: each part of the sum divided by the count (NumPy and CuPy divide by
+        the complex count, which turns the other part of an infinite one into NaN)."""
+        if x.dtype.kind != "c":
+            return mod.mean(x, axis=axis, keepdims=keepdims)
+        s = mod.asarray(mod.sum(x, axis=axis, keepdims=keepdims))
+        n = math.prod(x.shape[a] for a in (range(x.ndim) if axis is None else axis))
+        with errstate(invalid="ignore"):                        # no values: NaN + NaN j
+            out = mod.empty_like(s)
+            out.real[...] = s.real / n
+            out.imag[...] = s.imag / n
+        return out
+
     def min(x, axis, keepdims=False):
         return mod.min(x, axis=axis, keepdims=keepdims)
 
@@ -172,7 +185,7 @@ def ops_for(mod):
         return out
 
     return {f.__name__: f for f in (getitem, setitem, astype, arange, empty, eye, linspace, tril,
-                                     triu, isin, sum, prod, max, min, sort, expm1, log1p, tanh,
+                                     triu, isin, sum, prod, max, mean, min, sort, expm1, log1p, tanh,
                                      permute_dims, matmul, sign)}
 
 

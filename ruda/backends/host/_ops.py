@@ -64,19 +64,6 @@ def pow(x1, x2):
         raise ValueError(f"ruda.pow: {e}") from None
 
 
-def mean(x, axis, keepdims=False):
-    """NumPy's mean; complex: each part of the sum divided by the count (NumPy divides by the
-    complex count, which turns the other part of an infinite one into NaN)."""
-    if x.dtype.kind != "c":
-        return _cnp.mean(x, axis=axis, keepdims=keepdims)
-    s = np.asarray(np.add.reduce(x, axis=axis, keepdims=keepdims))
-    n = math.prod(x.shape[a] for a in (range(x.ndim) if axis is None else axis))
-    with np.errstate(invalid="ignore"):                        # no values: NaN + NaN j
-        np.divide(s.real, n, out=s.real)
-        np.divide(s.imag, n, out=s.imag)
-    return s
-
-
 def vecdot(x1, x2, axis=-1):
     """np.vecdot is a ufunc: spelled out here so the ufunc fast path keeps the axis keyword."""
     return np.vecdot(x1, x2, axis=axis)
