@@ -69,10 +69,10 @@ def arange(start, stop, step, dtype):
     dtype = np.dtype(dtype)
     if dtype.kind != "f":
         info = np.iinfo(dtype)
-        if info.min <= stop <= info.max:
+        if info.min <= stop <= info.max and info.min <= step <= info.max:
             return cp.arange(start, stop, step, dtype=dtype)
-        # the values fit dtype but the stop does not (uint8 down to -1), and CuPy casts it:
-        # count in int64, or (uint64 past 2**63) fill on the host as NumPy does
+        # the values fit dtype but the stop or step does not (uint8 down to -1, or by -1), and
+        # CuPy casts them: count in int64, or (uint64 past 2**63) fill on the host as NumPy does
         if dtype != np.uint64 or max(start, stop) <= np.iinfo(np.int64).max:
             return cp.arange(start, stop, step, dtype=np.int64).astype(dtype)
         return cp.asarray(np.arange(start, stop, step, dtype=dtype))

@@ -12,4 +12,12 @@ def asarray(a, dtype=None, **kwargs):    # a host -> device copy in CuPy
     return _np.array(a, dtype=dtype, copy=True)
 
 
+def arange(start, stop=None, step=1, dtype=None):
+    """As CuPy's: start and step become dtype's scalars before the fill (out of range raises)."""
+    if dtype is not None and _np.dtype(dtype).kind in "iu":
+        t = _np.dtype(dtype).type
+        t(0 if stop is None else start), t(step)
+    return _np.arange(start, stop, step, dtype=dtype)
+
+
 from . import _core, cuda, fft, linalg  # noqa: E402,F401
