@@ -8,6 +8,7 @@ that starts ruda.distributed also runs under the launcher with 1 and 2 ranks, an
 the launcher's ``-n`` set to 1 and 2 (the machine has 2 cores) and its script being the
 section's snippet.
 """
+import importlib.metadata
 import os
 import re
 import subprocess
@@ -22,6 +23,7 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 KINDS = ("cpu", "cuda", "wgpu")
 TIMEOUT = 300
 _DEVICE_NAME = re.compile(r"""["'](cpu|cuda|wgpu)(:\d+)?["']""")
+_WEIGHTS = re.compile(r"# pip install --no-deps (\S+)")
 _COMMAND = re.compile(r"^    (python3 -m ruda\S*(?: \S+)*?)\s*(?:#.*)?$", re.M)
 
 
@@ -62,7 +64,8 @@ def kind(request):
 
 
 def _needs(code, what):
-    """Skip when the snippet names a device absent here, or needs mpi4py that is missing."""
+    """Skip when the snippet names a device absent here, or needs mpi4py or a weights package
+    (its ``# pip install --no-deps`` comment; the model tests skip alike) that is missing."""
     absent = sorted({m.group(0).strip("'\"") for m in _DEVICE_NAME.finditer(code)
                      if not _present(m.group(0).strip("'\""))})
     if absent:
@@ -70,6 +73,12 @@ def _needs(code, what):
                     f"(present: {[str(d) for d in ruda.devices()]}); it is not run here")
     if "ruda.distributed" in code:
         pytest.importorskip("mpi4py")
+    for dist in _WEIGHTS.findall(code):
+        try:
+            importlib.metadata.distribution(dist)
+        except importlib.metadata.PackageNotFoundError:
+            pytest.skip(f"README snippet {what} needs {dist} (pip install --no-deps {dist}), "
+                        f"not installed here")
 
 
 def _gpus_short(kind, cmd):
