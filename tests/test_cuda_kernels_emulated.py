@@ -339,6 +339,45 @@ def test_log_softmax_of_large_logits(long):
     np.testing.assert_allclose(y, want.astype(np.float32), rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("long", [False, True])
+def test_layer_norm_of_constant_and_offset_rows(long):
+    """Sums of x - x[0]: a constant row gives exactly the bias (its float32 mean was an ulp off and
+    eps 1e-12 blew that up to +-0.99 for a row of 100.3), a row of 1e4 + noise keeps its digits."""
+    n = 20000 if long else 768                      # row_config(768, 4, True): 64 threads, 3 units
+    src = nn_cuda.rows_long("layer_norm", "float32", False, True) if long else \
+        nn_cuda.rows("layer_norm", "float32", 64, 1, 3, True, False, True)
+    fn = emu.build(src, "ruda_rows", ROWS_PARAMS)
+    rng = np.random.default_rng(n)
+    x = np.stack([np.full(n, 100.3), np.full(n, -3.7), 1e4 + rng.standard_normal(n) * 0.05]).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    y = np.zeros_like(x)
+    emu.launch(fn, (3,), 1024 if long else 64, x, None, b, y, i64(3), i32(n), f64(1e-12))
+    xd = x.astype(np.float64)
+    c = xd - xd.mean(1, keepdims=True)
+    want = c / np.sqrt((c * c).mean(1, keepdims=True) + 1e-12) + b
+    np.testing.assert_array_equal(y[:2], np.broadcast_to(b, (2, n)))
+    np.testing.assert_allclose(y[2], want[2], rtol=1e-4, atol=2e-5)
+
+
+def test_long_softmax_keeps_a_nan():
+    """A NaN met by a thread before any finite value makes the whole row NaN (as torch), in the long
+    rows' online sum (it was reset by the next finite value); rows of -inf, +inf and mostly -inf."""
+    torch = pytest.importorskip("torch")
+    n = 20000
+    x = np.random.default_rng(5).standard_normal((4, n)).astype(np.float32)
+    x[0, 5] = np.nan
+    x[1] = -np.inf
+    x[2, 7] = np.inf
+    x[3, 3:] = -np.inf
+    for op in ("softmax", "log_softmax"):
+        fn = emu.build(nn_cuda.rows_long(op, "float32", False, False), "ruda_rows", ROWS_PARAMS)
+        y = np.zeros_like(x)
+        emu.launch(fn, (4,), 1024, x, None, None, y, i64(4), i32(n), f64(0.0))
+        t = torch.from_numpy(x.astype(np.float64))
+        want = (torch.softmax if op == "softmax" else torch.log_softmax)(t, -1).numpy()
+        np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("op", ["softmax", "layer_norm"])
 def test_rows_long(op):
     """Rows past the register budget: 1024 threads per row, passes over global memory."""

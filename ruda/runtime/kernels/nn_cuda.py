@@ -217,8 +217,15 @@ ruda_rows(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict_
 #else
     A s = 0;
 #if OP == 2
+    // sums of x - x[0]: a constant row centres to exact zeros (the rounded mean of x is an ulp off,
+    // which eps 1e-12 blew up to +-1), and a large mean does not cancel
+#if HAS_R
+    const A k0 = ld(st(ld(xr[0]) + ld(res[row * n])));
+#else
+    const A k0 = ld(xr[0]);
+#endif
 #pragma unroll
-    for (int i = 0; i < EPT; ++i) s += v[i];
+    for (int i = 0; i < EPT; ++i) if (elem(t, i / UNIT, i % UNIT) < n) {{ v[i] -= k0; s += v[i]; }}
     const A mean = row_reduce<Sum>(s, sh) / (A)n;
     s = 0;
 #pragma unroll
@@ -281,12 +288,13 @@ ruda_rows(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict_
     A m = neg_inf(), s = 0;            // online max and sum of exp(x - m) of this thread's elements
     for (int e = t; e < n; e += TPR) {{
         const A xv = ld(xr[e]);
-        if (xv > m) {{ s = (m == neg_inf() ? (A)0 : s * exp(m - xv)) + (A)1; m = xv; }}
+        // while m is -inf, s is 0 or NaN (a NaN met first): kept, so the row's sum is NaN
+        if (xv > m) {{ s = (m == neg_inf() ? s : s * exp(m - xv)) + (A)1; m = xv; }}
         else if (xv != neg_inf()) s += exp(xv - m);
     }}
     const A rm = row_reduce<Max>(m, sh);
     const A mm = rm == neg_inf() ? (A)0 : rm;
-    s = row_reduce<Sum>(m == neg_inf() ? (A)0 : s * exp(m - mm), sh);
+    s = row_reduce<Sum>(m == neg_inf() ? s : s * exp(m - mm), sh);
     const A r = (A)1 / s, ls = log(s);
     for (int e = t; e < n; e += TPR) {{
         const A xv = ld(xr[e]);
@@ -294,15 +302,16 @@ ruda_rows(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict_
     }}
 #else
     A s = 0, mean = 0;
+    const A k0 = OP == 2 ? ld(xr[0]) : (A)0;       // layer_norm: sums of x - x[0], as above
 #if OP == 2
-    for (int e = t; e < n; e += TPR) s += ld(xr[e]);
+    for (int e = t; e < n; e += TPR) s += ld(xr[e]) - k0;
     mean = row_reduce<Sum>(s, sh) / (A)n;
     s = 0;
 #endif
-    for (int e = t; e < n; e += TPR) {{ const A d = ld(xr[e]) - mean; s += d * d; }}
+    for (int e = t; e < n; e += TPR) {{ const A d = (ld(xr[e]) - k0) - mean; s += d * d; }}
     const A rstd = (A)1 / sqrt(row_reduce<Sum>(s, sh) / (A)n + (A)eps);
     for (int e = t; e < n; e += TPR) {{
-        A o = (ld(xr[e]) - mean) * rstd;
+        A o = ((ld(xr[e]) - k0) - mean) * rstd;
 #if HAS_W
         o *= ld(w[e]);
 #endif
