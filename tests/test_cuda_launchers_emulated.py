@@ -249,6 +249,80 @@ def test_decode_attention(S, kernels):
     assert launched == kernels
 
 
+def _sdpa_ref(q, k, v, mask):
+    """softmax(q k^T / sqrt(D) + mask) v in float64, as torch: a bool mask keeps where True, a float
+    mask is added to the scores (only -inf removes a key); a NaN score makes its row NaN; a row with
+    no key left gives 0 (ruda's rule, torch 2.5's)."""
+    G = q.shape[1] // k.shape[1]
+    kk, vv = np.repeat(f64(k), G, 1), np.repeat(f64(v), G, 1)
+    s = f64(q) @ np.swapaxes(kk, -1, -2) / math.sqrt(q.shape[-1])
+    s = np.where(mask, s, -np.inf) if mask.dtype == np.bool_ else s + f64(mask)
+    m = s.max(-1, keepdims=True)
+    p = np.exp(s - np.where(m == -np.inf, 0, m))
+    den = p.sum(-1, keepdims=True)
+    return (p @ vv) / np.where(den == 0, 1, den)
+
+
+# (dtype, D, L, S, the kernels the launcher runs): the tiled kernel (more than 16 queries; D 20 keeps
+# bfloat16 off the tensor cores), the scalar split decode (D 20: rows not in 16-byte vectors), the
+# 16-byte decode split over blocks (S 320: 80 keys a block with the emulator's 2 multiprocessors)
+# and in one block (S <= 128)
+ATT_PATHS = [pytest.param("float32", 16, 40, 320, ["ruda_attention"], id="tile"),
+             pytest.param("float32", 20, 1, 320, ["ruda_decode", "ruda_decode_merge"], id="decode-split"),
+             pytest.param("float32", 16, 1, 320, ["ruda_decode_vec", "ruda_decode_merge"], id="decode-vec-split"),
+             pytest.param("float32", 16, 1, 96, ["ruda_decode_vec"], id="decode-vec-one-block")]
+
+
+def _att_inputs(dtype, D, L, S, seed):
+    rng = np.random.default_rng(seed)
+    B, Hq, Hkv = 2, 2, 1
+    return [rng.standard_normal(s).astype(np.float32).astype(dtype)
+            for s in ((B, Hq, L, D), (B, Hkv, S, D), (B, Hkv, S, D))]
+
+
+@pytest.mark.parametrize("dtype,D,L,S,kernels", ATT_PATHS + [
+    pytest.param("bfloat16", 20, 40, 320, ["ruda_attention"], id="tile-bfloat16"),
+    pytest.param("bfloat16", 16, 1, 320, ["ruda_decode_vec", "ruda_decode_merge"], id="decode-vec-split-bfloat16")])
+def test_attention_additive_mask_of_finfo_min(dtype, D, L, S, kernels):
+    """A padding mask holding finfo.min (Hugging Face's) is added to the scores as torch adds it:
+    the padded keys get weight 0, a query whose keys are all padded the mean of V (equal scores),
+    not 0 (finfo.min times log2(e) must not become -inf); a row all -inf still gives 0."""
+    dt = BF16 if dtype == "bfloat16" else np.dtype(dtype)
+    q, k, v = _att_inputs(dt, D, L, S, 11)
+    mask = np.zeros((2, 2, L, S), dt)
+    mask[0] = np.finfo(dt).min                  # batch 0: every key padded
+    mask[1, :, :, :5] = np.finfo(dt).min        # batch 1: left padding
+    mask[1, 1, 0] = -np.inf                     # no key at all: 0
+    o = _nn_attention.sdpa(dev(q), dev(k), dev(v), dev(mask), False, None, None)
+    assert o.dtype == dt and launched == kernels
+    want = _sdpa_ref(q, k, v, mask)
+    np.testing.assert_allclose(want[0], np.broadcast_to(f64(v)[0].mean(1, keepdims=True), want[0].shape),
+                               rtol=1e-12, atol=1e-12)
+    tol = 2e-2 if dtype == "bfloat16" else 1e-5
+    np.testing.assert_allclose(f64(o), want, rtol=tol, atol=tol)
+    assert (f64(o)[1, 1, 0] == 0).all()
+
+
+@pytest.mark.parametrize("dtype,D,L,S,kernels", ATT_PATHS)
+def test_attention_nan_scores_give_nan_rows(dtype, D, L, S, kernels):
+    """A NaN score makes its row NaN (torch), whatever the path: NaN in a query (every score of
+    the row NaN) and NaN in the first half of the keys (whole key tiles and whole decode splits of
+    NaN scores: none may be taken for empty).  NaN keys masked out (bool) are not seen; a row with
+    no key left still gives 0."""
+    q, k, v = _att_inputs(dtype, D, L, S, 12)
+    q[0, 0, 0, 3] = np.nan
+    k[1, 0, :S // 2, 1] = np.nan
+    mask = np.ones((2, 2, L, S), bool)
+    mask[0, 1, 0] = False                       # no key at all: 0
+    mask[1, 1, 0, :S // 2] = False              # the NaN keys masked out: a finite row
+    o = _nn_attention.sdpa(dev(q), dev(k), dev(v), dev(mask), False, None, None)
+    assert o.dtype == q.dtype and launched == kernels
+    want = _sdpa_ref(q, k, v, mask)
+    assert np.isnan(want[0, 0, 0]).all() and np.isnan(want[1, 0]).all() and np.isfinite(want[1, 1, 0]).all()
+    np.testing.assert_allclose(f64(o), want, rtol=1e-5, atol=1e-5)   # NaN where want is NaN
+    assert (f64(o)[0, 1, 0] == 0).all()
+
+
 @pytest.fixture
 def fast(monkeypatch):
     """ruda.backends.cuda._fast imported over the fake CuPy, its modules compiled by the

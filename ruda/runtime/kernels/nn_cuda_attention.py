@@ -33,12 +33,17 @@ struct Att {{
 #define ATT_INIT const Att p = {{q_, k_, v_, m_, o_, Hq_, Hkv_, L_, S_, {{q0_, q1_, q2_}}, {{k0_, k1_, k2_}}, \
     {{v0_, v1_, v2_}}, {{m0_, m1_, m2_, m3_}}, {{o0_, o1_, o2_}}, scale2_, causal_, window_}}
 // the mask's term (log2 domain) of key j for query i of head h: 0 or -inf (bool), the value
-// times log2(e) (additive); 0 without a mask
+// times log2(e) (additive); 0 without a mask.  A finite value stays finite (clamped to +-FLT_MAX):
+// padding masks hold finfo.min, whose product would be -inf and drop the key, where torch adds it
+// to the score (a row all finfo.min: equal scores, the mean of V); only -inf removes a key
 __device__ __forceinline__ float mask_term(const Att& p, int b, int h, int i, int j) {{
 #if MASK == 1
     return p.mask[b * p.ms[0] + h * p.ms[1] + i * p.ms[2] + j * p.ms[3]] ? 0.f : -INFINITY;
 #elif MASK == 2
-    return ldm(p.mask[b * p.ms[0] + h * p.ms[1] + i * p.ms[2] + j * p.ms[3]]) * 1.4426950408889634f;
+    const float x = ldm(p.mask[b * p.ms[0] + h * p.ms[1] + i * p.ms[2] + j * p.ms[3]]);
+    const float t = x * 1.4426950408889634f;
+    if (x == -INFINITY || x == INFINITY) return t;
+    return t == -INFINITY ? -3.40282347e38f : (t == INFINITY ? 3.40282347e38f : t);
 #else
     return 0.f;
 #endif
@@ -104,6 +109,7 @@ ruda_attention(ATT_ARGS) {{
         __syncthreads();
         float s[BN];
         float mt = m;
+        bool any = false;               // a key not masked out: NaN counts (fmaxf skips it in mt)
 #pragma unroll
         for (int r = 0; r < BN; ++r) {{
             float dot = 0.f;
@@ -111,8 +117,11 @@ ruda_attention(ATT_ARGS) {{
             for (int c = 0; c < D; ++c) dot += qs[t * (D + 1) + c] * ks[r * D + c];
             s[r] = i < p.L ? score(p, dot, b, h, i, j0 + r) : -INFINITY;
             mt = fmaxf(mt, s[r]);
+            any = any || s[r] != -INFINITY;
         }}
-        if (mt == -INFINITY) continue;
+        // skipped only when every key is masked out: a tile of NaN scores is not empty (its
+        // weights, and corr where mt stays -inf, are NaN: the row is NaN, as torch's)
+        if (!any) continue;
         const float corr = exp2f(m - mt);
         l *= corr;
 #pragma unroll
@@ -195,7 +204,9 @@ ruda_decode(ATT_ARGS, float* __restrict__ part, int chunk) {
     }
 }
 
-// one block per (b, h, i) row: out = sum_s o_s 2^(m_s - M) / sum_s l_s 2^(m_s - M)
+// one block per (b, h, i) row: out = sum_s o_s 2^(m_s - M) / sum_s l_s 2^(m_s - M).  A split
+// with no key left has l_s == 0 and is skipped; one whose scores were all NaN has m_s == -inf
+// and l_s NaN, and makes the row NaN (2^(m_s - M) is then 0 or NaN; NaN times either is NaN)
 extern "C" __global__ void __launch_bounds__(128)
 ruda_decode_merge(const float* __restrict__ part, T* __restrict__ o, int nsplit, int L, int Hq,
                   long long os0, long long os1, long long os2) {
@@ -206,15 +217,14 @@ ruda_decode_merge(const float* __restrict__ part, T* __restrict__ o, int nsplit,
     for (int s = 0; s < nsplit; ++s) M = fmaxf(M, pr[s * (DV + 2)]);
     float lsum = 0.f;
     for (int s = 0; s < nsplit; ++s) {
-        const float ms = pr[s * (DV + 2)];
-        if (ms != -INFINITY) lsum += pr[s * (DV + 2) + 1] * exp2f(ms - M);
+        const float ls = pr[s * (DV + 2) + 1];
+        if (ls != 0.f) lsum += ls * exp2f(pr[s * (DV + 2)] - M);
     }
     const float r = lsum > 0.f ? 1.f / lsum : 0.f;
     for (int c = threadIdx.x; c < DV; c += blockDim.x) {
         float acc = 0.f;
         for (int s = 0; s < nsplit; ++s) {
-            const float ms = pr[s * (DV + 2)];
-            if (ms != -INFINITY) acc += pr[s * (DV + 2) + 2 + c] * exp2f(ms - M);
+            if (pr[s * (DV + 2) + 1] != 0.f) acc += pr[s * (DV + 2) + 2 + c] * exp2f(pr[s * (DV + 2)] - M);
         }
         o[b * os0 + h * os1 + i * os2 + c] = st(acc * r);
     }
