@@ -442,6 +442,26 @@ def test_dropout_kernel_words_and_composed_path(monkeypatch):
             np.testing.assert_array_equal(a, b)
 
 
+def test_softplus_with_a_threshold_past_exp_overflow(device):
+    """softplus(x) ~ x where beta x passes float32 exp's range below the threshold: the host's
+    float32 and bfloat16 loop took its underflow branch there (softplus(90) was 8e-40), cuda's
+    log1p(exp(beta x)) overflowed to inf; negative beta mirrors it."""
+    x = np.array([50.0, 87.5, 88.5, 90.0, 100.0, 150.0, -50.0, -90.0, -100.0])
+    for dt, rtol in ((xp.float32, 2e-6), (xp.bfloat16, 2**-8), (xp.float16, 2**-11)):
+        try:
+            a = xp.asarray(x, dtype=dt, device=device)
+        except (TypeError, ValueError):             # float16 without the adapter's shader-f16
+            continue
+        t = torch.from_numpy(to_numpy(a).astype(np.float64))
+        for beta in (1.0, 2.0, -1.0):
+            got = nn.softplus(a, beta=beta, threshold=200.0)
+            assert got.dtype == dt
+            g = to_numpy(got)
+            want = F.softplus(t, beta=beta, threshold=200.0).numpy().astype(g.dtype)   # rounded
+            np.testing.assert_allclose(g.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=1e-30,
+                                       err_msg=f"{dt} beta {beta}")
+
+
 @pytest.mark.parametrize("numba", [True, False], ids=["numba", "numpy"])
 def test_host_float32_elementwise_kernels(monkeypatch, numba):
     """float32 elu, silu, sigmoid, softplus, hardsigmoid, hardswish, glu and logsumexp on the

@@ -136,7 +136,7 @@ if _nb is not None:
                 w = -abs(bx)
                 s, q = _exp32_parts(w)
                 r = (_log1p32_unit(s * q + s) + max(bx, zero)) / a
-                if w < f(-87.3):    # exp(w) below the normals (bx < 0): log1p of it is itself,
+                if bx < f(-87.3):   # exp(bx) below the normals: log1p of it is itself,
                     s, q = _exp32_parts(w * f(0.5))         # exp(w / 2) squared, 0 past -104
                     h = s * q + s
                     r = h * h / a if w > f(-104.0) else zero
