@@ -520,6 +520,26 @@ def test_gelu_tanh_keeps_its_left_tail():
     assert y[-2] == np.inf and np.isnan(y[-1])      # torch's: the limit, and -inf * 0
 
 
+def test_activation_special_values():
+    """torch's values at the edges: hardswish(-inf) NaN and hardswish(-4), relu6(-0) -0 (were 0 and
+    +0), softplus past exp's range below the threshold x (log1p(exp(bx)) was inf), NaN kept."""
+    torch = pytest.importorskip("torch")
+    x = np.array([-np.inf, -100.0, -4.0, -3.0, -0.0, 0.0, 2.5, 3.0, 6.0, 7.0, 90.0, 150.0, np.inf, np.nan],
+                 np.float32)
+    t = torch.from_numpy(x.astype(np.float64))
+    F = torch.nn.functional
+    for name, p1, p2, ref in (("hardswish", 0.0, 0.0, F.hardswish(t)), ("relu6", 0.0, 0.0, F.relu6(t)),
+                              ("softplus", 1.0, 200.0, F.softplus(t, 1.0, 200.0)),
+                              ("softplus", -1.0, 20.0, F.softplus(t, -1.0, 20.0))):
+        fn = emu.build(nn_cuda.activation("float32", name, False), "ruda_activation",
+                       "const T* x, T* y, long long n, double p1, double p2")
+        y = np.zeros_like(x)
+        emu.launch(fn, (1,), 32, x, y, i64(x.size), f64(p1), f64(p2))
+        want = ref.numpy().astype(np.float32)
+        np.testing.assert_allclose(y, want, rtol=2e-6, atol=0, err_msg=name)
+        np.testing.assert_array_equal(np.signbit(y[:-1]), np.signbit(want[:-1]), err_msg=name)   # zeros
+
+
 def test_activation_bfloat16():
     """bfloat16 computes in float32 and rounds once."""
     fn = emu.build(nn_cuda.activation("bfloat16", "silu", True), "ruda_activation",

@@ -519,10 +519,11 @@ ACTIVATIONS = {
     "gelu_tanh": "y = x / ((T)1 + exp((T)-1.5957691216057308 * x * ((T)1 + (T)0.044715 * x * x)))",
     "silu": "y = x / ((T)1 + exp(-x))",
     "sigmoid": "y = (T)1 / ((T)1 + exp(-x))",
-    "softplus": "const T bx = (T)p1 * x; y = bx > (T)p2 ? x : log1p(exp(bx)) / (T)p1",
+    # log1p(exp(bx)) overflowed past bx = 88.7 below the threshold: max(bx, 0) + log1p(exp(-|bx|))
+    "softplus": "const T bx = (T)p1 * x; y = bx > (T)p2 ? x : (fmax(bx, (T)0) + log1p(exp(-fabs(bx)))) / (T)p1",
     "hardsigmoid": "y = x <= (T)-3 ? (T)0 : (x >= (T)3 ? (T)1 : (x + (T)3) / (T)6)",
-    "hardswish": "y = x <= (T)-3 ? (T)0 : (x >= (T)3 ? x : x * (x + (T)3) / (T)6)",
-    "relu6": "y = x <= (T)0 ? (T)0 : (x >= (T)6 ? (T)6 : x)",
+    "hardswish": "y = x * (fmin(fmax(x + (T)3, (T)0), (T)6) / (T)6)",   # -inf: NaN, -4: -0, as torch
+    "relu6": "y = x < (T)0 ? (T)0 : (x > (T)6 ? (T)6 : x)",          # -0 stays -0, as torch
     "erf": "y = erf(x)",
 }
 
