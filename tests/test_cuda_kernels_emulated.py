@@ -292,7 +292,7 @@ def _att_args(q, k, v, o, causal, window):
 
 
 @pytest.mark.parametrize("op", ["softmax", "log_softmax", "layer_norm", "rms_norm"])
-@pytest.mark.parametrize("n,tpr,rpb", [(100, 32, 4), (4096, 256, 1), (56, 16, 8), (28, 8, 16)])
+@pytest.mark.parametrize("n,tpr,rpb", [(100, 32, 4), (4096, 256, 1), (4096, 512, 1), (56, 16, 8), (28, 8, 16)])
 def test_rows(op, n, tpr, rpb):
     """The register row kernel, warp per row (scalar, a ragged last unit), block per row
     (16-byte vectors) and rows sharing a warp (5 rows: the last warp's other row groups redo
@@ -343,7 +343,7 @@ def test_log_softmax_of_large_logits(long):
 def test_layer_norm_of_constant_and_offset_rows(long):
     """Sums of x - x[0]: a constant row gives exactly the bias (its float32 mean was an ulp off and
     eps 1e-12 blew that up to +-0.99 for a row of 100.3), a row of 1e4 + noise keeps its digits."""
-    n = 20000 if long else 768                      # row_config(768, 4, True): 64 threads, 3 units
+    n = 20000 if long else 768                      # 64 threads of 3 units (3 * 4 * 64 = 768)
     src = nn_cuda.rows_long("layer_norm", "float32", False, True) if long else \
         nn_cuda.rows("layer_norm", "float32", 64, 1, 3, True, False, True)
     fn = emu.build(src, "ruda_rows", ROWS_PARAMS)
