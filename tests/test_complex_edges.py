@@ -274,3 +274,42 @@ def test_renderers_start_scans_from_negative_zero():
             assert r.identity("sum", dt) == mod.literal(0.0, dt) == mod.literal(0, dt)
         assert r.identity("add", "c64") == mod.literal(complex(-0.0, -0.0), "c64")
         assert r.identity("add", "i32") == r.identity("sum", "i32") == mod.literal(0, "i32")
+
+
+# --- division --------------------------------------------------------------------------------
+
+_DIVISIONS = {   # (numerator, divisor) parts: divisors whose |Re| + |Im| overflows, zero, infinite
+    xp.complex64: [((1e30, 0.0), (3.3e38, 3e37)), ((-2.0, 5.0), (-3e38, 2e38)), ((1.0, 1.0), (math.inf, 0.0)),
+                   ((1.0, 1.0), (0.0, 0.0)), ((1.0, 0.0), (0.0, -0.0)), ((2.0, 2.0), (0.0, 0.5)),
+                   ((3.0, 5.0), (1.25, -1.25)), ((-1.5, 2.5), (-math.inf, 1.0)), ((math.nan, 1.0), (1.0, 1.0))],
+    xp.complex128: [((1e300, 0.0), (1.7e308, 1e307)), ((-2.0, 5.0), (-1.6e308, 1e308)), ((1.0, 1.0), (math.inf, 0.0)),
+                    ((1.0, 1.0), (0.0, 0.0)), ((1.0, 0.0), (0.0, -0.0)), ((2.0, 2.0), (0.0, 0.5)),
+                    ((3.0, 5.0), (1.25, -1.25)), ((-1.5, 2.5), (-math.inf, 1.0)), ((math.nan, 1.0), (1.0, 1.0))],
+}
+
+
+def test_divide_by_huge_zero_and_infinite_divisors(device):
+    """divide, / and reciprocal as NumPy's (Smith's division: by the larger part of the divisor; a
+    zero divisor gives each part over +0): CuPy's scaled by |Re d| + |Im d| (NaN + NaN j where that sum overflowed, for 0j and
+    infinite divisors, and (2 + 2j) / 0.5j an ulp off 4 - 4j); each part within 2 ulp, zeros,
+    infinities and NaN exactly."""
+    for dt in supported(device, "complex floating"):
+        a = _array([p for p, _ in _DIVISIONS[dt]], dt)
+        b = _array([q for _, q in _DIVISIONS[dt]], dt)
+        with np.errstate(all="ignore"):
+            wants = (a / b, a / b, np.reciprocal(b))
+        tiny = np.finfo(a.real.dtype).tiny if flushes_subnormals(device) else 0.0
+        x, y = xp.asarray(a, device=device), xp.asarray(b, device=device)
+        for what, got, want in zip(("divide", "/", "reciprocal"), (xp.divide(x, y), x / y, xp.reciprocal(y)), wants):
+            assert got.dtype == dt
+            for g, w, d in zip(to_numpy(got).tolist(), want.tolist(), b.tolist()):
+                if what == "reciprocal" and d == 0:     # NumPy's NaN + NaN j (wgpu: inf + 0j)
+                    continue
+                for gp, wp in ((g.real, w.real), (g.imag, w.imag)):
+                    if abs(wp) < tiny and gp == 0:      # a subnormal part, flushed
+                        continue
+                    if math.isnan(wp) or wp == 0 or math.isinf(wp):
+                        ok = (math.isnan(gp) and math.isnan(wp)) or (gp == wp and math.copysign(1, gp) == math.copysign(1, wp))
+                    else:
+                        ok = abs(gp - wp) <= 2 * float(np.spacing(np.abs(want.real.dtype.type(wp))))
+                    assert ok, f"{what} {np.dtype(dt).name}: got {g!r}, want {w!r}"

@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import ruda as xp
+from conftest import to_numpy
 from strategies import assert_result, default, dtypes, host64, layouts, rand, seeds, shapes, supported, view
 
 NORMS = st.sampled_from(["backward", "ortho", "forward"])
@@ -127,6 +128,17 @@ def test_freq(device, name, data, n, d):
     res = getattr(xp.fft, name)(n, d=d, dtype=dt, device=device)
     assert res.device == device
     _check(res, getattr(np.fft, name)(n, d=d), np.dtype(want), n)
+
+
+def test_freq_values_are_numpys(device):
+    """float64 fftfreq and rfftfreq bit for bit as NumPy's i * (1 / (n d)) (CuPy's i / (n d) gave
+    0.3 for 0.30000000000000004)."""
+    if xp.float64 not in supported(device, "real floating"):
+        pytest.skip(f"no float64 on {device}")
+    for n, d in ((10, 1.0), (6, 0.1), (7, 1 / 3)):
+        for name in ("fftfreq", "rfftfreq"):
+            got = getattr(xp.fft, name)(n, d=d, dtype=xp.float64, device=device)
+            np.testing.assert_array_equal(to_numpy(got), getattr(np.fft, name)(n, d=d), err_msg=f"{name} {n} {d}")
 
 
 @pytest.mark.parametrize("name", ["fftshift", "ifftshift"])

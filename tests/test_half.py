@@ -145,6 +145,21 @@ def test_elementwise(device, name):
 
 
 @pytest.mark.parametrize("name", HALVES)
+def test_nextafter_from_infinity(device, name):
+    """From +-inf: the largest finite value toward a finite target, the infinity itself toward
+    itself, NaN toward NaN, as NumPy (CuPy's float16 nextafter gave NaN for each)."""
+    _need(device, name)
+    if device.kind == "wgpu":
+        pytest.skip("nextafter of half dtypes is a TypeError on wgpu (test_unsupported_raise_clear_errors)")
+    x, x64 = _half(device, name, [np.inf, -np.inf, np.inf, -np.inf, np.inf, 1.0])
+    y, y64 = _half(device, name, [0.0, 0.0, np.inf, -np.inf, np.nan, 2.0])
+    want = np.nextafter(x64.astype(_np(name)), y64.astype(_np(name)))
+    got = to_numpy(xp.nextafter(x, y))
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64))
+
+
+@pytest.mark.parametrize("name", HALVES)
 def test_special_values_and_casts(device, name):
     _need(device, name)
     v = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -2.5, 65504.0 if name == "float16" else 3e38])

@@ -68,6 +68,30 @@ def test_sort_nan_and_signed_zero(device):
                 np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
 
 
+def test_nan_with_its_sign_bit_set(device):
+    """A NaN with its sign bit set (-x of a NaN; 0/0 on an x86 host) is the largest value like any
+    NaN in 1-D sort and argsort both ways, unique_* and isin's table (CuPy's radix sort of 1-D
+    float32/float64 put it first, and isin then missed 1.0)."""
+    n = np.copysign(np.nan, -1.0)
+    for dt in supported(device, "real floating"):
+        a = np.array([1.0, n, 0.5, np.nan, -np.inf, -0.0, 2.0], dt)
+        x = xp.asarray(a, device=device)
+        up = np.argsort(a, kind="stable")                                 # NaNs last, in order
+        down = a.size - 1 - np.flip(np.argsort(np.flip(a), kind="stable"))
+        for descending, idx in ((False, up), (True, down)):
+            assert_result(xp.argsort(x, descending=descending), idx, dtype=index_dtype(device))
+            got = to_numpy(xp.sort(x, descending=descending))
+            np.testing.assert_array_equal(got, a[idx])
+        values, indices, inverse, counts = xp.unique_all(x)                # all distinct
+        np.testing.assert_array_equal(to_numpy(values), a[up])
+        for got, want in ((indices, up), (inverse, np.argsort(up)), (counts, np.ones(a.size, np.int64))):
+            np.testing.assert_array_equal(to_numpy(got), want)
+        np.testing.assert_array_equal(to_numpy(xp.unique_values(x)), a[up])
+        table = xp.asarray(np.array([n, 1.0, 2.0], dt), device=device)
+        np.testing.assert_array_equal(to_numpy(xp.isin(xp.asarray(np.array([1.0, 2.0, 3.0, n], dt), device=device), table)),
+                                      [True, True, False, False])
+
+
 def test_unstable_sort_is_a_permutation(device):
     """sort(stable=False) may order equal values freely, but gives back x's values: each row as
     many -0.0 as it had (NumPy's AVX-512 quicksort swaps the signs of equal zeros)."""

@@ -18,7 +18,7 @@ from ruda.runtime import ir
 
 _SHARED = dict(ops_for(cp), log=complex_log(cp))
 globals().update(_SHARED)
-globals().update(c99_complex(cp, _SHARED))   # complex log, log1p, tanh, acosh: C99's special values
+globals().update(c99_complex(cp, _SHARED))   # complex log*, tan, tanh, acosh: C99's special values
 
 
 def _exact_scalar(value, dtype):
@@ -266,6 +266,110 @@ fft_fftn, fft_ifftn, fft_rfftn, fft_irfftn = map(_nd_fft, ("fftn", "ifftn", "rff
 def unstack(x, axis=0):
     lead = (slice(None),) * axis
     return tuple(x[lead + (i,)] for i in range(x.shape[axis]))
+
+
+# CuPy sorts 1-D float32 / float64 (and what it flattens: unique, isin's table) with a radix sort,
+# which orders NaN by its bits: a NaN with its sign bit set (-x of a NaN, 0/0 on an x86 host) came
+# first, and isin's binary search then missed values.  Such NaNs are made positive first.
+def _positive_nan(x):
+    if x.dtype.kind == "f" and x.dtype.itemsize >= 4:
+        return cp.where(cp.isnan(x), x.dtype.type(math.nan), x)
+    return x
+
+
+_sort, _isin = sort, isin  # noqa: F821 - from ops_for
+
+
+def sort(x, axis=-1, descending=False, stable=True):
+    return _sort(_positive_nan(x), axis, descending, stable)
+
+
+def argsort(x, axis=-1, descending=False, stable=True):
+    return _ccp.argsort(_positive_nan(x), axis=axis, descending=descending, stable=stable)
+
+
+def isin(x1, x2, invert=False):
+    return _isin(x1, _positive_nan(x2), invert)
+
+
+def unique_all(x):
+    return _ccp.unique_all(_positive_nan(x))
+
+
+def unique_counts(x):
+    return _ccp.unique_counts(_positive_nan(x))
+
+
+def unique_inverse(x):
+    return _ccp.unique_inverse(_positive_nan(x))
+
+
+def unique_values(x):
+    return _ccp.unique_values(_positive_nan(x))
+
+
+def _complex_divide(a, b):
+    """NumPy's complex division (Smith's: by the larger part of the divisor; a zero divisor gives
+    each part / +0).  CuPy's scales by |Re b| + |Im b| without special cases: NaN + NaN j where
+    that sum overflows and for a zero or infinite divisor, and 4j as -8.9e-17 + 4j."""
+    dt = cp.result_type(a, b)
+    a, b = a.astype(dt, copy=False), b.astype(dt, copy=False)
+    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+    with np.errstate(all="ignore"):       # (NumPy posing as CuPy in the tests; CuPy never warns)
+        by_real = abs(br) >= abs(bi)
+        p, q = cp.where(by_real, br, bi), cp.where(by_real, bi, br)
+        rat = q / p
+        scl = 1 / (p + q * rat)
+        re = cp.where(by_real, ar + ai * rat, ar * rat + ai) * scl
+        im = cp.where(by_real, ai - ar * rat, ai * rat - ar) * scl
+        zero = p == 0                       # |p| >= |q|: the whole divisor is zero
+        re, im = cp.where(zero, ar / abs(br), re), cp.where(zero, ai / abs(br), im)
+    out = cp.empty(re.shape, dt)
+    out.real[...], out.imag[...] = re, im
+    return out
+
+
+def divide(x1, x2):
+    if cp.result_type(x1, x2).kind == "c":
+        return _complex_divide(x1, x2)
+    return _ccp.divide(x1, x2)
+
+
+def reciprocal(x):
+    """Complex: NumPy's loop (1 / x through the larger part of x; 1 / (2 + 0j) is 0.5 - 0j), not
+    CuPy's 1 / x by the |Re x| + |Im x| scaling (NaN for infinite or huge x)."""
+    if x.dtype.kind != "c":
+        return cp.reciprocal(x)
+    xr, xi = x.real, x.imag
+    with np.errstate(all="ignore"):
+        by_real = abs(xi) <= abs(xr)
+        p, q = cp.where(by_real, xr, xi), cp.where(by_real, xi, xr)
+        r = q / p
+        d = p + q * r
+        re, im = cp.where(by_real, 1 / d, r / d), cp.where(by_real, -r / d, -1 / d)
+    out = cp.empty(x.shape, x.dtype)
+    out.real[...], out.imag[...] = re, im
+    return out
+
+
+def nextafter(x1, x2):
+    """float16: CuPy's gives NaN for an infinite x1; NumPy's x2 where equal, else the largest
+    finite value of x1's sign."""
+    out = _ccp.nextafter(x1, x2)
+    if out.dtype == cp.float16:
+        edge = cp.isinf(x1) & ~cp.isnan(x2)
+        out = cp.where(edge, cp.where(x1 == x2, x2, cp.copysign(cp.float16(65504), x1)), out).astype(out.dtype)
+    return out
+
+
+# fftfreq and rfftfreq as NumPy's: i * (1 / (n d)) (CuPy's i / (n d) is an ulp apart)
+def fft_fftfreq(n, d=1.0, dtype=None):
+    i = cp.concatenate((cp.arange(0, (n - 1) // 2 + 1), cp.arange(-(n // 2), 0)))
+    return (i * (1.0 / (n * d))).astype(dtype or cp.float64, copy=False)
+
+
+def fft_rfftfreq(n, d=1.0, dtype=None):
+    return (cp.arange(0, n // 2 + 1) * (1.0 / (n * d))).astype(dtype or cp.float64, copy=False)
 
 
 # float16 (CuPy's dtype): the accumulating ops and cuSOLVER's take float32 copies and round once
