@@ -191,7 +191,7 @@ def test_complex_pow_integer_exponents(device):
         np.testing.assert_array_equal(got, want)
 
 
-# --- complex special cases of log, log1p, tanh, acosh (the standard's lists) --------------------
+# --- complex special cases of log, log1p, tanh, acosh (the standard's lists), log2, log10, tan -----
 
 F = 1.5   # a positive finite number
 COMPLEX_CASES = {
@@ -203,9 +203,11 @@ COMPLEX_CASES = {
              (-0.0, NAN), (INF, F), (INF, INF), (INF, NAN), (NAN, 0.0), (NAN, F), (NAN, NAN)],
     "acosh": [(0.0, 0.0), (-0.0, 0.0), (0.0, NAN), (-0.0, NAN), (F, INF), (F, NAN), (-INF, F), (INF, F),
               (-INF, INF), (INF, INF), (INF, NAN), (-INF, NAN), (NAN, F), (NAN, INF), (NAN, NAN)],
+    "tan": [(INF, 0.0), (-INF, -0.0), (NAN, 0.0), (NAN, -0.0), (0.0, 0.0), (-0.0, INF), (F, NAN)],
     "sqrt": [(0.0, 0.0), (-0.0, 0.0), (F, INF), (NAN, INF), (F, NAN), (-INF, F), (INF, F), (-INF, NAN),
              (INF, NAN), (NAN, F), (NAN, NAN), (F, -INF), (-INF, -F), (INF, -F)],
 }
+COMPLEX_CASES["log2"] = COMPLEX_CASES["log10"] = COMPLEX_CASES["log"]     # log(x) / log(base)
 # where the standard leaves the sign of the imaginary part open ('+-')
 LOOSE_IMAG = {("tanh", INF, INF), ("tanh", INF, NAN), ("acosh", 0.0, NAN), ("acosh", -0.0, NAN),
               ("sqrt", -INF, NAN)}
@@ -262,10 +264,14 @@ def test_c99_complex_patches_nan_results():
 
     own = ("isinf", "isnan", "isfinite", "copyto", "asarray")
     faulty = types.SimpleNamespace(**{n: getattr(np, n) for n in own},
-                                   **{n: nan_at_specials(_np(n)) for n in ("log", "log1p", "tanh", "acosh")})
+                                   **{n: nan_at_specials(_np(n)) for n in ("log", "log1p", "log2", "log10", "tan", "tanh",
+                                                                        "acosh")})
     fixed = c99_complex(faulty)
     patched = {"log": [(INF, NAN), (-INF, NAN), (NAN, INF), (NAN, -INF)],
                "log1p": [(INF, NAN), (-INF, NAN), (NAN, INF), (NAN, -INF)],
+               "log2": [(INF, NAN), (-INF, NAN), (NAN, INF), (NAN, -INF)],
+               "log10": [(INF, NAN), (-INF, NAN), (NAN, INF), (NAN, -INF)],
+               "tan": [(INF, 0.0), (-INF, -0.0), (NAN, 0.0), (NAN, -0.0)],
                "tanh": [(0.0, INF), (-0.0, INF), (0.0, -INF), (0.0, NAN), (-0.0, NAN)],
                "acosh": [(0.0, NAN), (-0.0, NAN)]}
     with warnings.catch_warnings():

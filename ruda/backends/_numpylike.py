@@ -263,13 +263,14 @@ def complex_log(mod):
 
 
 def c99_complex(mod, ops=None):
-    """``log``, ``log1p``, ``tanh`` and ``acosh`` of ``mod`` with C99's special values for complex input
-    (each wraps ``ops[name]`` where given, else ``mod``'s).
+    """``log``, ``log1p``, ``log2``, ``log10``, ``tan``, ``tanh`` and ``acosh`` of ``mod`` with C99's
+    special values for complex input (each wraps ``ops[name]`` where given, else ``mod``'s).
 
     For a module whose complex kernels return NaN + NaN j where C99 (and the standard) do not:
-    CuPy's, from FreeBSD msun through thrust, give NaN + NaN j for log and log1p of
+    CuPy's, from FreeBSD msun through thrust, give NaN + NaN j for log, log1p, log2 and log10 of
     (+-inf + NaN j) and (NaN +- inf j) (C99: +inf + NaN j), tanh of (+-0 + inf j) and
-    (+-0 + NaN j) (C99: +-0 + NaN j) and acosh of (+-0 + NaN j) (C99: NaN + pi/2 j).  Each
+    (+-0 + NaN j) (C99: +-0 + NaN j), tan (-i tanh(iz)) of (inf or NaN +- 0j) (NaN +- 0j) and
+    acosh of (+-0 + NaN j) (C99: NaN + pi/2 j).  Each
     wrapper overwrites exactly those elements (two masked copies, no host synchronization).
     NumPy follows C99 already and takes none of these.
     """
@@ -277,7 +278,7 @@ def c99_complex(mod, ops=None):
         re, im = x.real, x.imag
         return (mod.isinf(re) & mod.isnan(im)) | (mod.isnan(re) & mod.isinf(im))
 
-    def fixed(name, special, real, imag):     # real None: keep x's real part
+    def fixed(name, special, real, imag):     # None: keep that part of x
         base = (ops or {}).get(name) or getattr(mod, name)
 
         def op(x):
@@ -286,7 +287,7 @@ def c99_complex(mod, ops=None):
                 out = mod.asarray(out)                # a 0-d result may be a scalar (NumPy's)
                 mask = special(x)
                 mod.copyto(out.real, x.real if real is None else real, where=mask)
-                mod.copyto(out.imag, imag, where=mask)
+                mod.copyto(out.imag, x.imag if imag is None else imag, where=mask)
             return out
 
         op.__name__ = name
@@ -295,6 +296,9 @@ def c99_complex(mod, ops=None):
     return {
         "log": fixed("log", inf_and_nan, math.inf, math.nan),
         "log1p": fixed("log1p", inf_and_nan, math.inf, math.nan),
+        "log2": fixed("log2", inf_and_nan, math.inf, math.nan),
+        "log10": fixed("log10", inf_and_nan, math.inf, math.nan),
+        "tan": fixed("tan", lambda x: (x.imag == 0) & ~mod.isfinite(x.real), math.nan, None),
         "tanh": fixed("tanh", lambda x: (x.real == 0) & ~mod.isfinite(x.imag), None, math.nan),
         "acosh": fixed("acosh", lambda x: (x.real == 0) & mod.isnan(x.imag), math.nan, math.pi / 2),
     }
