@@ -61,6 +61,8 @@ def _rows(op, x, w, b, eps, r=None):
         vec = n % (16 // itemsize) == 0 and aligned(x, y, w, b, r, s)
         cfg = row_config(n, itemsize, vec)
         hw, hb, hr = w is not None, b is not None, r is not None
+        if cfg is not None and op == "layer_norm" and hw and hb and not hr and cfg[0] == 1024 and cfg[2] > 2:
+            cfg = None      # row, weight and bias past 64 registers a thread spill: the long kernel
         args = (arg(x), arg(w), arg(b), arg(y), np.int64(rows), np.int32(n), np.float64(eps))
         if cfg is None:
             if hr:
