@@ -313,3 +313,35 @@ def test_divide_by_huge_zero_and_infinite_divisors(device):
                     else:
                         ok = abs(gp - wp) <= 2 * float(np.spacing(np.abs(want.real.dtype.type(wp))))
                     assert ok, f"{what} {np.dtype(dt).name}: got {g!r}, want {w!r}"
+
+
+def test_signs_of_zero_parts(device):
+    """Zero parts with the standard's signs on every device: cosh(x + 0j) has Im = sinh(x) sin(0)
+    (-0 for x < 0 or x = -0; wgpu kept +0, so cosh(x) != cosh(-x)), cos likewise; log1p(x - 0j)
+    keeps -0 j (the host's + 1j * v made it +0); sign(+-0 +- 0j) is 0 + 0j (the host kept the
+    signs); tan(x +- inf j) is 0 with x's sign +- 1j, -i tanh(iz) (C99's zero takes sin 2x's)."""
+    inf = math.inf
+    cases = {"cosh": [(-1.0, 0.0), (-0.0, 0.0), (-inf, 0.0), (1.0, -0.0), (-2.0, -0.0), (3.0, 0.0), (0.0, -0.0)],
+             "cos": [(0.0, 1.0), (-0.0, -1.0), (0.0, -2.0), (-0.0, 3.0)],
+             "log1p": [(1e-5, -0.0), (0.0, -0.0), (-0.25, -0.0), (3.0, -0.0), (0.1, 0.0)],
+             "sign": [(-0.0, -0.0), (0.0, -0.0), (-0.0, 0.0), (1.0, -0.0), (-3.0, 0.0)],
+             "tan": [(-2.5, inf), (30.0, inf), (1.0, -inf), (-0.0, inf), (0.0, -inf)]}
+    want_of = {"cosh": np.cosh, "cos": np.cos}
+    for dt in supported(device, "complex floating"):
+        for name, pairs in cases.items():
+            z = _array(pairs, dt)
+            got = to_numpy(getattr(xp, name)(xp.asarray(z, device=device)))
+            if name == "sign":
+                want = np.where(z == 0, 0, z / np.where(z == 0, 1, np.abs(z))).astype(dt)
+            elif name == "tan":
+                want = _array([(math.copysign(0.0, x), math.copysign(1.0, y)) for x, y in pairs], dt)
+            elif name == "log1p":       # Im z = +-0: log1p(x) +- 0j (NumPy's complex log1p loses digits)
+                want = _array([(math.log1p(x), math.atan2(y, 1 + x)) for x, y in pairs], dt)
+            else:
+                want = want_of[name](z.astype(np.complex128)).astype(dt)
+            np.testing.assert_allclose(got, want, rtol=4 * np.finfo(dt).eps, err_msg=name)
+            for part in ("real", "imag"):
+                g, w = getattr(got, part), getattr(want, part)
+                zeros = w == 0
+                np.testing.assert_array_equal(np.signbit(g[zeros]), np.signbit(w[zeros]),
+                                              err_msg=f"{name} {np.dtype(dt).name} {part} zero signs")

@@ -142,9 +142,12 @@ def ops_for(mod):
             return mod.log1p(x)
         re, im = x.real, x.imag
         with errstate(all="ignore"):
-            acc = 0.5 * mod.log1p(re * (2 + re) + im * im) + 1j * mod.arctan2(im, 1 + re)
             near = (abs(re) < 0.5) & (abs(im) < 0.5)            # NaN parts are not near
-            return mod.where(near, acc, mod.log1p(x)).astype(x.dtype, copy=False)
+            out = mod.asarray(mod.log1p(x))
+            # written into the parts: + 1j * v would turn a -0 imaginary part into +0
+            mod.copyto(out.real, 0.5 * mod.log1p(re * (2 + re) + im * im), where=near)
+            mod.copyto(out.imag, mod.arctan2(im, 1 + re), where=near)
+            return out
 
     def tanh(x):
         out = mod.tanh(x)
@@ -154,6 +157,16 @@ def ops_for(mod):
             # CuPy's imaginary zero takes the sign of sin 2y)
             at_inf = mod.isinf(x.real) & mod.isfinite(x.imag)
             mod.copyto(out.imag, mod.copysign(mod.zeros_like(x.imag), x.imag), where=at_inf)
+        return out
+
+    def tan(x):
+        out = mod.tan(x)
+        if x.dtype.kind == "c":
+            out = mod.asarray(out)
+            # the standard's tan is -i tanh(iz): tan(x +- inf j) is 0 with x's sign +- 1j (C99's, NumPy's
+            # and CuPy's real zero takes the sign of sin 2x)
+            at_inf = mod.isinf(x.imag) & mod.isfinite(x.real)
+            mod.copyto(out.real, mod.copysign(mod.zeros_like(x.real), x.real), where=at_inf)
         return out
 
     def permute_dims(x, axes):
@@ -178,14 +191,16 @@ def ops_for(mod):
             e = -mod.frexp(mod.maximum(mod.abs(re), mod.abs(im)))[1]   # 0 at 0, inf and NaN
             yr, yi = mod.ldexp(re, e), mod.ldexp(im, e)
             h = mod.hypot(yr, yi)
-            h = mod.where(h == 0, h.dtype.type(1), h)                   # 0 / 1: sign(0) is 0
+            zero = h == 0
+            h = mod.where(zero, h.dtype.type(1), h)
             out = mod.empty_like(x)
             out.real[...] = yr / h
             out.imag[...] = yi / h
+            mod.copyto(out, 0, where=zero)                            # sign(+-0 +- 0j) is 0 + 0j
         return out
 
     return {f.__name__: f for f in (getitem, setitem, astype, arange, empty, eye, linspace, tril,
-                                     triu, isin, sum, prod, max, mean, min, sort, expm1, log1p, tanh,
+                                     triu, isin, sum, prod, max, mean, min, sort, expm1, log1p, tan, tanh,
                                      permute_dims, matmul, sign)}
 
 
@@ -257,8 +272,9 @@ def complex_log(mod):
         u, v = mod.maximum(a, b), mod.minimum(a, b)
         m = mod.hypot(a, b)
         near = (m > 0.7) & (m < 1.4)                  # NaN and inf parts are not near
-        acc = 0.5 * mod.log1p((u - 1) * (u + 1) + v * v) + 1j * out.imag
-        return mod.where(near, acc, out).astype(x.dtype, copy=False)
+        out = mod.asarray(out)
+        mod.copyto(out.real, 0.5 * mod.log1p((u - 1) * (u + 1) + v * v), where=near)   # (keeps -0 j)
+        return out
     return log
 
 

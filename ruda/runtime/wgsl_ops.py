@@ -383,7 +383,7 @@ class OpsMixin:
   if ({isinf}(a.x) && !{fin}(a.y)) {{ return {T}(a.x, {nan}()); }}
   if (abs(a.x) > {xbig}) {{ let w = {self.cexps(r)}(abs(a.x), {f('cos')}(a.y), {f('sin')}(a.y), {literal(0.5, r)}); return {T}(select(w.x, -w.x, a.x < {z}), w.y); }}
   return {T}({f('sinh')}(a.x) * {f('cos')}(a.y), {f('cosh')}(a.x) * {f('sin')}(a.y));""",
-                "cosh": f"""if (a.y == {z}) {{ return {T}({f('cosh')}(a.x), a.y); }}
+                "cosh": f"""if (a.y == {z}) {{ return {T}({f('cosh')}(a.x), a.y * {self.need('copysign_' + r)}({o}, a.x)); }}
   if (a.x == {z} && !{fin}(a.y)) {{ return {T}({nan}(), {z}); }}
   if ({isinf}(a.x) && !{fin}(a.y)) {{ return {T}({inf}(), {nan}()); }}
   if (abs(a.x) > {xbig}) {{ let w = {self.cexps(r)}(abs(a.x), {f('cos')}(a.y), {f('sin')}(a.y), {literal(0.5, r)}); return {T}(w.x, select(w.y, -w.y, a.x < {z})); }}
