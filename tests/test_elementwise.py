@@ -452,6 +452,33 @@ def test_pow_float64_within_ulps_and_exact(device):
     assert to_numpy(a ** 2).tolist() == [9.0, 100.0, 4.0] and to_numpy(a ** 3.0).tolist() == [27.0, 1000.0, 8.0]
 
 
+def test_float64_trig_of_huge_arguments(device):
+    """float64 sin, cos, tan for |x| from 2^19 to 2^1023 (the Payne-Hanek reduction), near
+    multiples of pi/2 too, where the result is the small remainder: within 4 ulp of mpmath
+    (a float double-double reduction had lost its low part to the shader compiler: sin(2^20 pi)
+    was -1.2841355e-10, not -1.2841352e-10; tan was 4 ulp off for a third of the inputs)."""
+    mpmath = pytest.importorskip("mpmath")
+    need(device, xp.float64)
+    rng = np.random.default_rng(19)
+    x = [np.ldexp(1.0, 20) * np.pi, 1474135.8040292459, 6381956970095103 * 2.0 ** 797, 2.0 ** 19,
+         -2.0 ** 19 * 1.5, 1e22, 2.0 ** 1000, float(np.finfo(np.float64).max)]
+    x += (np.exp2(rng.uniform(19, 1023.9, 150)) * rng.choice([-1, 1], 150)).tolist()
+    with mpmath.workprec(1200):
+        # nearest doubles to k pi/2 for large k (odd k: tan near its poles)
+        for e in rng.integers(20, 1000, 120).tolist():
+            k = int(rng.integers(2**52, 2**53)) << max(e - 53, 0)
+            x.append(float(mpmath.mpf(k) * mpmath.pi / 2))
+        want = {f: np.array([float(getattr(mpmath, f)(mpmath.mpf(v))) for v in x]) for f in ("sin", "cos", "tan")}
+    x = np.array(x)
+    # NumPy's own AVX-512 cos (the cpu device) is 8 ulp off at 6381956970095103 * 2^797
+    tol = 8 if device.kind == "cpu" else 4
+    for f, w in want.items():
+        got = to_numpy(getattr(xp, f)(xp.asarray(x, device=device)))
+        assert got.dtype == np.float64
+        ulps = np.abs(got - w) / np.spacing(np.abs(w))
+        assert ulps.max() <= tol, (f, x[np.argmax(ulps)], got[np.argmax(ulps)], w[np.argmax(ulps)], ulps.max())
+
+
 @pytest.mark.parametrize("name", ["tanh", "tan"])
 def test_complex_tanh_tan_near_poles(device, name):
     """tanh near i*pi/2 (tan near pi/2), where cosh(2x) + cos(2y) cancels: to a few ulp of |result|."""

@@ -5,7 +5,7 @@ Why f64 math is written out: SPIR-V's GLSL.std.450 ``Exp``/``Log``/``Sin``... ar
 16/32-bit floats only, and drivers (lavapipe, others per wgpu's tracker) return garbage for
 f64.  Only +, -, *, /, sqrt, floor/ceil/round/trunc, abs, min/max and bit casts are used here.
 Accuracy (tests/test_wgpu.py): a few ULP against NumPy (trigonometric functions: Cody-Waite
-reduction with a three-part pi/2, Payne-Hanek above 2^19).  float32 on adapters without f64:
+reduction with a three-part pi/2, Payne-Hanek in integers above 2^19).  float32 on adapters without f64:
 ``wgsl_math32`` (its own, integer-reduced trig, exp and logs), merged into ``HELPERS`` here.
 
 Argument reductions are written as explicit ``fma`` chains: NVIDIA's Vulkan compiler rewrote
@@ -36,13 +36,11 @@ def _taylor_horner(var, coefs):
     return horner(var, coefs, "lf")
 
 
-def _two_over_pi_chunks(n=72):
-    """2/pi in n chunks of 24 bits (exact integers)."""
-    frac = two_over_pi(24 * n)
-    return [(frac >> (24 * (n - 1 - i))) & 0xFFFFFF for i in range(n)]
-
-
-_IPIO2 = _two_over_pi_chunks()
+# 2/pi in 32-bit words behind 64 zero bits: bit j of 2/pi (weight 2^-j) is table bit 63 + j; 37
+# words of 2/pi reach the 192-bit window of float64's largest exponent
+_W2PI64 = [0, 0] + [(two_over_pi(32 * 37) >> (32 * (36 - i))) & 0xFFFFFFFF for i in range(37)]
+# pi/2 as a 64-bit integer: floor(pi/2 2^63), from 2/pi's bits by long division
+_PIO2_64 = (1 << 1090) // two_over_pi(1024) >> 3
 
 _EXP_POLY = _taylor_horner("r", [1.0 / fact(i) for i in range(0, 15)])
 _EXPM1_POLY = _taylor_horner("x", [1.0 / fact(i) for i in range(1, 17)])   # expm1(x)/x
@@ -158,44 +156,61 @@ HELPERS = {
   return log_f64(x) * 1.44269504088896340736lf;
 }"""),
     "log10_f64": (("log_f64",), "fn log10_f64(x: f64) -> f64 { return log_f64(x) * 0.434294481903251827651lf; }"),
-    "rem_pio2_big": (("scalbn_f64",), f"""var<private> IPIO2: array<f64, {len(_IPIO2)}> = array<f64, {len(_IPIO2)}>({', '.join(f'{v}.0lf' for v in _IPIO2)});
+    "rem_pio2_big": ((), f"""var<private> W2PI64: array<u32, {len(_W2PI64)}> = array<u32, {len(_W2PI64)}>({', '.join(f'{w:#x}u' for w in _W2PI64)});
 fn rem_pio2_big(x: f64) -> vec2<f64> {{
-  // Payne-Hanek: x = q * pi/2 + r for huge |x|, from 24-bit chunks of 2/pi; returns (r, q mod 4)
-  let b = bitcast<u64>(abs(x));
-  let e = i32(u32(b >> 52u) & 0x7ffu) - 1075;
-  let mant = (b & 0x000ffffffffffffflu) | 0x0010000000000000lu;
-  var m: array<f64, 3>;
-  m[0] = f64(u32(mant >> 48u));
-  m[1] = f64(u32(mant >> 24u) & 0xffffffu);
-  m[2] = f64(u32(mant) & 0xffffffu);
-  var ip = 0.0lf; var fp = 0.0lf; var lo = 0.0lf;
-  for (var i: i32 = 0; i < {len(_IPIO2)}; i = i + 1) {{
-    for (var j: i32 = 0; j < 3; j = j + 1) {{
-      let k = e + 48 - 24 * j - 24 * (i + 1);
-      if (k >= 2 || k < -130) {{ continue; }}
-      let t = scalbn_f64(m[j] * IPIO2[i], k);
-      let ti = floor(t);
-      ip = ip + (ti - 4.0lf * floor(ti * 0.25lf));
-      // fraction accumulated as a double-double (Knuth's TwoSum)
-      let b2 = t - ti;
-      let s2 = fp + b2;
-      let bb = s2 - fp;
-      lo = lo + ((fp - (s2 - bb)) + (b2 - bb));
-      fp = s2;
-    }}
+  // x = q pi/2 + r, |r| <= pi/4, for finite |x| >= 2^19: returns (r, q mod 4).  Payne-Hanek in
+  // integers, as rem_pio2_f32: a float two-sum loses its low part to the shader compilers'
+  // re-association ((a + b) - a to b); integer arithmetic is exact under any rewrite
+  let b = bitcast<u64>(x) & 0x7ffffffffffffffflu;
+  let mant = (b & 0x000ffffffffffffflu) | 0x0010000000000000lu;   // |x| = mant 2^s, s = exponent - 1075
+  let off = u32(b >> 52u) - 1013u;                   // table bit of 2/pi's bit s - 1 (weight 4 / (mant 2^s))
+  let wi = off >> 5u; let sh = off & 31u;
+  // w: the 192 bits of 2/pi from weight 2^-(s-1) on (higher bits add multiples of 4 to x 2/pi);
+  // the bits beyond add less than 2^-137 to the fraction
+  var w: array<u32, 8>;
+  for (var k: u32 = 0u; k < 6u; k = k + 1u) {{
+    w[k] = select((W2PI64[wi + k] << sh) | (W2PI64[wi + k + 1u] >> (32u - sh)), W2PI64[wi + k], sh == 0u);
   }}
-  let fi = floor(fp);
-  var q = ip + fi;
-  var f = fp - fi;
-  let f2 = f + lo;
-  lo = lo - (f2 - f);
-  f = f2;
-  if (f > 0.5lf) {{ f = f - 1.0lf; q = q + 1.0lf; }}
-  if (f < -0.5lf) {{ f = f + 1.0lf; q = q - 1.0lf; }}
-  q = q - 4.0lf * floor(q * 0.25lf);
-  var r = f * 1.57079632679489655800lf + (f * 6.12323399573676603587e-17lf + lo * 1.57079632679489655800lf);
-  if (x < 0.0lf) {{ r = -r; q = 4.0lf - q; }}
-  return vec2<f64>(r, q);
+  // |x| 2/pi mod 4 = (mant w mod 2^192) 2^-190: two integer bits, 190 fraction bits in words
+  // f[0] (high) .. f[5], column by column from 32x32 -> 64-bit products (mant = a1 2^32 + a0)
+  let a0 = mant & 0xfffffffflu; let a1 = mant >> 32u;
+  var f: array<u32, 6>;
+  var carry = 0lu;
+  for (var c: i32 = 5; c >= 0; c = c - 1) {{
+    let p0 = a0 * u64(w[c]); let p1 = a0 * u64(w[c + 1]); let p2 = a1 * u64(w[c + 1]); let p3 = a1 * u64(w[c + 2]);
+    let acc = carry + (p0 & 0xfffffffflu) + (p1 >> 32u) + (p2 & 0xfffffffflu) + (p3 >> 32u);
+    f[c] = u32(acc & 0xfffffffflu); carry = acc >> 32u;
+  }}
+  let q = (f[0] + 0x20000000u) >> 30u;                 // nearest quadrant
+  f[0] = f[0] - (q << 30u);                            // signed fraction in [-1/2, 1/2) quadrant
+  let neg = (f[0] >> 31u) == 1u;
+  if (neg) {{
+    var cy = 1u;
+    for (var c: i32 = 5; c >= 0; c = c - 1) {{ let v = ~f[c] + cy; cy = select(0u, 1u, cy == 1u && v == 0u); f[c] = v; }}
+  }}
+  // the top 64 bits t = th:tl of the magnitude (= t 2^(-62 - sc)); a double's fraction is
+  // above 2^-64, so its leading bit lies in the first three words
+  var sc = 0u;
+  for (var i: i32 = 0; i < 3 && f[0] == 0u; i = i + 1) {{ f[0] = f[1]; f[1] = f[2]; f[2] = f[3]; f[3] = f[4]; sc = sc + 32u; }}
+  let z = countLeadingZeros(f[0]);
+  let th = u64(select((f[0] << z) | (f[1] >> (32u - z)), f[0], z == 0u));
+  let tl = u64(select((f[1] << z) | (f[2] >> (32u - z)), f[1], z == 0u));
+  sc = sc + z;
+  // r = t (pi/2 2^63) 2^(-125 - sc): the 128-bit product ph:pl, rounded to 53 bits once
+  let ch = {_PIO2_64 >> 32:#x}lu; let cl = {_PIO2_64 & 0xFFFFFFFF:#x}lu;
+  let ll = tl * cl; let lh = tl * ch; let hl = th * cl;
+  let mid = (ll >> 32u) + (lh & 0xfffffffflu) + (hl & 0xfffffffflu);
+  let ph = th * ch + (lh >> 32u) + (hl >> 32u) + (mid >> 32u);
+  let pl = (mid << 32u) | (ll & 0xfffffffflu);
+  let top = u32(ph >> 63u);                            // 1: 128 bits, else 127
+  var m = ph >> (10u + top);
+  let rest = ph & ((1024lu << top) - 1lu); let half = 512lu << top;
+  if (rest > half || (rest == half && (pl != 0lu || (m & 1lu) == 1lu))) {{ m = m + 1lu; }}
+  var r = (f64(u32(m >> 32u)) * 4294967296.0lf + f64(u32(m & 0xfffffffflu)))
+          * bitcast<f64>(u64(972u + top - sc) << 52u);  // 2^(-51 + top - sc)
+  if (neg) {{ r = -r; }}
+  if (x < 0.0lf) {{ return vec2<f64>(-r, f64((4u - q) & 3u)); }}
+  return vec2<f64>(r, f64(q));
 }}"""),
     "trig_f64": (("nan_f64", "isfin_f64", "rem_pio2_big"), f"""fn trig_f64(x: f64) -> vec3<f64> {{
   // (sin x, cos x, quadrant) via Cody-Waite reduction by pi/2 (Payne-Hanek above 2^19)
