@@ -729,3 +729,28 @@ def test_shift_counts_outside_the_width(device, name):
         if info.min < 0:
             b[20:40] = info.min
         _assert_exactly_numpy(device, name, a, b)
+
+
+def test_pow_by_one_two_and_minus_one_is_correctly_rounded(device):
+    """x ** 1, x ** 2 and x ** -1 are x, x * x and 1 / x bit for bit, special values included (a
+    scalar exponent everywhere, an array one on every wgpu adapter: float32 without shader-f64 took
+    exp(2 log 3) = 9.00000095)."""
+    rng = np.random.default_rng(31)
+    for dt in supported(device, "real floating"):
+        a = np.concatenate([rng.standard_normal(200) * 10.0 ** rng.integers(-15, 15, 200),
+                            [3.0, -3.0, 7.0, 0.0, -0.0, np.inf, -np.inf, np.nan, 1.5, 1e-30]]).astype(dt)
+        x = xp.asarray(a, device=device)
+        for p in (1.0, 2.0, -1.0):
+            with np.errstate(all="ignore"):
+                want = np.power(a, a.dtype.type(p))
+            gots = [xp.pow(x, p)]
+            if device.kind == "wgpu":       # (NumPy's and CUDA's powf of arrays are within an ulp)
+                gots.append(xp.pow(x, xp.full(a.shape, p, dtype=dt, device=device)))
+            for got in gots:
+                g = to_numpy(got)
+                assert g.dtype == want.dtype
+                if device.kind == "cuda":   # CUDA's pow: within 2 ulp, special values exact
+                    np.testing.assert_allclose(g, want, rtol=2 * np.finfo(dt).eps, atol=0)
+                else:
+                    np.testing.assert_array_equal(g, want, err_msg=f"{np.dtype(dt).name} ** {p}")
+                np.testing.assert_array_equal(np.signbit(g), np.signbit(want), err_msg=f"{np.dtype(dt).name} ** {p}")
