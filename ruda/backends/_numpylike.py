@@ -97,10 +97,9 @@ def ops_for(mod):
         s = mod.asarray(mod.sum(x, axis=axis, keepdims=keepdims))
         n = math.prod(x.shape[a] for a in (range(x.ndim) if axis is None else axis))
         with errstate(invalid="ignore"):                        # no values: NaN + NaN j
-            out = mod.empty_like(s)
-            out.real[...] = s.real / n
-            out.imag[...] = s.imag / n
-        return out
+            mod.divide(s.real, n, out=s.real)
+            mod.divide(s.imag, n, out=s.imag)
+        return s
 
     def min(x, axis, keepdims=False):
         return mod.min(x, axis=axis, keepdims=keepdims)

@@ -308,6 +308,13 @@ def unique_values(x):
     return _ccp.unique_values(_positive_nan(x))
 
 
+def _from_parts(re, im, dtype):
+    """The complex array re + im j (written part by part: + 1j * im would turn -0 into +0)."""
+    out = cp.empty(re.shape, dtype)
+    out.real[...], out.imag[...] = re, im
+    return out
+
+
 def _complex_divide(a, b):
     """NumPy's complex division (Smith's: by the larger part of the divisor; a zero divisor gives
     each part / +0).  CuPy's scales by |Re b| + |Im b| without special cases: NaN + NaN j where
@@ -324,9 +331,7 @@ def _complex_divide(a, b):
         im = cp.where(by_real, ai - ar * rat, ai * rat - ar) * scl
         zero = p == 0                       # |p| >= |q|: the whole divisor is zero
         re, im = cp.where(zero, ar / abs(br), re), cp.where(zero, ai / abs(br), im)
-    out = cp.empty(re.shape, dt)
-    out.real[...], out.imag[...] = re, im
-    return out
+    return _from_parts(re, im, dt)
 
 
 def divide(x1, x2):
@@ -347,9 +352,7 @@ def reciprocal(x):
         r = q / p
         d = p + q * r
         re, im = cp.where(by_real, 1 / d, r / d), cp.where(by_real, -r / d, -1 / d)
-    out = cp.empty(x.shape, x.dtype)
-    out.real[...], out.imag[...] = re, im
-    return out
+    return _from_parts(re, im, x.dtype)
 
 
 def nextafter(x1, x2):
