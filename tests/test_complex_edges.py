@@ -61,12 +61,18 @@ def _check(name, device, dtype, pairs, ulps=4, oracle=None):
         [_MP[name](mpmath.mpc(c.real, c.imag)) for c in z.tolist()]
     for g, c, w in zip(to_numpy(got).tolist(), z.tolist(), want):
         for gp, wp in ((g.real, w.real), (g.imag, w.imag)):
-            wr = _part(wp, rdt)
-            if wr == 0 or np.isinf(wr):
-                ok = gp == wr and math.copysign(1, gp) == math.copysign(1, wr)
-            else:
-                ok = abs(gp - float(wp)) <= ulps * float(np.spacing(abs(wr)))
-            assert ok, f"{name}({c!r}) {np.dtype(dtype).name}: got {g!r}, want {complex(w)!r}"
+            assert _part_ok(gp, wp, _part(wp, rdt), ulps), \
+                f"{name}({c!r}) {np.dtype(dtype).name}: got {g!r}, want {complex(w)!r}"
+
+
+def _part_ok(gp, wp, wr, ulps):
+    """Part ``gp`` within ``ulps`` of the exact ``wp`` (``wr``: it rounded to the dtype); NaN,
+    zeros and infinities exactly, signs included."""
+    if math.isnan(wr):
+        return math.isnan(gp)
+    if wr == 0 or math.isinf(wr):
+        return gp == wr and math.copysign(1, gp) == math.copysign(1, wr)
+    return abs(gp - float(wp)) <= ulps * float(np.spacing(abs(wr)))
 
 
 def _cases(device, f32, f64, subnormal=()):
@@ -308,11 +314,8 @@ def test_divide_by_huge_zero_and_infinite_divisors(device):
                 for gp, wp in ((g.real, w.real), (g.imag, w.imag)):
                     if abs(wp) < tiny and gp == 0:      # a subnormal part, flushed
                         continue
-                    if math.isnan(wp) or wp == 0 or math.isinf(wp):
-                        ok = (math.isnan(gp) and math.isnan(wp)) or (gp == wp and math.copysign(1, gp) == math.copysign(1, wp))
-                    else:
-                        ok = abs(gp - wp) <= 2 * float(np.spacing(np.abs(want.real.dtype.type(wp))))
-                    assert ok, f"{what} {np.dtype(dt).name}: got {g!r}, want {w!r}"
+                    assert _part_ok(gp, wp, want.real.dtype.type(wp), 2), \
+                        f"{what} {np.dtype(dt).name}: got {g!r}, want {w!r}"
 
 
 def test_signs_of_zero_parts(device):
