@@ -79,7 +79,12 @@ class _Render(OpsMixin, MainsMixin, ExprRender):
                 e = {"fdiv": f"{a} / {b}", "freciprocal": f"{literal(1.0, 'f64' if wide else s)} / {a}",
                      "fsqrt": f"sqrt({a})"}[base]
                 sig = f"a: {s}, b: {s}" if base == "fdiv" else f"a: {s}"
-                deps, src = (), f"fn {name}({sig}) -> {s} {{ return {f'f32({e})' if wide else e}; }}"
+                body = f"return {f'f32({e})' if wide else e};"
+                if base == "fdiv" and s == "f32" and not wide:
+                    # WGSL's f32 division is exact to 2.5 ulp only for divisors below 2^126;
+                    # NVIDIA's returns 0 past them (1e30 / 3e38): both operands scaled by 1/4
+                    body = "let k = select(1.0f, 0.25f, abs(b) > 8.507059e37f); return (a * k) / (b * k);"
+                deps, src = (), f"fn {name}({sig}) -> {s} {{ {body} }}"
             elif s == "f32" and base in _F32_BUILTIN:
                 deps, src = (), f"fn {name}(x: f32) -> f32 {{ return {base}(x); }}"
             else:

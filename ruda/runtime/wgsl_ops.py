@@ -148,9 +148,10 @@ class OpsMixin:
         sfx = _FLOAT_SUFFIX[dt]
         one = f"1.0{sfx}"
         zero = f"0.0{sfx}"
-        if dt == "f32" and self.r.f64 and name in ("div", "reciprocal", "sqrt"):
+        if dt == "f32" and (self.r.f64 and name in ("div", "reciprocal", "sqrt") or name == "div"):
             # correctly rounded through f64 (53 >= 2 * 24 + 2 bits: the second rounding is
-            # harmless); NVIDIA's Vulkan driver divides f32 approximately (1 ulp off, measured)
+            # harmless); NVIDIA's Vulkan driver divides f32 approximately (1 ulp off, measured);
+            # without f64, division by a divisor past 2^126 is scaled (fdiv_f32)
             return f"{self.need('f' + name + '_f32')}({x}{', ' + y if y else ''})"
         if name in ("add", "sub", "mul", "div"):
             return f"({x} {'+-*/'[('add', 'sub', 'mul', 'div').index(name)]} {y})"
@@ -273,15 +274,16 @@ class OpsMixin:
             # mul(a, a) (2 x y overflows where x y + y x is finite); Mesa may still factor it into
             # x (y + y), so the backend's elementwise square multiplies two loads
             src = f"fn {fn}(a: {T}) -> {T} {{ return {T}(a.x * a.x - a.y * a.y, a.x * a.y + a.y * a.x); }}"
-        elif name == "div":
+        elif name == "div":             # Smith's, each division as the real one's (fop)
+            dv = lambda n, d: self.fop("div", [n, d], r)  # noqa: E731
             src = f"""fn {fn}(a: {T}, b: {T}) -> {T} {{
   if (abs(b.x) >= abs(b.y)) {{
-    if (b.x == {z} && b.y == {z}) {{ return {T}(a.x / abs(b.x), a.y / abs(b.x)); }}
-    let rt = b.y / b.x; let d = b.x + b.y * rt;
-    return {T}((a.x + a.y * rt) / d, (a.y - a.x * rt) / d);
+    if (b.x == {z} && b.y == {z}) {{ return {T}({dv('a.x', 'abs(b.x)')}, {dv('a.y', 'abs(b.x)')}); }}
+    let rt = {dv('b.y', 'b.x')}; let d = b.x + b.y * rt;
+    return {T}({dv('(a.x + a.y * rt)', 'd')}, {dv('(a.y - a.x * rt)', 'd')});
   }}
-  let rt = b.x / b.y; let d = b.y + b.x * rt;
-  return {T}((a.x * rt + a.y) / d, (a.y * rt - a.x) / d);
+  let rt = {dv('b.x', 'b.y')}; let d = b.y + b.x * rt;
+  return {T}({dv('(a.x * rt + a.y)', 'd')}, {dv('(a.y * rt - a.x)', 'd')});
 }}"""
         elif name == "reciprocal":
             self.complex_helper("div", dt)
