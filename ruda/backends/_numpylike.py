@@ -145,7 +145,7 @@ def ops_for(mod):
             out = mod.asarray(mod.log1p(x))
             # written into the parts: + 1j * v would turn a -0 imaginary part into +0
             mod.copyto(out.real, 0.5 * mod.log1p(re * (2 + re) + im * im), where=near)
-            mod.copyto(out.imag, mod.arctan2(im, 1 + re), where=near)
+            out.imag[...] = mod.arctan2(im, 1 + re)     # NumPy's: CuPy's 1 + z turns -0 j into +0
             return out
 
     def tanh(x):
@@ -308,11 +308,25 @@ def c99_complex(mod, ops=None):
         op.__name__ = name
         return op
 
+    def scaled_log(name, factor):
+        """NumPy's complex log2 and log10: each part of log times a real factor (CuPy's times a
+        complex one: inf * (c + 0j) has a NaN imaginary part)."""
+        def op(x):
+            if x.dtype.kind != "c":
+                return getattr(mod, name)(x)
+            out = mod.asarray(log(x))
+            out.real[...] *= factor
+            out.imag[...] *= factor
+            return out
+        op.__name__ = name
+        return op
+
+    log = fixed("log", inf_and_nan, math.inf, math.nan)
     return {
-        "log": fixed("log", inf_and_nan, math.inf, math.nan),
+        "log": log,
         "log1p": fixed("log1p", inf_and_nan, math.inf, math.nan),
-        "log2": fixed("log2", inf_and_nan, math.inf, math.nan),
-        "log10": fixed("log10", inf_and_nan, math.inf, math.nan),
+        "log2": scaled_log("log2", 1 / math.log(2)),
+        "log10": scaled_log("log10", 1 / math.log(10)),
         "tan": fixed("tan", lambda x: (x.imag == 0) & ~mod.isfinite(x.real), math.nan, None),
         "tanh": fixed("tanh", lambda x: (x.real == 0) & ~mod.isfinite(x.imag), None, math.nan),
         "acosh": fixed("acosh", lambda x: (x.real == 0) & mod.isnan(x.imag), math.nan, math.pi / 2),

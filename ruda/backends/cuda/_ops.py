@@ -326,9 +326,9 @@ def _complex_divide(a, b):
         by_real = abs(br) >= abs(bi)
         p, q = cp.where(by_real, br, bi), cp.where(by_real, bi, br)
         rat = q / p
-        scl = 1 / (p + q * rat)
-        re = cp.where(by_real, ar + ai * rat, ar * rat + ai) * scl
-        im = cp.where(by_real, ai - ar * rat, ai * rat - ar) * scl
+        den = p + q * rat                   # divided by, as NumPy: 1 / den is subnormal past 2^126
+        re = cp.where(by_real, ar + ai * rat, ar * rat + ai) / den
+        im = cp.where(by_real, ai - ar * rat, ai * rat - ar) / den
         zero = p == 0                       # |p| >= |q|: the whole divisor is zero
         re, im = cp.where(zero, ar / abs(br), re), cp.where(zero, ai / abs(br), im)
     return _from_parts(re, im, dt)
