@@ -290,8 +290,9 @@ def test_attention_additive_mask_of_finfo_min(dtype, D, L, S, kernels):
     dt = BF16 if dtype == "bfloat16" else np.dtype(dtype)
     q, k, v = _att_inputs(dt, D, L, S, 11)
     mask = np.zeros((2, 2, L, S), dt)
-    mask[0] = np.finfo(dt).min                  # batch 0: every key padded
-    mask[1, :, :, :5] = np.finfo(dt).min        # batch 1: left padding
+    low = ml_dtypes.finfo(dt).min               # (NumPy's finfo knows bfloat16 only with some ml_dtypes)
+    mask[0] = low                               # batch 0: every key padded
+    mask[1, :, :, :5] = low                     # batch 1: left padding
     mask[1, 1, 0] = -np.inf                     # no key at all: 0
     o = _nn_attention.sdpa(dev(q), dev(k), dev(v), dev(mask), False, None, None)
     assert o.dtype == dt and launched == kernels
