@@ -3,8 +3,8 @@
 Also serves CuPy arrays when the MPI library is CUDA-aware (mpi4py reads
 ``__cuda_array_interface__``); the stream is synchronized first since MPI does
 not know it.  Arrays arrive C-contiguous with the split/concat axis first.
-bfloat16, unknown to MPI, travels as uint16 and is reduced in float32, as float16 is (its sums
-and means would overflow and round at every step).  Floating min and max propagate NaN, as
+bfloat16 and float16 travel as uint16 (MPI has no bfloat16, and Open MPI no float16) and are
+reduced in float32 (their sums and means would overflow and round at every step).  Floating min and max propagate NaN, as
 ``ruda.maximum`` does (MPI's MIN and MAX keep or drop a NaN by rank order).
 """
 import numpy as np
@@ -53,7 +53,7 @@ class MpiEngine:
         if not isinstance(a, np.ndarray):
             import cupy
             cupy.cuda.get_current_stream().synchronize()
-        return a.view(np.uint16) if a.dtype == _dtypes.bfloat16 else a
+        return a.view(np.uint16) if a.dtype in WIDENED else a
 
     def _op(self, op, dtype):
         if op in _BOOL_OPS and dtype.kind == "f":
