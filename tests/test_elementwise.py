@@ -685,6 +685,22 @@ def test_divide_and_sqrt_are_correctly_rounded(device):
         assert bad.size == 0, (x.dtype.name, [(x[i], got[i]) for i in bad[:5]])
 
 
+def test_divisors_past_2_126_in_float32(device):
+    """hypot, floor_divide and remainder whose float32 divisor exceeds 2^126 (NVIDIA's Vulkan
+    division returns 0 there: hypot(3e38, 3e38) was 3e38, floor_divide(inf, 3.3e38) NaN).
+    hypot and remainder against NumPy; floor_divide of an infinite x1 by a finite x2 is the
+    standard's +-infinity (NumPy's NaN)."""
+    a = np.array([3.3e38, -3e38, 3e38, 7.0, 1e30, -1e30, math.inf, -math.inf], np.float32)
+    b = np.array([3e38, 3.3e38, 1e30, 3.3e38, 3e38, 3.3e38, 3.3e38, 3e38], np.float32)
+    x, y = xp.asarray(a, device=device), xp.asarray(b, device=device)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(to_numpy(xp.hypot(x, y)), np.hypot(a, b))
+        np.testing.assert_array_equal(to_numpy(xp.remainder(x, y))[:6], np.remainder(a, b)[:6])
+        want = np.floor_divide(a, b)
+    want[6:] = [math.inf, -math.inf]
+    np.testing.assert_array_equal(to_numpy(xp.floor_divide(x, y)), want)
+
+
 @pytest.mark.parametrize("name", ["floor_divide", "remainder"])
 def test_integer_division_over_the_whole_range(device, name):
     """Every integer dtype, operands across the whole range with the edges (MIN, MAX, -1, 0, +-1..3)

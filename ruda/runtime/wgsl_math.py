@@ -367,18 +367,18 @@ _GENERIC = {
     "divmod": (("fmod", "fdiv", "copysign", "isnan", "isinf"), """fn divmod_{S}(a: {T}, b: {T}) -> vec2<{T}> {
   // NumPy's npy_divmod: (floor_divide, remainder)
   var md = fmod_{S}(a, b);
-  if (b == {Z}) { return vec2<{T}>(a / b, md); }
+  if (b == {Z}) { return vec2<{T}>(fdiv_{S}(a, b), md); }
   // the standard's special case (NumPy differs): one infinite operand gives a / b
   let one_inf = (isinf_{S}(a) != isinf_{S}(b)) && !isnan_{S}(a) && !isnan_{S}(b);
-  if (isnan_{S}(md)) { return vec2<{T}>(select(md, a / b, one_inf), md); }
+  if (isnan_{S}(md)) { return vec2<{T}>(select(md, fdiv_{S}(a, b), one_inf), md); }
   var div = fdiv_{S}(a - md, b);
   if (md != {Z}) {
     if ((b < {Z}) != (md < {Z})) { md = md + b; div = div - {O}; }
   } else { md = copysign_{S}({Z}, b); }
   var fd: {T};
   if (div != {Z}) { fd = floor(div); if (div - fd > {H}) { fd = fd + {O}; } }
-  else { fd = copysign_{S}({Z}, a / b); }
-  if (one_inf) { fd = a / b; }
+  else { fd = copysign_{S}({Z}, fdiv_{S}(a, b)); }
+  if (one_inf) { fd = fdiv_{S}(a, b); }
   return vec2<{T}>(fd, md);
 }"""),
     "atan2": (("isnan", "sbit", "copysign", "isinf", "atan2_core"), """fn atan2_{S}(y: {T}, x: {T}) -> {T} {
@@ -400,13 +400,13 @@ _GENERIC = {
     "fmax": (("isnan",), "fn fmax_{S}(a: {T}, b: {T}) -> {T} { if (isnan_{S}(a) || a > b) { return a; } return b; }"),
     "fmin": (("isnan",), "fn fmin_{S}(a: {T}, b: {T}) -> {T} { if (isnan_{S}(a) || a < b) { return a; } return b; }"),
     "fsign": (("isnan",), "fn fsign_{S}(a: {T}) -> {T} { if (isnan_{S}(a)) { return a; } if (a > {Z}) { return {O}; } if (a < {Z}) { return -{O}; } return abs(a); }"),
-    "hypot": (("isinf", "isnan", "inf"), """fn hypot_{S}(x: {T}, y: {T}) -> {T} {
+    "hypot": (("isinf", "isnan", "inf", "fdiv"), """fn hypot_{S}(x: {T}, y: {T}) -> {T} {
   let a = abs(x); let b = abs(y);
   if (isinf_{S}(a) || isinf_{S}(b)) { return inf_{S}(); }
   if (isnan_{S}(a) || isnan_{S}(b)) { return a + b; }
   let m = max(a, b); let n = min(a, b);
   if (m == {Z}) { return {Z}; }
-  let q = n / m;
+  let q = fdiv_{S}(n, m);     // (NVIDIA's plain n / m is 0 for m past 2^126)
   return m * sqrt({O} + q * q);
 }"""),
     "logaddexp": (("log1p", "exp", "isnan"), """fn logaddexp_{S}(a: {T}, b: {T}) -> {T} {

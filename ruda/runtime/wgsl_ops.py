@@ -359,7 +359,10 @@ class OpsMixin:
             h = self.complex_helper({"sin": "sinh", "cos": "cosh", "tan": "tanh"}[name], dt)
             body = {"sin": f"let w = {h}({T}(-a.y, a.x)); return {T}(w.y, -w.x);",
                     "cos": f"return {h}({T}(-a.y, a.x));",
-                    "tan": f"let w = {h}({T}(-a.y, a.x)); return {T}(w.y, -w.x);"}[name]
+                    # an infinite Im: +-0 with x's sign + +-1j, stated (NVIDIA's Vulkan driver took
+                    # -i tanh(iz) to +-0 -+ 1j in float64)
+                    "tan": f"""if ({self.need('isinf_' + r)}(a.y)) {{ return {T}({self.need('copysign_' + r)}({z}, a.x), {self.need('copysign_' + r)}({o}, a.y)); }}
+  let w = {h}({T}(-a.y, a.x)); return {T}(w.y, -w.x);"""}[name]
             src = f"fn {fn}(a: {T}) -> {T} {{ {body} }}"
         elif name in ("expm1", "log1p", "log2", "log10", "pow", "sinh", "cosh", "tanh"):
             e, lg, mul, div = (self.complex_helper(n, dt) for n in ("exp", "log", "mul", "div"))
