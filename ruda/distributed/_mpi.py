@@ -4,8 +4,9 @@ Also serves CuPy arrays when the MPI library is CUDA-aware (mpi4py reads
 ``__cuda_array_interface__``); the stream is synchronized first since MPI does
 not know it.  Arrays arrive C-contiguous with the split/concat axis first.
 bfloat16 and float16 travel as uint16 (MPI has no bfloat16, and Open MPI no float16) and are
-reduced in float32 (their sums and means would overflow and round at every step).  Floating min and max propagate NaN, as
-``ruda.maximum`` does (MPI's MIN and MAX keep or drop a NaN by rank order).
+reduced in float32 (their sums and means would overflow and round at every step).  Floating min
+and max propagate NaN, as ``ruda.maximum`` does (MPI's MIN and MAX keep or drop a NaN by rank
+order).
 """
 import numpy as np
 
