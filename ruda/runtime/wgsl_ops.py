@@ -148,7 +148,7 @@ class OpsMixin:
         sfx = _FLOAT_SUFFIX[dt]
         one = f"1.0{sfx}"
         zero = f"0.0{sfx}"
-        if dt == "f32" and (self.r.f64 and name in ("div", "reciprocal", "sqrt") or name == "div"):
+        if dt == "f32" and (name == "div" or self.r.f64 and name in ("reciprocal", "sqrt")):
             # correctly rounded through f64 (53 >= 2 * 24 + 2 bits: the second rounding is
             # harmless); NVIDIA's Vulkan driver divides f32 approximately (1 ulp off, measured);
             # without f64, division by a divisor past 2^126 is scaled (fdiv_f32)
@@ -357,12 +357,15 @@ class OpsMixin:
 }}"""
         elif name in ("sin", "cos", "tan"):
             h = self.complex_helper({"sin": "sinh", "cos": "cosh", "tan": "tanh"}[name], dt)
-            body = {"sin": f"let w = {h}({T}(-a.y, a.x)); return {T}(w.y, -w.x);",
-                    "cos": f"return {h}({T}(-a.y, a.x));",
-                    # an infinite Im: +-0 with x's sign + +-1j, stated (NVIDIA's Vulkan driver took
-                    # -i tanh(iz) to +-0 -+ 1j in float64)
-                    "tan": f"""if ({self.need('isinf_' + r)}(a.y)) {{ return {T}({self.need('copysign_' + r)}({z}, a.x), {self.need('copysign_' + r)}({o}, a.y)); }}
-  let w = {h}({T}(-a.y, a.x)); return {T}(w.y, -w.x);"""}[name]
+            turn = f"let w = {h}({T}(-a.y, a.x)); return {T}(w.y, -w.x);"     # -i f(iz)
+            if name == "cos":
+                body = f"return {h}({T}(-a.y, a.x));"
+            elif name == "sin":
+                body = turn
+            else:   # an infinite Im: +-0 with x's sign + +-1j, stated (NVIDIA's Vulkan driver took
+                # -i tanh(iz) to +-0 -+ 1j in float64)
+                isinf, cs = self.need("isinf_" + r), self.need("copysign_" + r)
+                body = f"if ({isinf}(a.y)) {{ return {T}({cs}({z}, a.x), {cs}({o}, a.y)); }}\n  {turn}"
             src = f"fn {fn}(a: {T}) -> {T} {{ {body} }}"
         elif name in ("expm1", "log1p", "log2", "log10", "pow", "sinh", "cosh", "tanh"):
             e, lg, mul, div = (self.complex_helper(n, dt) for n in ("exp", "log", "mul", "div"))
