@@ -39,6 +39,23 @@ def _at(ptr, count, dtype):
     return np.frombuffer(buf, dtype=dt)
 
 
+def _moved(ptr, count, dtype):
+    """The memory as MPI moves it: float16 as uint16 (Open MPI has no float16 type)."""
+    a = _at(ptr, count, dtype)
+    return a.view(np.uint16) if a.dtype == np.float16 else a
+
+
+def _reduced(mpi_call, src, out, *args):
+    """``mpi_call(src, out, *args)``, float16 through float32 copies (Open MPI has no float16
+    type; NCCL also adds float16 in float32 registers)."""
+    if out.dtype != np.float16:
+        return mpi_call(src, out, *args)
+    wide = np.empty(out.shape, np.float32)
+    mpi_call(out.astype(np.float32) if src is MPI.IN_PLACE else src.astype(np.float32),
+             wide, *args)
+    out[...] = wide
+
+
 class _Event:
     done = True
 
@@ -101,38 +118,38 @@ class NcclCommunicator:
     def allReduce(self, s, r, count, dt, op, stream):
         out = _at(r, count, _NP[dt])
         src = MPI.IN_PLACE if s == r else _at(s, count, _NP[dt])
-        self.c.Allreduce(src, out, _MPI_OPS[op])
+        _reduced(self.c.Allreduce, src, out, _MPI_OPS[op])
         if op == 4:
             out /= self.c.Get_size()
 
     def reduce(self, s, r, count, dt, op, root, stream):
         out = _at(r, count, _NP[dt])
-        self.c.Reduce(_at(s, count, _NP[dt]), out, _MPI_OPS[op], root)
+        _reduced(self.c.Reduce, _at(s, count, _NP[dt]), out, _MPI_OPS[op], root)
         if op == 4 and self.c.Get_rank() == root:
             out /= self.c.Get_size()
 
     def reduceScatter(self, s, r, recvcount, dt, op, stream):
         out = _at(r, recvcount, _NP[dt])
-        self.c.Reduce_scatter_block(_at(s, recvcount * self.c.Get_size(), _NP[dt]), out,
-                                    _MPI_OPS[op])
+        _reduced(self.c.Reduce_scatter_block, _at(s, recvcount * self.c.Get_size(), _NP[dt]),
+                 out, _MPI_OPS[op])
         if op == 4:
             out /= self.c.Get_size()
 
     def allGather(self, s, r, count, dt, stream):
-        self.c.Allgather(_at(s, count, _NP[dt]), _at(r, count * self.c.Get_size(), _NP[dt]))
+        self.c.Allgather(_moved(s, count, _NP[dt]), _moved(r, count * self.c.Get_size(), _NP[dt]))
 
     def broadcast(self, s, r, count, dt, root, stream):
         if s != r and self.c.Get_rank() == root:
             ctypes.memmove(r, s, count * np.dtype(_NP[dt]).itemsize)
-        self.c.Bcast(_at(r, count, _NP[dt]), root)
+        self.c.Bcast(_moved(r, count, _NP[dt]), root)
 
     def send(self, s, count, dt, peer, stream):
         assert _depth[0] > 0, "send outside a group"
-        _group.append(lambda: self.c.Isend(_at(s, count, _NP[dt]), peer, 7))
+        _group.append(lambda: self.c.Isend(_moved(s, count, _NP[dt]), peer, 7))
 
     def recv(self, r, count, dt, peer, stream):
         assert _depth[0] > 0, "recv outside a group"
-        _group.append(lambda: self.c.Irecv(_at(r, count, _NP[dt]), peer, 7))
+        _group.append(lambda: self.c.Irecv(_moved(r, count, _NP[dt]), peer, 7))
 
     def abort(self):
         pass
