@@ -45,15 +45,17 @@ def _moved(ptr, count, dtype):
     return a.view(np.uint16) if a.dtype == np.float16 else a
 
 
-def _reduced(mpi_call, src, out, *args):
+def _reduced(mpi_call, src, out, *args, receives=True):
     """``mpi_call(src, out, *args)``, float16 through float32 copies (Open MPI has no float16
-    type; NCCL also adds float16 in float32 registers)."""
+    type; NCCL also adds float16 in float32 registers); ``receives``: whether this rank's
+    ``out`` gets the result (a reduce's non-root ranks leave it untouched, as MPI and NCCL do)."""
     if out.dtype != np.float16:
         return mpi_call(src, out, *args)
     wide = np.empty(out.shape, np.float32)
     mpi_call(out.astype(np.float32) if src is MPI.IN_PLACE else src.astype(np.float32),
              wide, *args)
-    out[...] = wide
+    if receives:
+        out[...] = wide
 
 
 class _Event:
@@ -124,7 +126,8 @@ class NcclCommunicator:
 
     def reduce(self, s, r, count, dt, op, root, stream):
         out = _at(r, count, _NP[dt])
-        _reduced(self.c.Reduce, _at(s, count, _NP[dt]), out, _MPI_OPS[op], root)
+        _reduced(self.c.Reduce, _at(s, count, _NP[dt]), out, _MPI_OPS[op], root,
+                 receives=self.c.Get_rank() == root)
         if op == 4 and self.c.Get_rank() == root:
             out /= self.c.Get_size()
 
