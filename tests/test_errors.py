@@ -195,7 +195,7 @@ OTHER = {
     "linalg.inv": (lambda x: xp.linalg.inv(xp.reshape(x[:1], (1, 1))), "integral"),
     "linalg.vector_norm": (xp.linalg.vector_norm, "integral"),
     "linalg.trace": (lambda x: xp.linalg.trace(xp.reshape(x[:1], (1, 1))), "bool"),
-    "fft.fft": (xp.fft.fft, "real floating"),
+    "fft.fft": (xp.fft.fft, "integral"),
     "fft.rfft": (xp.fft.rfft, "integral"),
 }
 

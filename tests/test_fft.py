@@ -192,11 +192,26 @@ def test_fft_argument_errors(device):
             getattr(xp.fft, name)(4, d=0, device=device)
 
 
+@pytest.mark.parametrize("name", ["fft", "ifft", "hfft", "irfft", "fftn", "ifftn", "irfftn"])
+def test_fft_real_input(device, name):
+    """A real floating x where the transform takes complex, as NumPy users call np.fft.fft(signal):
+    taken as complex of its precision (a half-precision x as complex64)."""
+    kind, how = {**ONE_D, **N_D}[name]
+    for dt in supported(device, "real floating"):
+        a = rand(np.random.default_rng(), (3, 6), dt, -1, 1)
+        res = getattr(xp.fft, name)(xp.asarray(a, device=device))
+        exp = getattr(np.fft, name)(host64(a))
+        c = COMPLEX_OF.get(np.dtype(dt), np.dtype("complex64"))
+        _check(res, exp, _out_dtype(c, how), exp.size)
+
+
 def test_fft_errors(device):
     f = supported(device, "real floating")[0]
     x = xp.asarray(rand(np.random.default_rng(1), (4,), f), device=device)
-    with pytest.raises(TypeError, match=r"ruda\.fft\.fft: x must have a complex floating-point dtype; got float"):
-        xp.fft.fft(x)
+    i = xp.astype(x, supported(device, "signed integer")[0])
+    with pytest.raises(TypeError, match=r"ruda\.fft\.fft: x must have a complex or real floating-point "
+                                        r"dtype; got int"):
+        xp.fft.fft(i)
     c = xp.astype(x, COMPLEX_OF[np.dtype(f)])
     with pytest.raises(TypeError, match=r"ruda\.fft\.rfft: x must have a real floating-point dtype; got complex"):
         xp.fft.rfft(c)

@@ -6,6 +6,7 @@ Each function checks its arguments and calls the backend method ``fft_<name>``.
 from ruda import _dtypes, _hints
 from ruda import _validation as _v
 from ruda._array import Array as _Array
+from ruda._data_type import astype as _astype
 from ruda._typing import Axis as _Axis, Device as _Device, DType as _DType
 
 __all__ = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",
@@ -23,14 +24,21 @@ _TRANSFORMS = {
 
 
 def _check(fn, x, norm):
+    """x, checked; real floating input to a transform of complex input is taken as complex of
+    the same precision, as NumPy, CuPy and PyTorch do (the standard says "should be complex")."""
     _v.array(f"fft.{fn}", "x", x)
     cat = _TRANSFORMS[fn][0]
     if x._dtype not in _dtypes.CATEGORIES[cat]:
-        raise TypeError(f"ruda.fft.{fn}: x must have a {cat} dtype; got {_dtypes.name(x._dtype)}")
+        if cat == "complex floating-point" and x._dtype in _dtypes.CATEGORIES["real floating-point"]:
+            x = _astype(x, _dtypes.complex_of(x._dtype), fn=f"fft.{fn}")
+        else:
+            cat = "complex or real floating-point" if cat.startswith("complex") else cat
+            raise TypeError(f"ruda.fft.{fn}: x must have a {cat} dtype; got {_dtypes.name(x._dtype)}")
     if norm not in _NORMS:
         raise ValueError(f"ruda.fft.{fn}: norm must be one of {_NORMS}; got {norm!r}")
     if x.ndim == 0:
         raise ValueError(f"ruda.fft.{fn}: x must have at least one dimension")
+    return x
 
 
 def _too_short(fn, x, axis):
@@ -54,7 +62,7 @@ def _padded(x, over, points):
 def _check_1d(fn, x, n, axis, norm):
     """A one-axis transform's checks: (x's data zero-padded where empty, n or None, the
     normalized axis)."""
-    _check(fn, x, norm)
+    x = _check(fn, x, norm)
     axis = _v.axis(f"fft.{fn}", axis, x.ndim)
     if n is not None:
         n = _v.integer(f"fft.{fn}", "n", n)
@@ -82,7 +90,7 @@ def _sequence(fn, arg, value):
 def _check_nd(fn, x, s, axes, norm):
     """A several-axes transform's checks: (x's data zero-padded where empty, s or None, axes or
     None; both given when s is)."""
-    _check(fn, x, norm)
+    x = _check(fn, x, norm)
     given = "axes=()" if axes is not None else "s=()"     # which argument an empty axes came from
     s, axes = _sequence(fn, "s", s), _sequence(fn, "axes", axes)
     if axes is not None:
