@@ -225,6 +225,13 @@ class Array(_Base):
             raise TypeError(f"ruda: format spec {spec!r} needs a 0-d array; got shape {self.shape}")
         return str(self)
 
+    def __round__(self, ndigits: int | None = None) -> int | float:
+        """``round(loss, 4)`` of a 0-d array, as of its Python scalar; elementwise: ruda.round."""
+        if self._data.shape != ():
+            raise TypeError(f"ruda: round() needs a 0-d array; got shape {self.shape} (ruda.round(x) "
+                            f"rounds elementwise)")
+        return round(self._scalar("round"), ndigits)
+
     # Python objects (extensions beyond the standard, as in NumPy, CuPy and PyTorch) ----------
     def item(self) -> bool | int | float | complex:
         """The one element as a Python scalar (any shape of size 1); copies it to the host."""

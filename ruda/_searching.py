@@ -1,10 +1,13 @@
 """Searching functions: argmax, argmin, count_nonzero, nonzero, searchsorted, where."""
 from __future__ import annotations
 
+import numpy as np
+
 from ruda import _dtypes
 from ruda import _elementwise as ew
 from ruda import _validation as v
 from ruda._array import Array
+from ruda._creation import asarray
 from ruda._typing import Axis, Scalar
 from ruda._statistical import reduction_axes
 
@@ -76,13 +79,31 @@ def where(condition: Array, x1: Array | Scalar, x2: Array | Scalar, /) -> Array:
     if condition._dtype != _dtypes.bool:
         raise TypeError(f"ruda.where: condition must have a bool dtype; got {_dtypes.name(condition._dtype)}")
     if x1.__class__ is not Array and x2.__class__ is not Array:
-        raise TypeError("ruda.where: at least one of x1, x2 must be a ruda array")
+        x1, x2 = _one_as_array(condition._device, x1, x2)
     dev, a, b = ew.operands("where", x1, x2, "all")
     if condition._device is not dev:
         v.same_device("where", condition, x1 if x1.__class__ is Array else x2)
     if not condition._data.shape == a.shape == b.shape:
         v.broadcast_shapes("where", condition.shape, a.shape, b.shape)
     return Array._new(dev.backend.where(condition._data, a, b), dev)
+
+
+def _one_as_array(dev, x1, x2):
+    """where(c, 1.0, 0.0), as NumPy and PyTorch take it (the standard needs an array among x1,
+    x2): a NumPy scalar, else the Python scalar of the wider kind, becomes a 0-d array on c's
+    device (its own dtype; the device's default of its kind), which the other then joins."""
+    kinds = list(v.PYTHON_KINDS)
+    pick = [i for i, s in enumerate((x1, x2)) if isinstance(s, np.generic)] or \
+        sorted((i for i, s in enumerate((x1, x2)) if type(s) in v.PYTHON_KINDS),
+               key=lambda i: -kinds.index(type((x1, x2)[i])))
+    if not pick:
+        raise TypeError(f"ruda.where: x1 and x2 must be ruda arrays or scalars; got "
+                        f"{type(x1).__name__} and {type(x2).__name__}")
+    both = [x1, x2]
+    s = both[pick[0]]
+    dt = s.dtype if isinstance(s, np.generic) else v.python_type_dtype(dev, type(s))
+    both[pick[0]] = asarray(s, dtype=dt, device=dev)
+    return both
 
 
 # with the C accelerator, ruda/_accelerate.py lists the functions here it gives a host fast path

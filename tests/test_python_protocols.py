@@ -95,6 +95,53 @@ def test_format_of_0d_arrays(device):
         f"{x:.2f}"
 
 
+def test_round_of_0d_arrays(device, rng):
+    a = (rng.standard_normal(5) * 10).astype(supported(device, "real floating")[0])
+    loss = xp.mean(xp.asarray(a, device=device))
+    np.testing.assert_allclose(loss.item(), np.mean(a.astype(np.float64)), rtol=1e-6)
+    assert round(loss, 4) == round(loss.item(), 4) and type(round(loss, 4)) is float
+    assert round(loss) == round(loss.item()) and type(round(loss)) is int
+    assert round(xp.asarray(1234, device=device), -2) == 1200
+    with pytest.raises(TypeError, match=r"round\(\) needs a 0-d array; got shape \(5,\) "
+                                        r"\(ruda\.round\(x\) rounds elementwise\)"):
+        round(xp.asarray(a, device=device))
+
+
+def test_python_types_as_dtypes_are_the_device_defaults(device):
+    """dtype=float, int, complex, bool as NumPy users write them: the device's default dtype of
+    that kind (NumPy's float64 and int64 where the device has them), bool for bool."""
+    defaults = xp.__array_namespace_info__().default_dtypes(device=device)
+    for py, want in ((float, defaults["real floating"]), (int, defaults["integral"]),
+                     (complex, defaults["complex floating"]), (bool, xp.bool)):
+        z = xp.zeros(3, dtype=py, device=device)
+        assert z.dtype == want and z.device == device
+        x = xp.asarray([1.75, -2.0, 0.0], device=device)
+        y = xp.astype(x, py)
+        assert y.dtype == want
+        np.testing.assert_array_equal(to_numpy(y), np.asarray([1.75, -2.0, 0.0]).astype(want))
+    assert xp.arange(3, dtype=float, device=device).tolist() == [0.0, 1.0, 2.0]
+    with pytest.raises(TypeError, match=r"ruda\.ones: dtype must be a ruda dtype"):
+        xp.ones(3, dtype=list, device=device)
+
+
+def test_where_takes_two_scalars(device, rng):
+    """np.where(mask, 1.0, 0.0): the result is on the condition's device, with the dtype of a
+    NumPy scalar among them, else the device's default for the wider Python scalar's kind."""
+    m = rng.standard_normal(6) > 0
+    c = xp.asarray(m, device=device)
+    defaults = xp.__array_namespace_info__().default_dtypes(device=device)
+    f32 = supported(device, "real floating")[0]
+    for x1, x2, want in ((1.0, 0.0, defaults["real floating"]), (1, 0, defaults["integral"]),
+                         (True, False, xp.bool), (2, 0.5, defaults["real floating"]),
+                         (np.dtype(f32).type(1.5), 0, f32)):
+        r = xp.where(c, x1, x2)
+        assert r.dtype == want and r.device == c.device
+        np.testing.assert_array_equal(to_numpy(r), np.where(m, x1, x2).astype(want))
+    with pytest.raises(TypeError, match=r"ruda\.where: x1 and x2 must be ruda arrays or scalars; "
+                                        r"got str and list"):
+        xp.where(c, "a", [1])
+
+
 def test_buffer_protocol_on_host_arrays_only(device):
     x = xp.asarray([1.5, 2.5, 4.0], device=device)
     if sys.version_info < (3, 12) and xp.Array.__mro__[1].__module__ != "ruda._speedups":
