@@ -405,6 +405,14 @@ def test_bad_input(device):
         sdpa(q2[0, 0, 0], k2, v2, enable_gqa=True)
     with pytest.raises(ValueError, match=r"sliding_window: expected a positive int"):
         sdpa(q2, k2, v2, enable_gqa=True, sliding_window=0)
+    # torch's call sdpa(q, k, v, None, 0.1) (dropout_p fifth) must not pass as is_causal=0.1
+    for args, kw in (((None, 0.1), {"enable_gqa": True}), ((None, 0.0, True), {}),
+                     ((), {"enable_gqa": 1})):
+        with pytest.raises(TypeError, match=r"(is_causal|enable_gqa): expected True or False \(pass "
+                                            r"it by keyword: there is no dropout_p\), got (0\.1|0\.0|1)"):
+            sdpa(q2, k2, v2, *args, **kw)
+    with pytest.raises(TypeError, match=r"is_causal: expected True or False"):
+        sdpa(q2[0], k2[0], v2[0], None, 0.1, enable_gqa=True)          # 3-D inputs too
     other = [d for d in ruda.devices() if d != q2.device]
     if other:
         with pytest.raises(ValueError, match=r"k: expected q's device"):

@@ -19,7 +19,12 @@ def _err(cls, arg, expected, got):
     return err(cls, _FN, arg, expected, got)
 
 
-def _check(q, k, v, attn_mask, scale, enable_gqa, sliding_window):
+def _check(q, k, v, attn_mask, is_causal, scale, enable_gqa, sliding_window):
+    for name, flag in (("is_causal", is_causal), ("enable_gqa", enable_gqa)):
+        if flag is not True and flag is not False and type(flag).__name__ != "bool":  # np.bool
+            # torch's fifth positional argument is dropout_p, which ruda.nn does not take
+            raise _err(TypeError, name, "True or False (pass it by keyword: there is no "
+                       "dropout_p)", repr(flag))
     for name, a in (("q", q), ("k", k), ("v", v)):
         if not isinstance(a, xp.Array):
             raise _err(TypeError, name, "a ruda array", type(a).__name__)
@@ -89,7 +94,8 @@ def scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=False, scale
     - A query row with no key allowed gives 0, as PyTorch 2.5 and later (earlier releases gave
       NaN); 0 is what padding rows need.
 
-    Deviations from PyTorch: no ``dropout_p`` (inference); the causal alignment above.
+    Deviations from PyTorch: no ``dropout_p`` (inference), so a torch-style positional call
+    ``(q, k, v, mask, 0.0, True)`` raises (the flags must be bools); the causal alignment above.
     """
     try:
         nd4 = q.ndim == k.ndim == v.ndim == 4
@@ -97,7 +103,8 @@ def scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=False, scale
         nd4 = True                                 # _check names the argument
     if not nd4:
         return _leading(q, k, v, attn_mask, is_causal, scale, enable_gqa, sliding_window)
-    scale, sliding_window = _check(q, k, v, attn_mask, scale, enable_gqa, sliding_window)
+    scale, sliding_window = _check(q, k, v, attn_mask, is_causal, scale, enable_gqa,
+                                   sliding_window)
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
     B, Hq, L, _ = q.shape
