@@ -336,6 +336,11 @@ def test_keyword_hints_keep_signatures():
     (xp, "rfft", r"it is ruda\.fft\.rfft$"),
     (xp.linalg, "norm", r"^module 'ruda\.linalg' has no attribute 'norm'; use ruda\.linalg\.vector_norm"),
     (xp.fft, "fft2", r"^module 'ruda\.fft' has no attribute 'fft2'; use ruda\.fft\.fftn\(x, axes=\(-2, -1\)\)"),
+    (xp, "double", r"spells it ruda\.float64$"),
+    (xp, "ascontiguousarray", r"spells it ruda\.asarray$"),
+    (xp, "nanmean", r"not in the array API: with m = ruda\.isnan\(x\), ruda\.sum\(ruda\.where\(m, 0\.0, x\)\) / "),
+    (xp, "median", r"ruda\.sort\(x, axis=\.\.\.\) and the middle entries$"),
+    (xp, "deg2rad", r"x \* \(ruda\.pi / 180\)$"),
     (xp, "not_a_numpy_name", r"^module 'ruda' has no attribute 'not_a_numpy_name'$"),
 ])
 def test_numpy_attribute_names_get_hints(module, name, pattern):
