@@ -10,7 +10,7 @@ import numpy as np
 import ruda as xp
 
 _NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-          "float32", "float64", "complex64", "complex128", "bfloat16")
+          "float32", "float64", "complex64", "complex128", "float16", "bfloat16")
 DTYPES = {n: getattr(xp, n) for n in _NAMES if getattr(xp, n, None) is not None}
 _BY_DTYPE = {dt: n for n, dt in DTYPES.items()}
 # Python data (lists, scalars: no dtype of its own) may fill a field of these dtype kinds:
