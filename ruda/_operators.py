@@ -31,10 +31,11 @@ def _operand_ok(other):
 
 def forward(fn):
     """== and !=: NotImplemented for non-array objects (so `x == None` is False), but a
-    TypeError for another library's array, never Python's bare identity answer."""
+    TypeError for another library's array, a sequence or a number of another type (Decimal,
+    Fraction), never Python's bare identity answer."""
     def op(self, other):
         if not _operand_ok(other):
-            if v.foreign_array(other):
+            if v.foreign_array(other) or v.foreign_number(other):
                 raise v.operand_error(fn.__name__, "x2", other)
             return NotImplemented
         return fn(self, other)
@@ -44,7 +45,7 @@ def forward(fn):
 def reflected(fn):
     def op(self, other):
         if not isinstance(other, _OPERANDS):
-            if v.foreign_array(other):
+            if v.foreign_array(other) or v.foreign_number(other):
                 raise v.operand_error(fn.__name__, "x1", other)
             return NotImplemented
         return fn(other, self)

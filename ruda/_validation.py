@@ -4,6 +4,7 @@ Messages name the function (``ruda.<fn>``), the argument, what was expected
 and what came.  Dtype category -> TypeError; shape/device/axis -> ValueError.
 """
 import builtins
+import numbers
 import operator
 
 import numpy as np
@@ -18,7 +19,7 @@ _SCALAR_TYPES = (builtins.bool, int, float, complex)
 _OPERAND_TYPES = _SCALAR_TYPES + (np.generic,)
 # What the operators refuse with a TypeError rather than answer NotImplemented (which would make
 # `x == np_array` the bare False of Python's identity fallback): other libraries' arrays, lists.
-_FOREIGN_ARRAYS = (np.ndarray, list, tuple)
+_FOREIGN_ARRAYS = (np.ndarray, list, tuple, range)
 
 
 def array(fn, arg, x):
@@ -197,8 +198,14 @@ def foreign_array(value):
         or hasattr(value, "__dlpack__")
 
 
+def foreign_number(value):
+    """Is ``value`` a number of a type ruda does not take (Decimal, Fraction, ...)?"""
+    return isinstance(value, numbers.Number) and not isinstance(value, _OPERAND_TYPES)
+
+
 def operand_error(fn, arg, value):
-    hint = " (convert it with ruda.asarray)" if foreign_array(value) else ""
+    hint = " (convert it with ruda.asarray)" if foreign_array(value) else \
+        " (convert it with float() or int())" if foreign_number(value) else ""
     return TypeError(f"ruda.{fn}: {arg} must be a ruda array, a Python scalar or a NumPy scalar; got "
                      f"{type(value).__name__}{hint}")
 

@@ -119,6 +119,16 @@ def test_unusable_numpy_scalars_and_foreign_arrays_raise(device):
     with pytest.raises(TypeError, match="got list"):
         x != [1.0, 1.0, 1.0]                                          # noqa: B015
     assert (x == None) is False and (x != "text") is True            # noqa: E711  (not arrays)
+    # numbers of other types and ranges: an error, never Python's bare identity answer
+    from decimal import Decimal
+    from fractions import Fraction
+    for other, hint in ((Decimal(1), "float\\(\\) or int\\(\\)"), (Fraction(1), "float\\(\\) or int\\(\\)"),
+                        (range(3), "ruda\\.asarray")):
+        name = type(other).__name__
+        for call, fn, arg in ((lambda o: x == o, "equal", "x2"), (lambda o: o != x, "not_equal", "x2"),
+                              (lambda o: o + x, "add", "x1"), (lambda o: x * o, "multiply", "x2")):
+            with pytest.raises(TypeError, match=rf"ruda\.{fn}: {arg} must be .* got {name} \(convert it with {hint}\)"):
+                call(other)
 
 
 def test_numpy_index_arrays_index_like_lists(device, rng):
