@@ -165,6 +165,33 @@ def install_public(module_all, namespace):
             namespace[n] = home[fn.__name__]
 
 
+class _Missing:
+    """A class attribute that is not there: looking it up raises the AttributeError Python would,
+    with a hint (``x.numpy()``: how ruda spells it). Lookups of attributes that exist pay
+    nothing, as they would for a ``__getattr__`` hook."""
+    __slots__ = ("name", "hint")
+
+    def __init__(self, name, hint):
+        self.name, self.hint = name, hint
+
+    def __get__(self, obj, owner=None):
+        raise AttributeError(f"{(owner or type(obj)).__name__!r} object has no attribute "
+                             f"{self.name!r}; {self.hint}", name=self.name, obj=obj)
+
+
+def install_missing(cls, notes):
+    """Hints for the attributes (name -> note) that ``cls`` does not have; dir() leaves them out."""
+    for name, hint in notes.items():
+        if name in vars(cls):
+            raise RuntimeError(f"{cls.__name__}.{name} exists: it needs no hint")
+        setattr(cls, name, _Missing(name, hint))
+    hidden, listed = frozenset(notes), cls.__dir__
+
+    def __dir__(self):
+        return [n for n in listed(self) if n not in hidden]
+    cls.__dir__ = __dir__
+
+
 def _hinted(fn):
     return _speedups.function("plain", fn, None) if _C else _python_wrapper(fn)
 
@@ -194,6 +221,7 @@ RENAMED = {
     },
     "ruda.linalg": {"multi_dot": "matmul"},
     "ruda.fft": {},
+    "ruda.random": {},
 }
 NOTES = {
     "ruda": {
@@ -252,6 +280,17 @@ NOTES = {
         "lstsq": "not in the array API: ruda.linalg.solve for square systems, else "
                  "ruda.linalg.pinv(a) @ b",
     },
+    "ruda.random": {
+        n: f"draw from a generator: g = ruda.random.default_rng(seed), then {call}"
+        for names, call in ((("rand", "random", "random_sample", "sample"), "g.random(shape)"),
+                            (("randn", "standard_normal", "normal"), "g.normal(shape=shape)"),
+                            (("randint", "integers"), "g.integers(low, high, shape)"),
+                            (("uniform",), "g.uniform(low, high, shape)"),
+                            (("permutation", "shuffle"), "g.permutation(x)"),
+                            (("choice",), "g.integers(0, n, shape) (with replacement) or "
+                                          "g.permutation(n)[:k] (without)"),
+                            (("seed", "RandomState", "manual_seed"), "g.random(...), g.normal(...)"))
+        for n in names},
     "ruda.fft": {
         "fft2": "use ruda.fft.fftn(x, axes=(-2, -1))",
         "ifft2": "use ruda.fft.ifftn(x, axes=(-2, -1))",

@@ -7,7 +7,7 @@ the Array itself (ruda/_array.py).
 """
 import inspect
 
-from ruda import _data_type, _manipulation, _searching, _statistical
+from ruda import _data_type, _hints, _manipulation, _searching, _statistical
 from ruda._array import Array
 
 
@@ -80,3 +80,33 @@ Array.all = all
 Array.any = any
 Array.argmax = argmax
 Array.argmin = argmin
+
+# NumPy's and PyTorch's other array attributes: an AttributeError that says what to write
+_hints.install_missing(Array, {
+    "numpy": "np.asarray(x) for a host array; np.asarray(x.to_device('cpu')) for any",
+    "cpu": "x.to_device('cpu')",
+    "cuda": "x.to_device('cuda')",
+    "copy": "ruda.asarray(x, copy=True) (or copy.copy(x))",
+    "clone": "ruda.asarray(x, copy=True) (or copy.copy(x))",
+    "detach": "ruda arrays carry no gradient: use x",
+    "flatten": "x.reshape(-1)",
+    "ravel": "x.reshape(-1)",
+    "view": "x.reshape(...) for a shape",
+    "transpose": "ruda.permute_dims(x, axes); x.T reverses a 2-D array and x.mT swaps the last "
+                 "two axes",
+    "permute": "ruda.permute_dims(x, axes)",
+    "squeeze": "ruda.squeeze(x, axis=...)",
+    "unsqueeze": "ruda.expand_dims(x, axis=...)",
+    "dot": "x @ y (ruda.matmul) or ruda.vecdot(x, y)",
+    "cumsum": "ruda.cumulative_sum(x, axis=...)",
+    "sort": "ruda.sort(x, axis=...) (a sorted copy)",
+    "argsort": "ruda.argsort(x, axis=...)",
+    "clip": "ruda.clip(x, min, max)",
+    "round": "ruda.round(x)",
+    "nonzero": "ruda.nonzero(x)",
+    "fill": "x[...] = value",
+    "nbytes": "x.size * x.dtype.itemsize",
+    "itemsize": "x.dtype.itemsize",
+    "numel": "x.size",
+    "dim": "x.ndim",
+})

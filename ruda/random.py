@@ -292,3 +292,11 @@ def _real(fn, arg, value):
 _hints.install(globals(), ("philox4x32", "default_rng"))
 _hints.install_methods(Generator, ("bits", "random", "uniform", "normal", "integers",
                                    "permutation", "bernoulli"))
+# NumPy's module-level calls (ruda.random.rand) and Generator methods: what to write instead
+__getattr__ = _hints.module_getattr(__name__)
+_hints.install_missing(Generator, {
+    "standard_normal": "g.normal(shape=shape)",
+    "choice": "g.integers(0, n, shape) (with replacement) or g.permutation(n)[:k] (without)",
+    "shuffle": "g.permutation(x) returns a shuffled copy (arrays are not shuffled in place)",
+    "randint": "g.integers(low, high, shape)",
+})

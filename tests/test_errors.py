@@ -341,6 +341,10 @@ def test_keyword_hints_keep_signatures():
     (xp, "nanmean", r"not in the array API: with m = ruda\.isnan\(x\), ruda\.sum\(ruda\.where\(m, 0\.0, x\)\) / "),
     (xp, "median", r"ruda\.sort\(x, axis=\.\.\.\) and the middle entries$"),
     (xp, "deg2rad", r"x \* \(ruda\.pi / 180\)$"),
+    (xp.random, "rand", r"^module 'ruda\.random' has no attribute 'rand'; draw from a generator: "
+                        r"g = ruda\.random\.default_rng\(seed\), then g\.random\(shape\)$"),
+    (xp.random, "seed", r"g = ruda\.random\.default_rng\(seed\), then g\.random\(\.\.\.\)"),
+    (xp.random, "not_a_numpy_name", r"^module 'ruda\.random' has no attribute 'not_a_numpy_name'$"),
     (xp, "not_a_numpy_name", r"^module 'ruda' has no attribute 'not_a_numpy_name'$"),
 ])
 def test_numpy_attribute_names_get_hints(module, name, pattern):

@@ -142,6 +142,26 @@ def test_where_takes_two_scalars(device, rng):
         xp.where(c, "a", [1])
 
 
+def test_numpy_and_torch_attribute_names_get_hints(device):
+    """x.numpy(), x.cpu(), x.copy(), g.choice(...): an AttributeError that says what to write,
+    as Python's own (hasattr is False, dir() does not list them); real attributes unchanged."""
+    x = xp.ones((2, 3), device=device)
+    for name, pattern in (("numpy", r"np\.asarray\(x\) for a host array"), ("cpu", r"x\.to_device\('cpu'\)"),
+                          ("copy", r"ruda\.asarray\(x, copy=True\)"), ("flatten", r"x\.reshape\(-1\)"),
+                          ("transpose", r"ruda\.permute_dims\(x, axes\)"), ("nbytes", r"x\.size \* x\.dtype\.itemsize")):
+        with pytest.raises(AttributeError, match=rf"^'Array' object has no attribute '{name}'; {pattern}") as e:
+            getattr(x, name)
+        assert e.value.name == name and not hasattr(x, name) and name not in dir(x)
+    assert x.size * x.dtype.itemsize == 48 and x.reshape(-1).shape == (6,) and "reshape" in dir(x)
+    g = xp.random.default_rng(0)
+    with pytest.raises(AttributeError, match=r"^'Generator' object has no attribute 'choice'; g\.integers"):
+        g.choice(5, 2)
+    with pytest.raises(AttributeError, match=r"no attribute 'shuffle'; g\.permutation\(x\) returns a shuffled copy"):
+        g.shuffle(x)
+    with pytest.raises(AttributeError, match=r"^'Array' object has no attribute 'not_a_name'$"):
+        x.not_a_name
+
+
 def test_buffer_protocol_on_host_arrays_only(device):
     x = xp.asarray([1.5, 2.5, 4.0], device=device)
     if sys.version_info < (3, 12) and xp.Array.__mro__[1].__module__ != "ruda._speedups":
