@@ -193,9 +193,9 @@ class Array(_Base):
         return memoryview(self._host("the buffer protocol"))
 
     # Python scalars ----------------------------------------------------
-    def _scalar(self, what):
+    def _scalar(self, what, hint=""):
         if self._data.shape != ():
-            raise TypeError(f"ruda: {what}() needs a 0-d array; got shape {self.shape}")
+            raise TypeError(f"ruda: {what}() needs a 0-d array; got shape {self.shape}{hint}")
         return _python(self._device.backend.to_host(self._data)).item()
 
     def __bool__(self) -> bool:
@@ -227,10 +227,7 @@ class Array(_Base):
 
     def __round__(self, ndigits: int | None = None) -> int | float:
         """``round(loss, 4)`` of a 0-d array, as of its Python scalar; elementwise: ruda.round."""
-        if self._data.shape != ():
-            raise TypeError(f"ruda: round() needs a 0-d array; got shape {self.shape} (ruda.round(x) "
-                            f"rounds elementwise)")
-        return round(self._scalar("round"), ndigits)
+        return round(self._scalar("round", " (ruda.round(x) rounds elementwise)"), ndigits)
 
     # Python objects (extensions beyond the standard, as in NumPy, CuPy and PyTorch) ----------
     def item(self) -> bool | int | float | complex:

@@ -91,18 +91,16 @@ def where(condition: Array, x1: Array | Scalar, x2: Array | Scalar, /) -> Array:
 def _one_as_array(dev, x1, x2):
     """where(c, 1.0, 0.0), as NumPy and PyTorch take it (the standard needs an array among x1,
     x2): a NumPy scalar, else the Python scalar of the wider kind, becomes a 0-d array on c's
-    device (its own dtype; the device's default of its kind), which the other then joins."""
-    kinds = list(v.PYTHON_KINDS)
-    pick = [i for i, s in enumerate((x1, x2)) if isinstance(s, np.generic)] or \
-        sorted((i for i, s in enumerate((x1, x2)) if type(s) in v.PYTHON_KINDS),
-               key=lambda i: -kinds.index(type((x1, x2)[i])))
-    if not pick:
+    device (as asarray makes it: its own dtype, or the device's default of its kind), which the
+    other then joins."""
+    both = [x1, x2]
+    numpy = [i for i, s in enumerate(both) if isinstance(s, np.generic)]
+    python = [i for i, s in enumerate(both) if type(s) in v._SCALAR_RANK]
+    if not numpy and not python:
         raise TypeError(f"ruda.where: x1 and x2 must be ruda arrays or scalars; got "
                         f"{type(x1).__name__} and {type(x2).__name__}")
-    both = [x1, x2]
-    s = both[pick[0]]
-    dt = s.dtype if isinstance(s, np.generic) else v.python_type_dtype(dev, type(s))
-    both[pick[0]] = asarray(s, dtype=dt, device=dev)
+    i = numpy[0] if numpy else max(python, key=lambda i: v._SCALAR_RANK[type(both[i])])
+    both[i] = asarray(both[i], device=dev)
     return both
 
 

@@ -61,23 +61,15 @@ def device_or_default(dev):
     return _devices.default() if dev is None else _devices.device(dev)
 
 
-PYTHON_KINDS = {bool: "bool", int: "integral", float: "real floating", complex: "complex floating"}
-
-
-def python_type_dtype(dev, t):
-    """The dtype a Python scalar type stands for on ``dev`` (NumPy's dtype=float): bool, else the
-    device's default of its kind."""
-    return np.dtype(bool) if t is bool else default_dtype(dev, PYTHON_KINDS[t])
-
-
 def dtype(fn, dt, dev, arg="dtype"):
     """A dtype argument, checked to be a ruda dtype the device supports: its NumPy dtype."""
     dt = _dtypes.as_numpy(dt)
     if isinstance(dt, np.dtype) and dt in dev.backend._dtype_set:
         return dt
     if not _dtypes.is_dtype(dt):
-        if isinstance(dt, type) and dt in PYTHON_KINDS:
-            return python_type_dtype(dev, dt)
+        if isinstance(dt, type) and dt in _SCALAR_RANK:   # NumPy's dtype=float: the default
+            rank = _SCALAR_RANK[dt]                          # of that kind on the device
+            return np.dtype(bool) if rank == 0 else default_dtype(dev, _KIND_DEFAULT[rank])
         dt = _dtypes.named(dt) or dt       # np.float32, "float32"
         if not _dtypes.is_dtype(dt):
             raise TypeError(f"ruda.{fn}: {arg} must be a ruda dtype such as ruda.float32; "

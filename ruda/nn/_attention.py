@@ -2,6 +2,8 @@
 namespace ops (flash-style online softmax over key blocks; split-K for decoding)."""
 import math
 
+import numpy as np
+
 import ruda as xp
 from ruda.nn._check import compute_dtype, count, err, kernel, native, number, wrap
 
@@ -21,7 +23,7 @@ def _err(cls, arg, expected, got):
 
 def _check(q, k, v, attn_mask, is_causal, scale, enable_gqa, sliding_window):
     for name, flag in (("is_causal", is_causal), ("enable_gqa", enable_gqa)):
-        if flag is not True and flag is not False and type(flag).__name__ != "bool":  # np.bool
+        if not isinstance(flag, bool | np.bool_):
             # torch's fifth positional argument is dropout_p, which ruda.nn does not take
             raise _err(TypeError, name, "True or False (pass it by keyword: there is no "
                        "dropout_p)", repr(flag))
